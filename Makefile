@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: MIT
+# Convenience front-end to CMake presets. `make run` and `make test` install what they need
+# (apt-get as root) and build from nothing; plain `make` builds the CLI at build/execbox.
+.PHONY: all deps build asan release run test test-dev test-asan install bench format lint clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake --preset dev >/dev/null
+	@cmake --build --preset dev
+
+asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan
+
+release: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release
+
+run: build
+	./build/execbox run examples/churn.py
+
+test-dev: build
+	ctest --preset dev -j2
+
+test-asan: asan
+	ctest --preset asan -j2
+
+test: lint test-dev test-asan
+
+lint: deps
+	@scripts/lint.sh
+
+install: build
+	cmake --install build
+
+bench: release
+	bench/run.sh
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan build-release

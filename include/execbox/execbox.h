@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * execbox.h - the public API of libexecbox: run untrusted code in a fresh, disposable sandbox
+ * under one security policy and get one structured result back, whatever the backend.
+ *
+ * Conventions (see docs/error-handling.md and docs/ownership.md):
+ *  - Calls that can fail return int: >= 0 on success, a negative errno code on failure, and fill
+ *    the caller-owned `struct execbox_error *err` (which may be NULL) with a message.
+ *  - A guest that fails, times out or is OOM-killed is a *result*, not an API error.
+ *  - ret_ parameters are written only on success. Memory returned by the library is freed with
+ *    execbox_free() unless a dedicated *_free function is named.
+ *  - Option structs are valid when zeroed; 0 / NULL means "the default".
+ *  - The library is thread-safe: it keeps no global mutable state, and several runs may go on at
+ *    once from different threads, on one executor or several.
+ */
+#ifndef EXECBOX_EXECBOX_H
+#define EXECBOX_EXECBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Everything declared here is exported, even though the library builds with hidden
+ * visibility; the version script exports execbox_* and nothing else. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#define EXECBOX_VERSION "0.1.0"
+#define EXECBOX_PATH_MAX 4096
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+/* A caller-owned, fixed-size error: producing one allocates nothing. */
+struct execbox_error {
+    int code;      /* negative errno, 0 when no error */
+    char msg[256]; /* what failed and why; "" when no error */
+};
+
+/* A static description of a negative errno code. Never NULL. */
+const char *execbox_strerror(int code);
+
+/* Frees memory returned by the library (JSON strings and the like). Accepts NULL. */
+void execbox_free(void *p);
+
+/* The library's version string, EXECBOX_VERSION at build time. */
+const char *execbox_version(void);
+
+/* ---- sizes ------------------------------------------------------------------------------- */
+
+/* Parses a size such as "256M", "1.5G", "64k", "4096" or "512MiB" (binary units; a bare number
+ * is bytes) into *ret_bytes. -EINVAL with a message naming the bad value, -ERANGE if too big. */
+int execbox_parse_size(const char *s, uint64_t *ret_bytes, struct execbox_error *err);
+
+/* ---- the security policy (DESIGN.md section 2) -------------------------------------------- */
+
+enum execbox_network {
+    EXECBOX_NETWORK_NONE = 0, /* an empty network namespace: no sockets to anywhere */
+};
+
+/* Default values, used wherever a field is 0. */
+#define EXECBOX_DEFAULT_TIMEOUT 10.0
+#define EXECBOX_DEFAULT_MEMORY (256ULL << 20)
+#define EXECBOX_DEFAULT_CPUS 1.0
+#define EXECBOX_DEFAULT_PIDS 64U
+#define EXECBOX_DEFAULT_TMPFS (64ULL << 20)
+#define EXECBOX_DEFAULT_WORKSPACE_SIZE (256ULL << 20)
+#define EXECBOX_DEFAULT_OUTPUT_LIMIT (1ULL << 20)
+#define EXECBOX_DEFAULT_FILE_SIZE (64ULL << 20)
+
+struct execbox_policy {
+    double timeout;                   /* wall-clock seconds; the sandbox is killed after */
+    uint64_t memory;                  /* RAM cap in bytes, no swap; OOM kills the sandbox */
+    double cpus;                      /* CPU share, 1 = one core */
+    uint32_t pids;                    /* max processes and threads */
+    enum execbox_network network;     /* only "none" exists */
+    uint64_t tmpfs;                   /* size of the private /tmp */
+    uint64_t workspace_size;          /* size cap of a fresh /workspace */
+    uint64_t output_limit;            /* bytes kept per stream (head and tail) */
+    uint64_t file_size;               /* largest file the code may write */
+    char workspace[EXECBOX_PATH_MAX]; /* host dir mounted at /workspace; "" = fresh, removed */
+    char rootfs[EXECBOX_PATH_MAX];    /* read-only root; "" = the host's system dirs */
+};
+
+/* Fills *p with the documented defaults (the same values a zeroed policy resolves to). */
+void execbox_policy_init(struct execbox_policy *p);
+
+/* Sets one field by its DESIGN.md name ("timeout", "memory", "output_limit"; '-' and '_' are
+ * interchangeable) from text: sizes as in execbox_parse_size, timeout as seconds (decimal),
+ * cpus as a decimal, pids as an integer, network "none". On failure *p is unchanged and the
+ * message names the field and the bad value. */
+int execbox_policy_set(struct execbox_policy *p, const char *key, const char *value,
+                       struct execbox_error *err);
+
+/* Merges a JSON object of the same field names into *p (numbers or strings; sizes may be
+ * "256M"). Unknown fields, wrong types and bad values are -EINVAL naming the field; on failure
+ * *p is unchanged. len may be 0 when json is NUL-terminated. */
+int execbox_policy_merge_json(struct execbox_policy *p, const char *json, size_t len,
+                              struct execbox_error *err);
+
+/* Reads a JSON policy file (at most 1 MiB) and merges it into *p as above. */
+int execbox_policy_load_file(struct execbox_policy *p, const char *path, struct execbox_error *err);
+
+/* Checks that every limit in *req is no larger than the one in *max (0 fields count as their
+ * defaults). -EPERM naming the first field that asks for more. */
+int execbox_policy_check_within(const struct execbox_policy *req, const struct execbox_policy *max,
+                                struct execbox_error *err);
+
+/* The policy as a JSON object with every field resolved; free with execbox_free(). */
+int execbox_policy_to_json(const struct execbox_policy *p, char **ret_json,
+                           struct execbox_error *err);
+
+/* ---- cancellation ------------------------------------------------------------------------ */
+
+/* A one-shot, thread-safe cancellation token: firing it kills the run it was given to (the
+ * result then has killed_reason "cancelled"). Fire may be called from any thread or from a
+ * signal handler. */
+struct execbox_cancel;
+int execbox_cancel_new(struct execbox_cancel **ret, struct execbox_error *err);
+void execbox_cancel_fire(struct execbox_cancel *c);
+struct execbox_cancel *execbox_cancel_free(struct execbox_cancel *c);
+
+/* ---- a request ---------------------------------------------------------------------------- */
+
+enum execbox_stream {
+    EXECBOX_STREAM_STDOUT = 1,
+    EXECBOX_STREAM_STDERR = 2,
+};
+
+/* Called from the running thread as the guest produces output, before caps are applied (so a
+ * terminal sees everything the guest wrote, up to EXECBOX_STREAM_MAX bytes per stream). */
+typedef void (*execbox_output_fn)(void *userdata, enum execbox_stream stream, const char *data,
+                                  size_t len);
+
+#define EXECBOX_CODE_MAX (16U << 20)  /* largest program accepted */
+#define EXECBOX_STDIN_MAX (16U << 20) /* largest stdin accepted */
+
+struct execbox_request {
+    const char *language;   /* "python" (NULL), "javascript", "bash" */
+    const char *code;       /* the program text (borrowed) */
+    size_t code_len;        /* 0: strlen(code) */
+    const char *stdin_data; /* NULL: stdin is /dev/null */
+    size_t stdin_len;
+    const struct execbox_policy *policy; /* NULL: defaults */
+    execbox_output_fn on_output;         /* optional live output */
+    void *userdata;                      /* passed to on_output */
+    struct execbox_cancel *cancel;       /* optional; borrowed for the duration of the run */
+    size_t inline_files_max; /* image files in /workspace up to this size come back inline */
+};
+
+/* ---- the result record (DESIGN.md section 3) --------------------------------------------- */
+
+enum execbox_killed_reason {
+    EXECBOX_KILLED_NONE = 0,
+    EXECBOX_KILLED_TIMEOUT,
+    EXECBOX_KILLED_MEMORY,
+    EXECBOX_KILLED_OUTPUT_LIMIT,
+    EXECBOX_KILLED_CPU,
+    EXECBOX_KILLED_CANCELLED,
+};
+
+struct execbox_file {
+    char *path;          /* relative to /workspace */
+    uint64_t size;       /* bytes */
+    char *mime;          /* guessed from the name and the first bytes */
+    unsigned char *data; /* inline content of a small image, else NULL */
+    size_t data_len;
+};
+
+struct execbox_result {
+    char *stdout_data; /* kept bytes, NUL-terminated (head, a marker line, tail when truncated) */
+    size_t stdout_len;
+    char *stderr_data;
+    size_t stderr_len;
+    uint64_t stdout_bytes; /* bytes the guest wrote in all */
+    uint64_t stderr_bytes;
+    bool stdout_truncated;
+    bool stderr_truncated;
+    int exit_code;         /* status; 124 timeout; 128+N signal N; 1 SandboxError */
+    double execution_time; /* wall-clock seconds of the run */
+    bool timed_out;
+    bool oom_killed;
+    int signal; /* 0, or the signal that ended the program */
+    enum execbox_killed_reason killed_reason;
+    double cpu_time;            /* user + system seconds, -1 when unknown */
+    uint64_t peak_memory_bytes; /* 0 when unknown */
+    char *error_name;           /* NULL, or the uncaught exception / SandboxError / Timeout ... */
+    char *error_value;
+    char *error_traceback;
+    struct execbox_file *files;
+    size_t n_files;
+    bool files_truncated; /* more files existed than were listed */
+    char backend[32];
+    char language[32];
+    char **degraded; /* walls that were missing under allow_degraded */
+    size_t n_degraded;
+};
+
+/* Frees a result and everything it owns. Accepts NULL; returns NULL. */
+struct execbox_result *execbox_result_free(struct execbox_result *r);
+
+enum {
+    EXECBOX_JSON_PRETTY = 1 << 0,       /* indented output */
+    EXECBOX_JSON_NO_FILE_DATA = 1 << 1, /* leave inline file data out */
+};
+
+/* The result as one JSON object (DESIGN.md section 3). Invalid UTF-8 in the output becomes
+ * U+FFFD so the JSON is always valid. Free *ret_json with execbox_free(). */
+int execbox_result_to_json(const struct execbox_result *r, unsigned flags, char **ret_json,
+                           struct execbox_error *err);
+
+/* The name of a killed reason as in the JSON ("timeout"), NULL for none. */
+const char *execbox_killed_reason_name(enum execbox_killed_reason k);
+
+/* ---- the executor ------------------------------------------------------------------------- */
+
+#define EXECBOX_DEFAULT_BACKEND "subprocess" /* "jail" once it lands */
+
+struct execbox_executor_options {
+    const char *backend;        /* NULL: EXECBOX_DEFAULT_BACKEND */
+    bool allow_degraded;        /* jail: run even when a wall is missing, and say so */
+    const char *docker_host;    /* docker: DOCKER_HOST form, NULL = $DOCKER_HOST or the default */
+    const char *docker_image;   /* docker: image to run */
+    const char *docker_runtime; /* docker: OCI runtime name, NULL = engine default */
+    int docker_pull;            /* docker: 0 never, 1 if missing */
+};
+
+struct execbox_executor;
+
+/* Opens an executor on a backend. The backend is probed; -ENOTSUP (with the reason) if it
+ * cannot run here. Free with execbox_executor_free(). */
+int execbox_executor_new(const struct execbox_executor_options *opts, struct execbox_executor **ret,
+                         struct execbox_error *err);
+
+/* Runs one request in a fresh sandbox that is destroyed before this returns. Thread-safe.
+ * Returns 0 and a result (also when the guest failed, timed out or the sandbox could not run
+ * it: see exit_code and error_name); a negative errno only for a bad request (-EINVAL: unknown
+ * language, oversized code) or no memory. Free *ret with execbox_result_free(). */
+int execbox_executor_run(struct execbox_executor *ex, const struct execbox_request *req,
+                         struct execbox_result **ret, struct execbox_error *err);
+
+/* The backend's name. */
+const char *execbox_executor_backend(const struct execbox_executor *ex);
+
+/* Closes the executor. Accepts NULL; returns NULL. No run may be in progress. */
+struct execbox_executor *execbox_executor_free(struct execbox_executor *ex);
+
+/* ---- backends and their walls -------------------------------------------------------------- */
+
+#define EXECBOX_CHECK_MAX_WALLS 24
+
+struct execbox_wall {
+    char name[32]; /* "user namespace", "cgroup memory", "seccomp" ... */
+    bool ok;
+    bool required;    /* without it the backend refuses unless allow_degraded */
+    char detail[200]; /* how it is enforced, or why it is missing */
+};
+
+struct execbox_check {
+    char backend[32];
+    bool usable;   /* can run code at all here */
+    char tier[96]; /* the isolation tier that results, in words */
+    size_t n_walls;
+    struct execbox_wall walls[EXECBOX_CHECK_MAX_WALLS];
+};
+
+/* The names of the compiled-in backends, NULL-terminated, static. */
+const char *const *execbox_backends(void);
+
+/* Probes one backend (NULL: the default) and reports each of its walls. Returns 0 with the
+ * report filled also when walls are missing; -ENOENT for an unknown backend. */
+int execbox_check_backend(const char *backend, const struct execbox_executor_options *opts,
+                          struct execbox_check *ret, struct execbox_error *err);
+
+/* ---- languages ----------------------------------------------------------------------------- */
+
+/* The supported language names, NULL-terminated, static. */
+const char *const *execbox_languages(void);
+
+/* ---- the tool definition (DESIGN.md section 5) ------------------------------------------- */
+
+enum execbox_schema_format {
+    EXECBOX_SCHEMA_MCP = 0,   /* {name, description, inputSchema, outputSchema, annotations} */
+    EXECBOX_SCHEMA_ANTHROPIC, /* {name, description, input_schema} */
+    EXECBOX_SCHEMA_OPENAI,    /* {type: "function", function: {name, description, parameters}} */
+};
+
+struct execbox_tool_options {
+    const char *name;             /* NULL: "execute_python" (or "execute_code" with languages) */
+    const char *const *languages; /* NULL: python only; else adds a "language" enum */
+    double max_timeout;           /* 0: the default policy's timeout */
+    const struct execbox_policy *policy; /* limits quoted in the description; NULL: defaults */
+};
+
+/* The tool definition an agent registers, as JSON. Free with execbox_free(). */
+int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_tool_options *o,
+                        char **ret_json, struct execbox_error *err);
+
+/* Parses "mcp", "anthropic" or "openai". */
+int execbox_schema_format_parse(const char *s, enum execbox_schema_format *ret,
+                                struct execbox_error *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EXECBOX_EXECBOX_H */

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* backend.h - the backend interface: one static table of operations per backend, found by
+ * name in a registry. */
+#ifndef EB_BACKEND_H
+#define EB_BACKEND_H
+
+#include <stdint.h>
+
+#include "execbox/execbox.h"
+#include "lang.h"
+
+/* One run as the executor hands it to a backend: validated and resolved. */
+struct eb_run {
+    const struct execbox_request *req;
+    const struct execbox_policy *policy; /* every field resolved */
+    const struct eb_language *lang;
+    const char *code;
+    size_t code_len;
+    uint64_t start_ns; /* the deadline counts from here */
+};
+
+struct eb_backend_ops {
+    const char *name;
+    /* Fills report (backend name preset) with each wall and whether it works here. Returns 0,
+     * or -ENOTSUP when the backend cannot run at all (report.usable false, a wall says why). */
+    int (*probe)(const struct execbox_executor_options *o, struct execbox_check *report);
+    /* Prepares per-executor state after a successful probe. */
+    int (*open)(const struct execbox_executor_options *o, const struct execbox_check *report,
+                void **ret_state, struct execbox_error *err);
+    /* Runs one request; thread-safe on one state. Fills res (output, status, times). Returns
+     * 0, or -errno when the sandbox itself failed (the executor turns that into a
+     * SandboxError result); everything the run created is gone either way. */
+    int (*run)(void *state, const struct eb_run *run, struct execbox_result *res,
+               struct execbox_error *err);
+    void (*close)(void *state);
+};
+
+const struct eb_backend_ops *eb_backend_find(const char *name);
+
+/* Appends a wall to a report (printf-style detail). */
+void eb_check_add(struct execbox_check *c, const char *name, bool ok, bool required,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+extern const struct eb_backend_ops eb_backend_subprocess;
+extern const struct eb_backend_ops eb_backend_jail;
+
+#endif

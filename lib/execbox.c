@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* execbox.c - the public entry points: validate a request, pick the backend, fill the result. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "error.h"
+#include "lang.h"
+#include "policy.h"
+#include "result.h"
+#include "util.h"
+
+struct execbox_executor {
+    const struct eb_backend_ops *ops;
+    void *state;
+    struct execbox_check report;
+    bool degraded;
+};
+
+static const char *backend_name(const struct execbox_executor_options *o)
+{
+    return o && o->backend && *o->backend ? o->backend : EXECBOX_DEFAULT_BACKEND;
+}
+
+int execbox_check_backend(const char *backend, const struct execbox_executor_options *opts,
+                          struct execbox_check *ret, struct execbox_error *err)
+{
+    struct execbox_executor_options o = {0};
+    if (opts)
+        o = *opts;
+    if (backend)
+        o.backend = backend;
+    const char *name = backend_name(&o);
+    const struct eb_backend_ops *ops = eb_backend_find(name);
+    if (!ops)
+        return eb_error_set(err, -ENOENT, "unknown backend '%s'", name);
+    memset(ret, 0, sizeof(*ret));
+    snprintf(ret->backend, sizeof(ret->backend), "%s", ops->name);
+    ops->probe(&o, ret);
+    return 0;
+}
+
+int execbox_executor_new(const struct execbox_executor_options *opts, struct execbox_executor **ret,
+                         struct execbox_error *err)
+{
+    struct execbox_executor_options o = {0};
+    if (opts)
+        o = *opts;
+    const char *name = backend_name(&o);
+    const struct eb_backend_ops *ops = eb_backend_find(name);
+    if (!ops)
+        return eb_error_set(err, -ENOENT, "unknown backend '%s' (try: execbox check)", name);
+    struct execbox_executor *ex = calloc(1, sizeof(*ex));
+    if (!ex)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    ex->ops = ops;
+    snprintf(ex->report.backend, sizeof(ex->report.backend), "%s", ops->name);
+    ops->probe(&o, &ex->report);
+    if (!ex->report.usable) {
+        const char *why = "it cannot run on this machine";
+        for (size_t i = 0; i < ex->report.n_walls; i++)
+            if (!ex->report.walls[i].ok && ex->report.walls[i].required) {
+                why = ex->report.walls[i].detail;
+                break;
+            }
+        eb_error_set(err, -ENOTSUP, "backend '%s' is not usable here: %s", ops->name, why);
+        free(ex);
+        return -ENOTSUP;
+    }
+    for (size_t i = 0; i < ex->report.n_walls; i++) {
+        const struct execbox_wall *w = &ex->report.walls[i];
+        if (w->ok || !w->required)
+            continue;
+        if (!o.allow_degraded) {
+            eb_error_set(err, -ENOTSUP,
+                         "backend '%s': wall '%s' is missing (%s); refusing to run untrusted code "
+                         "without it (allow_degraded / --allow-degraded overrides)",
+                         ops->name, w->name, w->detail);
+            free(ex);
+            return -ENOTSUP;
+        }
+        ex->degraded = true;
+    }
+    if (ops->open) {
+        int r = ops->open(&o, &ex->report, &ex->state, err);
+        if (r < 0) {
+            free(ex);
+            return r;
+        }
+    }
+    *ret = ex;
+    return 0;
+}
+
+const char *execbox_executor_backend(const struct execbox_executor *ex)
+{
+    return ex ? ex->ops->name : NULL;
+}
+
+struct execbox_executor *execbox_executor_free(struct execbox_executor *ex)
+{
+    if (ex) {
+        if (ex->ops->close)
+            ex->ops->close(ex->state);
+        free(ex);
+    }
+    return NULL;
+}
+
+int execbox_executor_run(struct execbox_executor *ex, const struct execbox_request *req,
+                         struct execbox_result **ret, struct execbox_error *err)
+{
+    if (!ex || !req || !ret)
+        return eb_error_set(err, -EINVAL, "executor, request and result are required");
+    if (!req->code)
+        return eb_error_set(err, -EINVAL, "no code given");
+    const struct eb_language *lang = eb_language_find(req->language);
+    if (!lang)
+        return eb_error_set(err, -EINVAL,
+                            "unknown language '%s' (supported: python, "
+                            "javascript, bash)",
+                            req->language);
+    size_t code_len = req->code_len ? req->code_len : strlen(req->code);
+    if (code_len > EXECBOX_CODE_MAX)
+        return eb_error_set(err, -E2BIG, "code is %zu bytes, more than the maximum of %u", code_len,
+                            EXECBOX_CODE_MAX);
+    if (req->stdin_data && req->stdin_len > EXECBOX_STDIN_MAX)
+        return eb_error_set(err, -E2BIG, "stdin is %zu bytes, more than the maximum of %u",
+                            req->stdin_len, EXECBOX_STDIN_MAX);
+    struct execbox_policy policy;
+    if (req->policy)
+        policy = *req->policy;
+    else
+        memset(&policy, 0, sizeof(policy));
+    eb_policy_resolve(&policy);
+
+    struct execbox_result *res = eb_result_new(ex->ops->name, lang->name);
+    if (!res)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    struct eb_run run = {
+        .req = req,
+        .policy = &policy,
+        .lang = lang,
+        .code = req->code,
+        .code_len = code_len,
+        .start_ns = eb_now_ns(),
+    };
+    struct execbox_error berr = {0, ""};
+    int r = ex->ops->run(ex->state, &run, res, &berr);
+    if (r == -ENOMEM) {
+        execbox_result_free(res);
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    }
+    if (r < 0) {
+        if (!berr.msg[0])
+            eb_error_set(&berr, r, "the sandbox failed: %s", execbox_strerror(r));
+        res->execution_time = (double)(eb_now_ns() - run.start_ns) / 1e9;
+        if (eb_result_sandbox_error(res, berr.msg) < 0) {
+            execbox_result_free(res);
+            return eb_error_set(err, -ENOMEM, "out of memory");
+        }
+    }
+    if (strcmp(lang->name, "python") == 0 && eb_parse_python_error(res) < 0) {
+        execbox_result_free(res);
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    }
+    if (ex->degraded)
+        for (size_t i = 0; i < ex->report.n_walls; i++)
+            if (!ex->report.walls[i].ok && ex->report.walls[i].required)
+                eb_result_add_degraded(res, ex->report.walls[i].name);
+    *ret = res;
+    return 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* lang.h - the language table (interpreter per language) and the guest's scrubbed
+ * environment. */
+#ifndef EB_LANG_H
+#define EB_LANG_H
+
+#include <stddef.h>
+#include <sys/resource.h>
+
+struct eb_language {
+    const char *name;        /* "python" */
+    const char *interpreter; /* absolute path, executed directly, never through a shell */
+    const char *args[4];     /* arguments before the program file, NULL-terminated */
+    const char *filename;    /* the program file's name, e.g. "main.py" */
+    /* The rlimit that caps memory: RLIMIT_AS, or RLIMIT_DATA for runtimes (node) that reserve
+     * gigabytes of address space they never touch. */
+    int memory_rlimit;
+};
+
+/* The entry for name (NULL means python), or NULL when unknown. */
+const struct eb_language *eb_language_find(const char *name);
+
+#define EB_ENV_MAX 24
+
+/* A scrubbed environment built in the parent, so the child only execs it. */
+struct eb_env {
+    char *envp[EB_ENV_MAX + 1];
+    char storage[6144];
+    size_t used, n;
+};
+
+/* Fills e: PATH, HOME=home, TMPDIR=tmpdir, LANG=C.UTF-8, unbuffered Python, BLAS/OpenMP
+ * threads = ceil(cpus), a writable MPLCONFIGDIR under tmpdir, and the OpenBLAS core-type
+ * variables when the host sets them (they keep old OpenBLAS from crashing on some CPUs).
+ * Nothing else from the caller's environment. -E2BIG if it does not fit. */
+int eb_env_build(struct eb_env *e, const char *home, const char *tmpdir, double cpus);
+
+/* Appends one "NAME=value". */
+int eb_env_add(struct eb_env *e, const char *name, const char *value);
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* limits.h - every internal limit and timeout in one place (policy defaults are public, in
+ * execbox.h). */
+#ifndef EB_LIMITS_H
+#define EB_LIMITS_H
+
+/* Policy value ranges accepted from users. */
+#define EB_TIMEOUT_MIN 0.001
+#define EB_TIMEOUT_MAX 86400.0
+#define EB_MEMORY_MIN (4ULL << 20)
+#define EB_CPUS_MAX 1024.0
+#define EB_PIDS_MAX 1000000U
+#define EB_OUTPUT_LIMIT_MIN 64ULL
+#define EB_OUTPUT_LIMIT_MAX (1ULL << 30)
+#define EB_SIZE_MAX (1ULL << 50) /* 1 PiB: anything larger is a typo */
+
+/* A policy file or JSON body larger than this is refused. */
+#define EB_POLICY_FILE_MAX (1U << 20)
+
+/* After the guest program exits, how long the parent still drains output that remaining
+ * writers hold open before it gives up on them. */
+#define EB_DRAIN_GRACE_MS 2000
+/* After asking the sandbox's init to kill everything, how long before SIGKILL to it. */
+#define EB_KILL_GRACE_MS 500
+/* Read chunk for guest output. */
+#define EB_READ_CHUNK 65536
+
+/* Files listed from /workspace after a run. */
+#define EB_FILES_MAX 256
+#define EB_FILES_DEPTH 8
+
+/* Open files the guest may hold. */
+#define EB_NOFILE 1024
+
+/* Bytes of a traceback kept in result.error. */
+#define EB_TRACEBACK_MAX (64U << 10)
+
+#endif

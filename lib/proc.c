@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: MIT */
+/* proc.c - sandbox init, guest exec and the parent's supervision loop (see proc.h). */
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cancel.h"
+#include "error.h"
+#include "limits.h"
+#include "result.h"
+#include "util.h"
+
+/* ---- child side (async-signal-safe only: we may have been forked from a threaded host) ---- */
+
+static void send_error(int fd, int code, const char *msg)
+{
+    struct eb_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = EB_MSG_ERROR;
+    eb_error_set_raw(&m.err, code, msg);
+    (void)eb_write_all(fd, &m, sizeof(m));
+}
+
+static int set_limit(int res, uint64_t v)
+{
+    struct rlimit rl = {.rlim_cur = (rlim_t)v, .rlim_max = (rlim_t)v};
+    return setrlimit(res, &rl);
+}
+
+void eb_guest_exec(const struct eb_guest *g)
+{
+    /* Our parent is init; if it dies we must not live on unsupervised. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            signal(s, SIG_DFL);
+
+    if (dup2(g->stdin_fd, 0) < 0 || dup2(g->stdout_fd, 1) < 0 || dup2(g->stderr_fd, 2) < 0) {
+        send_error(g->status_fd, -errno, "dup2 stdio");
+        _exit(127);
+    }
+    /* Every other inherited fd is closed by exec (the status pipe stays open until then). */
+    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+        for (int fd = 3; fd < 65536; fd++)
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    if (g->cwd && chdir(g->cwd) < 0) {
+        send_error(g->status_fd, -errno, "chdir to the workspace");
+        _exit(127);
+    }
+    /* Rlimits: a second layer under the cgroup (or the only one for subprocess). No core
+     * dumps: a crash must not write the guest's memory anywhere. */
+    int bad = set_limit(RLIMIT_CORE, 0);
+    bad |= set_limit(RLIMIT_FSIZE, g->file_size);
+    bad |= set_limit(RLIMIT_NOFILE, EB_NOFILE);
+    if (g->cpu_seconds)
+        bad |= set_limit(RLIMIT_CPU, g->cpu_seconds);
+    if (g->memory_rlimit >= 0)
+        bad |= set_limit(g->memory_rlimit, g->memory);
+    if (bad) {
+        send_error(g->status_fd, -errno, "setrlimit");
+        _exit(127);
+    }
+    if (g->pre_exec) {
+        struct execbox_error e = {0, ""};
+        if (g->pre_exec(g->pre_exec_arg, &e) < 0) {
+            struct eb_msg m;
+            memset(&m, 0, sizeof(m));
+            m.type = EB_MSG_ERROR;
+            m.err = e;
+            (void)eb_write_all(g->status_fd, &m, sizeof(m));
+            _exit(127);
+        }
+    }
+    execve(g->path, g->argv, g->envp);
+    int e = errno;
+    char msg[EXECBOX_PATH_MAX + 32] = "cannot execute interpreter '";
+    size_t n = strlen(msg);
+    for (const char *p = g->path; *p && n < sizeof(msg) - 2; p++)
+        msg[n++] = *p;
+    msg[n++] = '\'';
+    msg[n] = '\0';
+    send_error(g->status_fd, -e, msg);
+    _exit(127);
+}
+
+/* Direct children of this process, from /proc (CONFIG_PROC_CHILDREN). */
+static int read_children(pid_t *pids, int max)
+{
+    char path[64] = "/proc/self/task/";
+    /* Format our pid by hand: snprintf is not async-signal-safe. */
+    char num[16];
+    int k = 0;
+    for (pid_t p = getpid(); p > 0 && k < 15; p /= 10)
+        num[k++] = (char)('0' + p % 10);
+    size_t n = strlen(path);
+    while (k > 0)
+        path[n++] = num[--k];
+    memcpy(path + n, "/children", 10);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[4096];
+    ssize_t len = eb_read_full(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (len < 0)
+        return -1;
+    int count = 0;
+    pid_t cur = 0;
+    bool in = false;
+    for (ssize_t i = 0; i < len && count < max; i++) {
+        if (buf[i] >= '0' && buf[i] <= '9') {
+            cur = cur * 10 + (buf[i] - '0');
+            in = true;
+        } else if (in) {
+            pids[count++] = cur;
+            cur = 0;
+            in = false;
+        }
+    }
+    if (in && count < max)
+        pids[count++] = cur;
+    return count;
+}
+
+/* Kills every descendant and reaps until none is left, recording the guest's status. */
+static void kill_everything(pid_t guest, int *guest_status, bool *guest_done)
+{
+    for (;;) {
+        if (getpid() == 1) {
+            /* pid 1 of our own pid namespace: -1 reaches exactly the sandbox's processes. */
+            kill(-1, SIGKILL);
+        } else {
+            pid_t kids[512];
+            int n = read_children(kids, 512);
+            for (int i = 0; i < n; i++) {
+                kill(-kids[i], SIGKILL); /* its process group, where it leads one */
+                kill(kids[i], SIGKILL);
+            }
+        }
+        int st;
+        pid_t w = waitpid(-1, &st, __WALL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            break; /* ECHILD: nothing left */
+        }
+        if (w == guest && !*guest_done) {
+            *guest_status = st;
+            *guest_done = true;
+        }
+    }
+}
+
+void eb_init_main(const struct eb_init *in)
+{
+    /* SIGCHLD through a signalfd so that one poll() waits for the guest and for the parent's
+     * kill request at once. */
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        send_error(in->status_fd, -errno, "signalfd");
+        _exit(1);
+    }
+    pid_t guest = fork();
+    if (guest < 0) {
+        send_error(in->status_fd, -errno, "fork the guest");
+        _exit(1);
+    }
+    if (guest == 0) {
+        close(sfd);
+        if (in->guest_setup) {
+            struct execbox_error e = {0, ""};
+            if (in->guest_setup(in->guest_setup_arg, &e) < 0) {
+                struct eb_msg m;
+                memset(&m, 0, sizeof(m));
+                m.type = EB_MSG_ERROR;
+                m.err = e;
+                (void)eb_write_all(in->status_fd, &m, sizeof(m));
+                _exit(127);
+            }
+        }
+        eb_guest_exec(in->guest);
+    }
+    /* init keeps no copy of the guest's stdio: EOF must mean "every writer is dead". */
+    close(in->guest->stdin_fd);
+    close(in->guest->stdout_fd);
+    close(in->guest->stderr_fd);
+
+    int guest_status = 0;
+    bool guest_done = false;
+    struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = in->ctl_fd, .events = POLLIN}};
+    while (!guest_done) {
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (pfd[1].revents)
+            break; /* the parent asks us to kill everything (deadline, cancel) or is gone */
+        if (pfd[0].revents) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof(si)) > 0)
+                ;
+            int st;
+            pid_t w;
+            while ((w = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
+                if (w == guest) {
+                    guest_status = st;
+                    guest_done = true;
+                }
+        }
+    }
+    /* The guest ended (or must end): like a container, nothing outlives the main process. */
+    kill_everything(guest, &guest_status, &guest_done);
+
+    struct eb_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = EB_MSG_EXIT;
+    m.status = guest_status;
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+        m.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+        m.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+        m.maxrss_kb = ru.ru_maxrss;
+    }
+    (void)eb_write_all(in->status_fd, &m, sizeof(m));
+    _exit(0);
+}
+
+/* ---- parent side -------------------------------------------------------------------------- */
+
+void eb_child_init(struct eb_child *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->pid = -1;
+    c->pidfd = c->out_fd = c->err_fd = c->status_fd = c->ctl_fd = -1;
+}
+
+void eb_child_close(struct eb_child *c)
+{
+    eb_close(&c->pidfd);
+    eb_close(&c->out_fd);
+    eb_close(&c->err_fd);
+    eb_close(&c->status_fd);
+    eb_close(&c->ctl_fd);
+}
+
+int eb_stdin_fd(const char *data, size_t len, struct execbox_error *err)
+{
+    if (!data) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? eb_error_set(err, -errno, "open /dev/null") : fd;
+    }
+    /* A memfd rather than a pipe: no writer thread, no SIGPIPE, no deadlock on a guest that
+     * never reads. */
+    int fd = memfd_create("execbox-stdin", MFD_CLOEXEC);
+    if (fd < 0)
+        return eb_error_set(err, -errno, "memfd_create: %s", execbox_strerror(-errno));
+    int r = eb_write_all(fd, data, len);
+    if (r < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+        close(fd);
+        return eb_error_set(err, r < 0 ? r : -errno, "write stdin");
+    }
+    return fd;
+}
+
+static void request_kill(struct eb_child *c)
+{
+    if (c->ctl_fd >= 0) {
+        (void)!write(c->ctl_fd, "k", 1);
+        eb_close(&c->ctl_fd);
+    }
+    if (c->kill_all)
+        c->kill_all(c->ctx);
+}
+
+static void hard_kill(struct eb_child *c)
+{
+    if (c->kill_all)
+        c->kill_all(c->ctx);
+    if (c->pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+    if (c->kill_pgid > 0)
+        kill(-c->kill_pgid, SIGKILL);
+}
+
+struct stream {
+    int *fd;
+    struct eb_capbuf buf;
+    enum execbox_stream which;
+};
+
+static int read_stream(struct stream *s, const struct execbox_request *req, char *chunk)
+{
+    ssize_t n = read(*s->fd, chunk, EB_READ_CHUNK);
+    if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN)
+            return 0;
+        eb_close(s->fd);
+        return 0;
+    }
+    if (n == 0) {
+        eb_close(s->fd);
+        return 0;
+    }
+    if (req->on_output)
+        req->on_output(req->userdata, s->which, chunk, (size_t)n);
+    return eb_capbuf_append(&s->buf, chunk, (size_t)n);
+}
+
+static int read_status(struct eb_child *c, struct eb_outcome *out)
+{
+    struct eb_msg m;
+    ssize_t n = read(c->status_fd, &m, sizeof(m));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return 0;
+    if (n <= 0) {
+        eb_close(&c->status_fd);
+        return 0;
+    }
+    if ((size_t)n != sizeof(m))
+        return 0; /* messages are atomic; a short one is garbage */
+    if (m.type == EB_MSG_ERROR && !out->setup_failed) {
+        out->setup_failed = true;
+        out->setup_err = m.err;
+        out->setup_err.msg[sizeof(out->setup_err.msg) - 1] = '\0';
+    } else if (m.type == EB_MSG_EXIT) {
+        out->got_exit = true;
+        out->status = m.status;
+        out->utime_us = m.utime_us;
+        out->stime_us = m.stime_us;
+        out->maxrss_kb = m.maxrss_kb;
+    }
+    return 0;
+}
+
+int eb_supervise(struct eb_child *c, const struct execbox_request *req,
+                 const struct execbox_policy *p, uint64_t start_ns, struct execbox_result *res,
+                 struct eb_outcome *out, struct execbox_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    struct stream st[2] = {{.fd = &c->out_fd, .which = EXECBOX_STREAM_STDOUT},
+                           {.fd = &c->err_fd, .which = EXECBOX_STREAM_STDERR}};
+    eb_capbuf_init(&st[0].buf, p->output_limit);
+    eb_capbuf_init(&st[1].buf, p->output_limit);
+    for (int i = 0; i < 2; i++)
+        if (*st[i].fd >= 0)
+            fcntl(*st[i].fd, F_SETFL, O_NONBLOCK);
+    if (c->status_fd >= 0)
+        fcntl(c->status_fd, F_SETFL, O_NONBLOCK);
+
+    const uint64_t deadline = start_ns + (uint64_t)(p->timeout * 1e9);
+    uint64_t kill_at = 0;     /* when the polite kill request escalates to SIGKILL */
+    uint64_t drain_until = 0; /* after init exits, how long we still wait for output EOF */
+    bool init_exited = false, killing = false;
+    int cancel_fd = eb_cancel_fd(req->cancel);
+    int rc = 0;
+    _cleanup_free_ char *chunk = malloc(EB_READ_CHUNK);
+    if (!chunk) {
+        rc = eb_error_set(err, -ENOMEM, "out of memory");
+        hard_kill(c);
+        killing = true;
+    }
+
+    for (;;) {
+        bool streams_open = c->out_fd >= 0 || c->err_fd >= 0;
+        if (init_exited && c->status_fd < 0 && !streams_open)
+            break;
+        uint64_t now = eb_now_ns();
+        if (init_exited && drain_until && now >= drain_until)
+            break; /* something we cannot see still holds a pipe: give up on it */
+        if (!killing && now >= deadline) {
+            out->timed_out = true;
+            killing = true;
+            request_kill(c);
+            kill_at = now + EB_KILL_GRACE_MS * 1000000ULL;
+        }
+        if (killing && kill_at && now >= kill_at) {
+            hard_kill(c);
+            kill_at = 0;
+        }
+        uint64_t wake = UINT64_MAX;
+        if (!killing)
+            wake = deadline;
+        if (kill_at)
+            wake = kill_at < wake ? kill_at : wake;
+        if (drain_until)
+            wake = drain_until < wake ? drain_until : wake;
+        int timeout_ms = -1;
+        if (wake != UINT64_MAX)
+            timeout_ms = wake <= now ? 0 : (int)((wake - now + 999999) / 1000000);
+
+        struct pollfd pfd[5];
+        int n = 0, i_out = -1, i_err = -1, i_status = -1, i_pid = -1, i_cancel = -1;
+        if (c->out_fd >= 0) {
+            i_out = n;
+            pfd[n++] = (struct pollfd){.fd = c->out_fd, .events = POLLIN};
+        }
+        if (c->err_fd >= 0) {
+            i_err = n;
+            pfd[n++] = (struct pollfd){.fd = c->err_fd, .events = POLLIN};
+        }
+        if (c->status_fd >= 0) {
+            i_status = n;
+            pfd[n++] = (struct pollfd){.fd = c->status_fd, .events = POLLIN};
+        }
+        if (!init_exited && c->pidfd >= 0) {
+            i_pid = n;
+            pfd[n++] = (struct pollfd){.fd = c->pidfd, .events = POLLIN};
+        }
+        if (!killing && cancel_fd >= 0) {
+            i_cancel = n;
+            pfd[n++] = (struct pollfd){.fd = cancel_fd, .events = POLLIN};
+        }
+        int pr = poll(pfd, (nfds_t)n, timeout_ms);
+        if (pr < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = eb_error_set(err, -errno, "poll: %s", execbox_strerror(-errno));
+            hard_kill(c);
+            break;
+        }
+        if (i_out >= 0 && pfd[i_out].revents)
+            if (read_stream(&st[0], req, chunk) < 0 && !rc)
+                rc = eb_error_set(err, -ENOMEM, "out of memory buffering output");
+        if (i_err >= 0 && pfd[i_err].revents)
+            if (read_stream(&st[1], req, chunk) < 0 && !rc)
+                rc = eb_error_set(err, -ENOMEM, "out of memory buffering output");
+        if (i_status >= 0 && pfd[i_status].revents)
+            read_status(c, out);
+        if (i_cancel >= 0 && pfd[i_cancel].revents) {
+            out->cancelled = true;
+            killing = true;
+            request_kill(c);
+            kill_at = eb_now_ns() + EB_KILL_GRACE_MS * 1000000ULL;
+        }
+        if (i_pid >= 0 && pfd[i_pid].revents) {
+            init_exited = true;
+            drain_until = eb_now_ns() + EB_DRAIN_GRACE_MS * 1000000ULL;
+            /* init has exited: every process it knew of is dead. Anything still holding a pipe
+             * escaped it, so the backend's own kill (cgroup) gets a go as well. */
+            if (c->kill_all)
+                c->kill_all(c->ctx);
+        }
+    }
+    if (init_exited && (c->out_fd >= 0 || c->err_fd >= 0))
+        hard_kill(c);
+
+    /* Reap init; it is dead or dying (SIGKILL as a last resort). */
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    for (int tries = 0;; tries++) {
+        int w =
+            (int)syscall(SYS_waitid, P_PIDFD, c->pidfd, &si, WEXITED | (tries ? 0 : WNOHANG), NULL);
+        if (w == 0 && si.si_pid != 0)
+            break;
+        if (w < 0 && errno != EINTR)
+            break;
+        if (tries == 0)
+            hard_kill(c);
+    }
+    if (si.si_code == CLD_EXITED)
+        out->init_status = W_EXITCODE(si.si_status, 0);
+    else
+        out->init_status = si.si_status & 0x7f;
+
+    /* Finish the captured streams. */
+    res->stdout_truncated = eb_capbuf_truncated(&st[0].buf);
+    res->stderr_truncated = eb_capbuf_truncated(&st[1].buf);
+    res->stdout_bytes = st[0].buf.total;
+    res->stderr_bytes = st[1].buf.total;
+    if (eb_capbuf_finish(&st[0].buf, &res->stdout_data, &res->stdout_len) < 0 ||
+        eb_capbuf_finish(&st[1].buf, &res->stderr_data, &res->stderr_len) < 0) {
+        eb_capbuf_free(&st[0].buf);
+        eb_capbuf_free(&st[1].buf);
+        if (!rc)
+            rc = eb_error_set(err, -ENOMEM, "out of memory");
+    }
+    res->execution_time = (double)(eb_now_ns() - start_ns) / 1e9;
+    return rc;
+}
+
+int eb_outcome_to_result(const struct eb_outcome *o, const struct execbox_policy *p,
+                         struct execbox_result *res)
+{
+    char msg[320];
+    if (o->got_exit) {
+        res->cpu_time = (double)(o->utime_us + o->stime_us) / 1e6;
+        res->peak_memory_bytes = (uint64_t)o->maxrss_kb * 1024;
+    }
+    if (o->timed_out) {
+        res->timed_out = true;
+        res->exit_code = 124;
+        res->killed_reason = EXECBOX_KILLED_TIMEOUT;
+        snprintf(msg, sizeof(msg), "execution exceeded the time limit of %g seconds and was killed",
+                 p->timeout);
+        return eb_result_set_error(res, "Timeout", msg, "");
+    }
+    if (o->cancelled) {
+        res->exit_code = 128 + SIGKILL;
+        res->signal = SIGKILL;
+        res->killed_reason = EXECBOX_KILLED_CANCELLED;
+        return eb_result_set_error(res, "Cancelled", "the run was cancelled by the caller", "");
+    }
+    if (o->setup_failed)
+        return eb_result_sandbox_error(res, o->setup_err.msg);
+    if (!o->got_exit) {
+        if (WIFSIGNALED(o->init_status) || (o->init_status & 0x7f))
+            snprintf(msg, sizeof(msg),
+                     "the sandbox ended unexpectedly (its init was killed by "
+                     "signal %d)",
+                     o->init_status & 0x7f);
+        else
+            snprintf(msg, sizeof(msg), "the sandbox ended unexpectedly (init status %d)",
+                     WEXITSTATUS(o->init_status));
+        return eb_result_sandbox_error(res, msg);
+    }
+    if (WIFEXITED(o->status)) {
+        res->exit_code = WEXITSTATUS(o->status);
+    } else if (WIFSIGNALED(o->status)) {
+        int sig = WTERMSIG(o->status);
+        res->signal = sig;
+        res->exit_code = 128 + sig;
+        if (sig == SIGXCPU) {
+            res->killed_reason = EXECBOX_KILLED_CPU;
+            return eb_result_set_error(res, "CPULimit", "the CPU time limit was exceeded", "");
+        }
+    }
+    return 0;
+}

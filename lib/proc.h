@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/* proc.h - the process side of every local backend: a sandbox "init" that starts the guest,
+ * reaps everything and kills all on request, the guest's last steps before exec, and the
+ * parent's supervision loop (output caps, deadline, cancellation, kill, reap).
+ *
+ * Shape of a run:  parent --fork/clone--> init --fork--> guest --exec--> interpreter
+ *   - init is a child subreaper (subprocess) or pid 1 of a new pid namespace (jail); when the
+ *     guest exits, or the parent asks, it kills every descendant, reaps them and reports.
+ *   - messages go to the parent on the status pipe, each one write() of < PIPE_BUF (atomic).
+ */
+#ifndef EB_PROC_H
+#define EB_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "execbox/execbox.h"
+
+enum eb_msg_type {
+    EB_MSG_ERROR = 'E', /* setup failed before exec: err says why */
+    EB_MSG_EXIT = 'X',  /* the guest ended: status, and the CPU and memory of its whole tree */
+};
+
+struct eb_msg {
+    int type;
+    int status;       /* X: wait status of the guest */
+    int64_t utime_us; /* X: user CPU of everything init reaped */
+    int64_t stime_us;
+    int64_t maxrss_kb;        /* X: largest resident set among them */
+    struct execbox_error err; /* E */
+};
+
+/* What the guest does between fork and exec. Everything here is prepared by the parent;
+ * the child only makes async-signal-safe calls. */
+struct eb_guest {
+    int stdin_fd;     /* becomes fd 0 */
+    int stdout_fd;    /* becomes fd 1 */
+    int stderr_fd;    /* becomes fd 2 */
+    int status_fd;    /* an exec failure is reported here (closed by exec) */
+    const char *cwd;  /* chdir target */
+    const char *path; /* interpreter */
+    char *const *argv;
+    char *const *envp;
+    int memory_rlimit; /* RLIMIT_AS or RLIMIT_DATA capped at memory, -1 for none */
+    uint64_t memory, file_size;
+    uint64_t cpu_seconds; /* RLIMIT_CPU; 0 = none */
+    /* Last step before exec (the jail loads seccomp here). 0 or -errno with err set. */
+    int (*pre_exec)(void *arg, struct execbox_error *err);
+    void *pre_exec_arg;
+};
+
+/* Runs in the guest process: never returns. Sends EB_MSG_ERROR and _exit(127) on failure. */
+__attribute__((noreturn)) void eb_guest_exec(const struct eb_guest *g);
+
+struct eb_init {
+    int status_fd; /* write end of the status pipe */
+    int ctl_fd;    /* read end: a byte or EOF means "kill everything now" */
+    const struct eb_guest *guest;
+    int (*guest_setup)(void *arg, struct execbox_error *err); /* in the guest, before exec */
+    void *guest_setup_arg;
+};
+
+/* Runs in the sandbox's init process: forks the guest, reaps, kills all when the guest exits
+ * or ctl_fd fires, sends EB_MSG_EXIT, then _exit(0). When not pid 1 it must already be a
+ * child subreaper. Never returns. */
+__attribute__((noreturn)) void eb_init_main(const struct eb_init *in);
+
+/* Parent's view of a started sandbox. */
+struct eb_child {
+    pid_t pid;  /* init */
+    int pidfd;  /* of init */
+    int out_fd; /* read ends */
+    int err_fd;
+    int status_fd;
+    int ctl_fd;      /* write end */
+    pid_t kill_pgid; /* > 0: also SIGKILL this process group as a backstop */
+    /* Backend's own kill (e.g. the cgroup); may be NULL. Called at deadline or cancel. */
+    void (*kill_all)(void *ctx);
+    void *ctx;
+};
+
+void eb_child_init(struct eb_child *c);
+/* Closes the parent's fds of c. */
+void eb_child_close(struct eb_child *c);
+
+struct eb_outcome {
+    bool got_exit; /* an EB_MSG_EXIT arrived */
+    int status;    /* its wait status */
+    bool timed_out;
+    bool cancelled;
+    bool setup_failed; /* an EB_MSG_ERROR arrived */
+    struct execbox_error setup_err;
+    int init_status; /* init's own wait status */
+    int64_t utime_us, stime_us, maxrss_kb;
+};
+
+/* Supervises a started sandbox until everything in it is dead and reaped: drains both output
+ * streams into res under the policy's output_limit (calling req->on_output as bytes arrive),
+ * enforces the deadline counted from start_ns, watches req->cancel, kills on either, and
+ * collects init's report. Closes nothing of c. 0, or -errno for a failure of the supervisor
+ * itself (then everything was still killed and reaped). */
+int eb_supervise(struct eb_child *c, const struct execbox_request *req,
+                 const struct execbox_policy *p, uint64_t start_ns, struct execbox_result *res,
+                 struct eb_outcome *out, struct execbox_error *err);
+
+/* Turns an outcome into the result's exit_code, signal, timed_out, killed_reason, error and
+ * times (cpu from the outcome when the backend has nothing better). */
+int eb_outcome_to_result(const struct eb_outcome *o, const struct execbox_policy *p,
+                         struct execbox_result *res);
+
+/* A memfd holding data (for stdin), positioned at 0; or /dev/null when data is NULL. */
+int eb_stdin_fd(const char *data, size_t len, struct execbox_error *err);
+
+#endif

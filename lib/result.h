@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* result.h - building and serialising result records. */
+#ifndef EB_RESULT_H
+#define EB_RESULT_H
+
+#include <jansson.h>
+
+#include "execbox/execbox.h"
+
+/* A new zeroed result (cpu_time -1), NULL on ENOMEM. */
+struct execbox_result *eb_result_new(const char *backend, const char *language);
+
+/* Marks r as a sandbox failure: exit 1, error SandboxError, the message appended to stderr. */
+int eb_result_sandbox_error(struct execbox_result *r, const char *msg);
+
+/* Sets r->error_* (copies); replaces any earlier error. -ENOMEM. */
+int eb_result_set_error(struct execbox_result *r, const char *name, const char *value,
+                        const char *traceback);
+
+/* Adds a name to r->degraded. */
+int eb_result_add_degraded(struct execbox_result *r, const char *wall);
+
+/* A jansson object of the record. */
+json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags);
+
+/* Copies data replacing invalid UTF-8 sequences with U+FFFD; the copy is NUL-terminated. */
+char *eb_utf8_sanitize(const char *data, size_t len, size_t *ret_len);
+
+/* Parses Python's last uncaught exception from stderr into r->error_*. No-op when none. */
+int eb_parse_python_error(struct execbox_result *r);
+
+/* Standard base64 of data; NUL-terminated, malloc'd. */
+char *eb_base64(const unsigned char *data, size_t len);
+
+#endif

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* tool.c - the tool definition an agent registers (DESIGN.md section 5), for MCP, Anthropic and
+ * OpenAI, and the JSON Schema of the result record. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "policy.h"
+#include "util.h"
+
+int execbox_schema_format_parse(const char *s, enum execbox_schema_format *ret,
+                                struct execbox_error *err)
+{
+    if (s && strcmp(s, "mcp") == 0)
+        *ret = EXECBOX_SCHEMA_MCP;
+    else if (s && strcmp(s, "anthropic") == 0)
+        *ret = EXECBOX_SCHEMA_ANTHROPIC;
+    else if (s && strcmp(s, "openai") == 0)
+        *ret = EXECBOX_SCHEMA_OPENAI;
+    else
+        return eb_error_set(err, -EINVAL, "unknown schema format '%s' (mcp, anthropic, openai)",
+                            s ? s : "");
+    return 0;
+}
+
+static void human_size(uint64_t b, char *out, size_t n)
+{
+    if (b >= (1ULL << 30) && b % (1ULL << 30) == 0)
+        snprintf(out, n, "%llu GiB", (unsigned long long)(b >> 30));
+    else if (b >= (1ULL << 20))
+        snprintf(out, n, "%llu MiB", (unsigned long long)(b >> 20));
+    else
+        snprintf(out, n, "%llu KiB", (unsigned long long)(b >> 10));
+}
+
+static json_t *result_schema(void)
+{
+    const char *text =
+        "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"exit_code\","
+        "\"execution_time\"],\"properties\":{"
+        "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+        "\"exit_code\":{\"type\":\"integer\"},\"execution_time\":{\"type\":\"number\"},"
+        "\"timed_out\":{\"type\":\"boolean\"},\"oom_killed\":{\"type\":\"boolean\"},"
+        "\"signal\":{\"type\":[\"integer\",\"null\"]},"
+        "\"killed_reason\":{\"type\":[\"string\",\"null\"]},"
+        "\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},"
+        "\"stdout_bytes\":{\"type\":\"integer\"},\"stderr_bytes\":{\"type\":\"integer\"},"
+        "\"cpu_time\":{\"type\":[\"number\",\"null\"]},"
+        "\"peak_memory_bytes\":{\"type\":[\"integer\",\"null\"]},"
+        "\"error\":{\"type\":[\"object\",\"null\"],\"properties\":{"
+        "\"name\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"},"
+        "\"traceback\":{\"type\":\"string\"}}},"
+        "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+        "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+        "\"mime\":{\"type\":\"string\"},\"data\":{\"type\":\"string\"}}}},"
+        "\"backend\":{\"type\":\"string\"},\"language\":{\"type\":\"string\"}}}";
+    return json_loads(text, 0, NULL);
+}
+
+int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_tool_options *o,
+                        char **ret_json, struct execbox_error *err)
+{
+    struct execbox_tool_options opt = {0};
+    if (o)
+        opt = *o;
+    struct execbox_policy pol;
+    if (opt.policy)
+        pol = *opt.policy;
+    else
+        memset(&pol, 0, sizeof(pol));
+    eb_policy_resolve(&pol);
+    double max_timeout = opt.max_timeout > 0 ? opt.max_timeout : pol.timeout;
+    bool multi = opt.languages && opt.languages[0];
+    const char *name = opt.name && *opt.name ? opt.name : multi ? "execute_code" : "execute_python";
+
+    char mem[32], tmp[32], out[32];
+    human_size(pol.memory, mem, sizeof(mem));
+    human_size(pol.tmpfs, tmp, sizeof(tmp));
+    human_size(pol.output_limit, out, sizeof(out));
+    char desc[2048];
+    snprintf(desc, sizeof(desc),
+             "Run %s in a fresh, isolated sandbox and return its stdout, stderr, exit_code and "
+             "execution_time. Use it to compute exact answers (arithmetic, statistics, data "
+             "transformation, charts) instead of estimating. Each call starts from a clean "
+             "sandbox: nothing persists between calls, so include all imports and data in the "
+             "code. There is no network access (no pip install, no downloads). Python 3 has "
+             "numpy, pandas and matplotlib (save figures to /workspace, e.g. "
+             "plt.savefig('/workspace/plot.png')); files written to /workspace are returned. "
+             "Print the values you need: only printed output comes back. Limits: %g s wall "
+             "clock, %s memory, %s /tmp, %s of output per stream. A non-zero exit_code means "
+             "the code failed; read the traceback in stderr, fix the code and call again.",
+             multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code",
+             max_timeout, mem, tmp, out);
+
+    json_t *props = json_object();
+    json_t *required = json_array();
+    json_array_append_new(required, json_string("code"));
+    json_object_set_new(
+        props, "code",
+        json_pack("{s:s, s:s}", "type", "string", "description",
+                  multi ? "The complete program to run." : "The complete Python program to run."));
+    if (multi) {
+        json_t *langs = json_array();
+        for (size_t i = 0; opt.languages[i]; i++)
+            json_array_append_new(langs, json_string(opt.languages[i]));
+        json_object_set_new(props, "language",
+                            json_pack("{s:s, s:o, s:s}", "type", "string", "enum", langs,
+                                      "description", "The language of the code."));
+        json_array_append_new(required, json_string("language"));
+    }
+    json_object_set_new(props, "timeout",
+                        json_pack("{s:s, s:i, s:I, s:s}", "type", "integer", "minimum", 1,
+                                  "maximum", (json_int_t)floor(max_timeout), "description",
+                                  "Wall-clock limit in seconds (optional)."));
+    json_t *input =
+        json_pack("{s:s, s:o, s:o}", "type", "object", "properties", props, "required", required);
+    json_object_set_new(input, "additionalProperties", json_false());
+
+    json_t *tool = NULL;
+    switch (format) {
+    case EXECBOX_SCHEMA_MCP:
+        tool = json_pack("{s:s, s:s, s:s, s:o, s:o}", "name", name, "title",
+                         multi ? "Execute code" : "Execute Python", "description", desc,
+                         "inputSchema", input, "outputSchema", result_schema());
+        if (tool)
+            json_object_set_new(
+                tool, "annotations",
+                json_pack("{s:s, s:b, s:b, s:b, s:b}", "title",
+                          multi ? "Execute code in a sandbox" : "Execute Python in a sandbox",
+                          "readOnlyHint", 0, "destructiveHint", 0, "idempotentHint", 0,
+                          "openWorldHint", 0));
+        break;
+    case EXECBOX_SCHEMA_ANTHROPIC:
+        tool =
+            json_pack("{s:s, s:s, s:o}", "name", name, "description", desc, "input_schema", input);
+        break;
+    case EXECBOX_SCHEMA_OPENAI:
+        tool = json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "function", "function", "name", name,
+                         "description", desc, "parameters", input);
+        break;
+    }
+    if (!tool)
+        return eb_error_set(err, -ENOMEM, "building the tool schema failed");
+    char *s = json_dumps(tool, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(tool);
+    if (!s)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    *ret_json = s;
+    return 0;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* util.c - EINTR-safe I/O, small file helpers, safe tree removal. */
+#include "util.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+int eb_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+ssize_t eb_read_full(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, p + got, len - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+int eb_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    size_t cap = 4096, len = 0;
+    _cleanup_free_ char *buf = malloc(cap + 1);
+    if (!buf)
+        return -ENOMEM;
+    for (;;) {
+        if (len == cap) {
+            if (cap > max)
+                return -EFBIG;
+            cap *= 2;
+            char *nb = realloc(buf, cap + 1);
+            if (!nb)
+                return -ENOMEM;
+            buf = nb;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > max)
+            return -EFBIG;
+    }
+    buf[len] = '\0';
+    if (ret_len)
+        *ret_len = len;
+    *ret = TAKE_PTR(buf);
+    return 0;
+}
+
+int eb_write_file(const char *path, const void *buf, size_t len, int mode)
+{
+    _cleanup_close_ int fd =
+        open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, (mode_t)mode);
+    if (fd < 0)
+        return -errno;
+    return eb_write_all(fd, buf, len);
+}
+
+uint64_t eb_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int eb_rm_rf(const char *path)
+{
+    /* FTW_PHYS: never follow a symlink the guest planted; FTW_MOUNT: never descend into a mount
+     * that might still be attached; FTW_DEPTH: contents before their directory. */
+    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    return 0;
+}
+
+const char *eb_tmp_dir(void)
+{
+    const char *t = secure_getenv("TMPDIR");
+    return t && t[0] == '/' ? t : "/tmp";
+}

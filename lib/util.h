@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* util.h - cleanup attributes, TAKE_PTR/TAKE_FD, EINTR-safe fd I/O and a monotonic clock. */
+#ifndef EB_UTIL_H
+#define EB_UTIL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(eb_freep)
+#define _cleanup_close_ _cleanup_(eb_closep)
+
+static inline void eb_freep(void *p)
+{
+    free(*(void **)p);
+}
+
+static inline void eb_closep(int *fd)
+{
+    if (*fd >= 0) {
+        int saved = errno;
+        close(*fd);
+        errno = saved;
+    }
+}
+
+#define TAKE_PTR(p)                                                                                \
+    ({                                                                                             \
+        __typeof__(p) _p = (p);                                                                    \
+        (p) = NULL;                                                                                \
+        _p;                                                                                        \
+    })
+
+#define TAKE_FD(fd)                                                                                \
+    ({                                                                                             \
+        int _fd = (fd);                                                                            \
+        (fd) = -1;                                                                                 \
+        _fd;                                                                                       \
+    })
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Closes *fd if open and sets it to -1. */
+static inline void eb_close(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+/* Writes all of buf, retrying on EINTR and short writes. 0 or -errno. Async-signal-safe. */
+int eb_write_all(int fd, const void *buf, size_t len);
+
+/* Reads until len bytes or EOF, retrying on EINTR. Bytes read, or -errno. Async-signal-safe. */
+ssize_t eb_read_full(int fd, void *buf, size_t len);
+
+/* Reads a whole small file (at most max bytes, else -EFBIG) into a NUL-terminated buffer. */
+int eb_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* Writes buf to path (created 0600, O_EXCL unless truncate). 0 or -errno. */
+int eb_write_file(const char *path, const void *buf, size_t len, int mode);
+
+/* Monotonic time in nanoseconds. */
+uint64_t eb_now_ns(void);
+
+/* Removes a directory tree without following symlinks or crossing mounts. 0 or -errno. */
+int eb_rm_rf(const char *path);
+
+/* The directory for execbox's private temp files: $TMPDIR if absolute, else /tmp. */
+const char *eb_tmp_dir(void);
+
+#endif

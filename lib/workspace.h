@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* workspace.h - fresh workspaces and the list of files a run left in one. */
+#ifndef EB_WORKSPACE_H
+#define EB_WORKSPACE_H
+
+#include <stddef.h>
+
+#include "execbox/execbox.h"
+
+/* Creates a private (0700) directory "<tmp>/execbox-<what>-XXXXXX" and writes its path to
+ * path (EXECBOX_PATH_MAX). 0 or -errno with err set. */
+int eb_mkdtemp(const char *what, char *path, struct execbox_error *err);
+
+/* Lists the regular files below the directory dirfd (not following symlinks, not crossing
+ * mounts, at most EB_FILES_MAX entries and EB_FILES_DEPTH levels) into r->files, sorted by
+ * path; images up to inline_max bytes are read into data. dirfd stays owned by the caller. */
+int eb_workspace_list(int dirfd, size_t inline_max, struct execbox_result *r);
+
+/* A MIME type guessed from the file name. */
+const char *eb_mime_from_name(const char *name);
+
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Banned-call check (as curl does) and clang-format check over the tracked C sources.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+files=$(git ls-files '*.c' '*.h' 2>/dev/null || find lib src include tests -name '*.[ch]')
+status=0
+# strcpy, sprintf, atoi and strtok (not strtok_r) are banned: unbounded or error-blind.
+if grep -nE '\b(strcpy|sprintf|vsprintf|atoi|atol|gets|strtok)\s*\(' $files | grep -v '^\s*//' ; then
+    echo "lint: banned function used (see docs/STYLE: use snprintf, strtol, strtok_r, memcpy)" >&2
+    status=1
+fi
+if command -v clang-format >/dev/null; then
+    bad=$(for f in $files; do clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || echo "$f"; done)
+    if [[ -n "$bad" ]]; then
+        echo "lint: not clang-formatted (run 'make format'):" $bad >&2
+        status=1
+    fi
+fi
+[[ $status -eq 0 ]] && echo "lint: ok"
+exit $status

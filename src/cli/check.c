@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* check.c - `execbox check`: which walls work here, and the isolation tier that results. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "common/cliopts.h"
+#include "execbox/execbox.h"
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "Usage: execbox check [-b BACKEND] [--all]\n\n"
+            "Reports each isolation wall of a backend (default: %s): works, or missing and "
+            "why.\nExit status 0 when the backend can run with every required wall, 1 "
+            "otherwise.\n  -b, --backend NAME   the backend to check\n"
+            "      --all            check every compiled-in backend\n",
+            EXECBOX_DEFAULT_BACKEND);
+}
+
+static int report(const char *backend, const struct execbox_executor_options *o)
+{
+    struct execbox_check c;
+    struct execbox_error err = {0};
+    if (execbox_check_backend(backend, o, &c, &err) < 0) {
+        cli_error("check", &err);
+        return -1;
+    }
+    bool complete = c.usable;
+    printf("backend %s\n", c.backend);
+    for (size_t i = 0; i < c.n_walls; i++) {
+        const struct execbox_wall *w = &c.walls[i];
+        printf("  %-4s %-22s %s%s\n", w->ok ? "ok" : "MISS", w->name, w->detail,
+               !w->ok && w->required ? " [required]" : "");
+        if (!w->ok && w->required)
+            complete = false;
+    }
+    printf("  tier: %s\n", c.tier);
+    printf("  status: %s\n", !c.usable ? "unusable" : complete ? "ready" : "degraded");
+    return complete ? 0 : 1;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"backend", required_argument, NULL, 'b'},
+        {"all", no_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct execbox_executor_options o = {0};
+    bool all = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "b:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b': o.backend = optarg; break;
+        case 'a': all = true; break;
+        case 'h': help(stdout); return 0;
+        default: help(stderr); return 2;
+        }
+    }
+    if (!all)
+        return report(o.backend, &o) == 0 ? 0 : 1;
+    int worst = 0;
+    for (const char *const *b = execbox_backends(); *b; b++) {
+        int r = report(*b, &o);
+        if (r != 0)
+            worst = 1;
+        if (b[1])
+            printf("\n");
+    }
+    return worst;
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* run.c - `execbox run`: run code once in a fresh sandbox (DESIGN.md section 4). */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "common/cliopts.h"
+#include "common/io.h"
+#include "execbox/execbox.h"
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "Usage: execbox run [OPTIONS] [FILE | - | -c CODE]\n\n"
+            "Runs code once in a fresh sandbox that is destroyed afterwards. Without --json the\n"
+            "program's stdout and stderr stream through as they are produced; with --json one\n"
+            "JSON result record is printed at the end.\n\n"
+            "  -c, --code CODE          the program text\n"
+            "  FILE | -                 read the program from a file or stdin\n"
+            "  -l, --language NAME      python (default) | javascript | bash (also from the\n"
+            "                           file's extension)\n"
+            "  -i, --stdin              pass our stdin to the program (default: /dev/null)\n"
+            "      --json               print the result record as one JSON object\n"
+            "      --pretty             indent the JSON\n"
+            "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
+            "\nExit status: the program's own; 124 timeout; 128+N killed by signal N (137 also\n"
+            "for an out-of-memory kill); 125 execbox itself failed (the reason on stderr).\n");
+}
+
+static void stream_out(void *ud, enum execbox_stream s, const char *data, size_t len)
+{
+    (void)ud;
+    /* Best effort: a closed terminal must not stop the run. */
+    (void)cli_write_all(s == EXECBOX_STREAM_STDOUT ? 1 : 2, data, len);
+}
+
+static const char *language_from_path(const char *path)
+{
+    const char *dot = path ? strrchr(path, '.') : NULL;
+    if (!dot)
+        return NULL;
+    if (strcmp(dot, ".py") == 0)
+        return "python";
+    if (strcmp(dot, ".js") == 0 || strcmp(dot, ".mjs") == 0 || strcmp(dot, ".cjs") == 0)
+        return "javascript";
+    if (strcmp(dot, ".sh") == 0 || strcmp(dot, ".bash") == 0)
+        return "bash";
+    return NULL;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    enum { OPT_JSON = CLI_OPT__LAST + 1, OPT_PRETTY };
+    static const struct option longopts[] = {
+        CLI_SANDBOX_LONGOPTS,
+        {"code", required_argument, NULL, 'c'},
+        {"language", required_argument, NULL, 'l'},
+        {"stdin", no_argument, NULL, 'i'},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"pretty", no_argument, NULL, OPT_PRETTY},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_sandbox sb;
+    cli_sandbox_init(&sb);
+    const char *code_arg = NULL, *language = NULL;
+    bool json = false, pretty = false, pass_stdin = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "c:l:ih", longopts, NULL)) != -1) {
+        int r = cli_sandbox_option(&sb, c, optarg);
+        if (r < 0)
+            return EXIT_EXECBOX;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case 'c': code_arg = optarg; break;
+        case 'l': language = optarg; break;
+        case 'i': pass_stdin = true; break;
+        case OPT_JSON: json = true; break;
+        case OPT_PRETTY: json = pretty = true; break;
+        case 'h': help(stdout); return 0;
+        default: fprintf(stderr, "execbox run: see 'execbox run --help'\n"); return EXIT_EXECBOX;
+        }
+    }
+    const char *path = optind < argc ? argv[optind++] : NULL;
+    if (optind < argc) {
+        fprintf(stderr, "execbox run: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_EXECBOX;
+    }
+    if (code_arg && path) {
+        fprintf(stderr, "execbox run: give the code with -c or as a FILE, not both\n");
+        return EXIT_EXECBOX;
+    }
+    if (!code_arg && !path) {
+        fprintf(stderr, "execbox run: no code: give -c CODE, a FILE, or - for stdin\n");
+        return EXIT_EXECBOX;
+    }
+    if (path && strcmp(path, "-") == 0 && pass_stdin) {
+        fprintf(stderr, "execbox run: stdin cannot be both the program and its input\n");
+        return EXIT_EXECBOX;
+    }
+    if (!language)
+        language = language_from_path(path);
+    if (language) {
+        bool known = false;
+        for (const char *const *l = execbox_languages(); *l; l++)
+            known |= strcmp(*l, language) == 0;
+        if (!known) {
+            fprintf(stderr, "execbox run: unknown language '%s' (python, javascript, bash)\n",
+                    language);
+            return EXIT_EXECBOX;
+        }
+    }
+
+    char *code = NULL, *in = NULL;
+    size_t code_len = 0, in_len = 0;
+    if (path) {
+        int r = cli_read_path(path, EXECBOX_CODE_MAX, &code, &code_len);
+        if (r < 0) {
+            fprintf(stderr, "execbox run: cannot read '%s': %s\n", path, execbox_strerror(r));
+            return EXIT_EXECBOX;
+        }
+    }
+    if (pass_stdin) {
+        int r = cli_read_fd(0, EXECBOX_STDIN_MAX, &in, &in_len);
+        if (r < 0) {
+            fprintf(stderr, "execbox run: reading stdin: %s\n", execbox_strerror(r));
+            free(code);
+            return EXIT_EXECBOX;
+        }
+    }
+    struct execbox_policy policy;
+    struct execbox_executor *ex = NULL;
+    int status = EXIT_EXECBOX;
+    if (cli_sandbox_policy(&sb, &policy) < 0 || cli_sandbox_executor(&sb, &ex) < 0)
+        goto out;
+    /* A vanished reader of our output must not kill us before the sandbox is torn down. */
+    signal(SIGPIPE, SIG_IGN);
+    struct execbox_request req = {
+        .language = language,
+        .code = code ? code : code_arg,
+        .code_len = code ? code_len : strlen(code_arg),
+        .stdin_data = in ? in : NULL,
+        .stdin_len = in_len,
+        .policy = &policy,
+        .on_output = json ? NULL : stream_out,
+    };
+    if (req.code_len == 0) {
+        req.code = "\n";
+        req.code_len = 1;
+    }
+    struct execbox_result *res = NULL;
+    struct execbox_error err = {0};
+    if (execbox_executor_run(ex, &req, &res, &err) < 0) {
+        cli_error("run", &err);
+        goto out;
+    }
+    bool sandbox_failed = res->error_name && strcmp(res->error_name, "SandboxError") == 0;
+    if (json) {
+        char *s = NULL;
+        if (execbox_result_to_json(res, pretty ? EXECBOX_JSON_PRETTY : 0, &s, &err) < 0) {
+            cli_error("run", &err);
+            execbox_result_free(res);
+            goto out;
+        }
+        printf("%s\n", s);
+        fflush(stdout);
+        execbox_free(s);
+    } else if (sandbox_failed) {
+        fprintf(stderr, "execbox: the sandbox could not run the code: %s\n", res->error_value);
+    } else if (res->timed_out) {
+        fprintf(stderr, "execbox: timed out after %g seconds; the sandbox was killed\n",
+                policy.timeout);
+    } else if (res->oom_killed) {
+        fprintf(stderr, "execbox: killed for exceeding the memory limit\n");
+    } else if (res->killed_reason == EXECBOX_KILLED_CPU) {
+        fprintf(stderr, "execbox: killed for exceeding the CPU time limit\n");
+    }
+    status = sandbox_failed ? EXIT_EXECBOX : res->exit_code;
+    execbox_result_free(res);
+out:
+    execbox_executor_free(ex);
+    free(code);
+    free(in);
+    return status;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/* cliopts.c - shared backend and policy flags. */
+#include "cliopts.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void cli_sandbox_init(struct cli_sandbox *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+void cli_error(const char *what, const struct execbox_error *err)
+{
+    fprintf(stderr, "execbox: %s: %s\n", what, err && err->msg[0] ? err->msg : "failed");
+}
+
+static int add_flag(struct cli_sandbox *s, const char *key, const char *value)
+{
+    if (s->n_flags >= CLI_MAX_POLICY_FLAGS) {
+        fprintf(stderr, "execbox: too many policy flags\n");
+        return -1;
+    }
+    /* Validate now so the error names the flag as typed. */
+    struct execbox_policy scratch;
+    execbox_policy_init(&scratch);
+    struct execbox_error err = {0};
+    if (execbox_policy_set(&scratch, key, value, &err) < 0) {
+        fprintf(stderr, "execbox: --%s: %s\n", key, err.msg);
+        return -1;
+    }
+    s->flags[s->n_flags].key = key;
+    s->flags[s->n_flags].value = value;
+    s->n_flags++;
+    return 1;
+}
+
+int cli_sandbox_option(struct cli_sandbox *s, int opt, const char *arg)
+{
+    switch (opt) {
+    case 'b': s->exec.backend = arg; return 1;
+    case 't': return add_flag(s, "timeout", arg);
+    case 'm': return add_flag(s, "memory", arg);
+    case 'w': return add_flag(s, "workspace", arg);
+    case CLI_OPT_CPUS: return add_flag(s, "cpus", arg);
+    case CLI_OPT_PIDS: return add_flag(s, "pids", arg);
+    case CLI_OPT_NETWORK: return add_flag(s, "network", arg);
+    case CLI_OPT_OUTPUT_LIMIT: return add_flag(s, "output-limit", arg);
+    case CLI_OPT_TMPFS: return add_flag(s, "tmpfs", arg);
+    case CLI_OPT_FILE_SIZE: return add_flag(s, "file-size", arg);
+    case CLI_OPT_WORKSPACE_SIZE: return add_flag(s, "workspace-size", arg);
+    case CLI_OPT_ROOTFS: return add_flag(s, "rootfs", arg);
+    case CLI_OPT_POLICY: s->policy_file = arg; return 1;
+    case CLI_OPT_ALLOW_DEGRADED: s->exec.allow_degraded = true; return 1;
+    case CLI_OPT_DOCKER_HOST: s->exec.docker_host = arg; return 1;
+    case CLI_OPT_IMAGE: s->exec.docker_image = arg; return 1;
+    case CLI_OPT_RUNTIME: s->exec.docker_runtime = arg; return 1;
+    case CLI_OPT_PULL:
+        if (strcmp(arg, "never") == 0)
+            s->exec.docker_pull = 0;
+        else if (strcmp(arg, "missing") == 0 || strcmp(arg, "if-missing") == 0)
+            s->exec.docker_pull = 1;
+        else {
+            fprintf(stderr, "execbox: --pull: '%s' is not one of never, missing\n", arg);
+            return -1;
+        }
+        return 1;
+    default: return 0;
+    }
+}
+
+int cli_sandbox_policy(const struct cli_sandbox *s, struct execbox_policy *ret)
+{
+    struct execbox_error err = {0};
+    execbox_policy_init(ret);
+    if (s->policy_file && execbox_policy_load_file(ret, s->policy_file, &err) < 0) {
+        fprintf(stderr, "execbox: %s\n", err.msg);
+        return -1;
+    }
+    for (int i = 0; i < s->n_flags; i++)
+        if (execbox_policy_set(ret, s->flags[i].key, s->flags[i].value, &err) < 0) {
+            fprintf(stderr, "execbox: --%s: %s\n", s->flags[i].key, err.msg);
+            return -1;
+        }
+    return 0;
+}
+
+int cli_sandbox_executor(const struct cli_sandbox *s, struct execbox_executor **ret)
+{
+    struct execbox_error err = {0};
+    if (execbox_executor_new(&s->exec, ret, &err) < 0) {
+        fprintf(stderr, "execbox: %s\n", err.msg);
+        return -1;
+    }
+    if (strcmp(execbox_executor_backend(*ret), "subprocess") == 0)
+        fprintf(stderr, "execbox: warning: the 'subprocess' backend isolates nothing: the code "
+                        "runs as you, on this host, with its files and network; use it only "
+                        "for trusted code\n");
+    return 0;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* cliopts.h - the backend and policy flags shared by run, mcp, serve and agent. Layering:
+ * defaults <- --policy FILE <- individual flags (whatever their order on the command line). */
+#ifndef EBCLI_CLIOPTS_H
+#define EBCLI_CLIOPTS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "execbox/execbox.h"
+
+enum {
+    CLI_OPT_CPUS = 0x1000,
+    CLI_OPT_PIDS,
+    CLI_OPT_NETWORK,
+    CLI_OPT_OUTPUT_LIMIT,
+    CLI_OPT_TMPFS,
+    CLI_OPT_FILE_SIZE,
+    CLI_OPT_WORKSPACE_SIZE,
+    CLI_OPT_ROOTFS,
+    CLI_OPT_POLICY,
+    CLI_OPT_ALLOW_DEGRADED,
+    CLI_OPT_DOCKER_HOST,
+    CLI_OPT_IMAGE,
+    CLI_OPT_RUNTIME,
+    CLI_OPT_PULL,
+    CLI_OPT__LAST,
+};
+
+/* getopt_long entries; spliced into each command's table. */
+#define CLI_SANDBOX_LONGOPTS                                                                       \
+    {"backend", required_argument, NULL, 'b'}, {"timeout", required_argument, NULL, 't'},          \
+        {"memory", required_argument, NULL, 'm'}, {"workspace", required_argument, NULL, 'w'},     \
+        {"cpus", required_argument, NULL, CLI_OPT_CPUS},                                           \
+        {"pids", required_argument, NULL, CLI_OPT_PIDS},                                           \
+        {"network", required_argument, NULL, CLI_OPT_NETWORK},                                     \
+        {"output-limit", required_argument, NULL, CLI_OPT_OUTPUT_LIMIT},                           \
+        {"tmpfs", required_argument, NULL, CLI_OPT_TMPFS},                                         \
+        {"file-size", required_argument, NULL, CLI_OPT_FILE_SIZE},                                 \
+        {"workspace-size", required_argument, NULL, CLI_OPT_WORKSPACE_SIZE},                       \
+        {"rootfs", required_argument, NULL, CLI_OPT_ROOTFS},                                       \
+        {"policy", required_argument, NULL, CLI_OPT_POLICY},                                       \
+        {"allow-degraded", no_argument, NULL, CLI_OPT_ALLOW_DEGRADED},                             \
+        {"docker-host", required_argument, NULL, CLI_OPT_DOCKER_HOST},                             \
+        {"image", required_argument, NULL, CLI_OPT_IMAGE},                                         \
+        {"runtime", required_argument, NULL, CLI_OPT_RUNTIME},                                     \
+    {                                                                                              \
+        "pull", required_argument, NULL, CLI_OPT_PULL                                              \
+    }
+
+/* Short options handled here: -b -t -m -w. */
+#define CLI_SANDBOX_SHORTOPTS "b:t:m:w:"
+
+/* Help text for the shared flags. */
+#define CLI_SANDBOX_HELP                                                                           \
+    "Sandbox options:\n"                                                                           \
+    "  -b, --backend NAME       jail | subprocess | docker (default: " EXECBOX_DEFAULT_BACKEND     \
+    ")\n"                                                                                          \
+    "  -t, --timeout SECONDS    wall-clock limit (default 10)\n"                                   \
+    "  -m, --memory SIZE        memory cap, e.g. 256M, 1.5G (default 256M)\n"                      \
+    "      --cpus N             CPU share, 1 = one core (default 1)\n"                             \
+    "      --pids N             max processes and threads (default 64)\n"                          \
+    "      --network none       no network (the only mode)\n"                                      \
+    "  -w, --workspace DIR      host dir mounted read-write at /workspace (default: fresh)\n"      \
+    "      --workspace-size SIZE  cap of a fresh workspace (default 256M)\n"                       \
+    "      --tmpfs SIZE         size of /tmp (default 64M)\n"                                      \
+    "      --output-limit SIZE  bytes kept per stream (default 1M)\n"                              \
+    "      --file-size SIZE     largest file the code may write (default 64M)\n"                   \
+    "      --rootfs DIR         read-only root (default: the host's system dirs)\n"                \
+    "      --policy FILE        JSON policy with the same field names; flags override it\n"        \
+    "      --allow-degraded     jail: run even if a wall is missing (the result says which)\n"     \
+    "      --docker-host URL, --image NAME, --runtime NAME, --pull never|missing  (docker)\n"
+
+#define CLI_MAX_POLICY_FLAGS 32
+
+struct cli_sandbox {
+    struct execbox_executor_options exec;
+    const char *policy_file;
+    struct {
+        const char *key;
+        const char *value;
+    } flags[CLI_MAX_POLICY_FLAGS];
+    int n_flags;
+};
+
+void cli_sandbox_init(struct cli_sandbox *s);
+
+/* Handles one getopt result. 1 if it was a sandbox option, 0 if not, -1 on a bad value
+ * (message printed to stderr). */
+int cli_sandbox_option(struct cli_sandbox *s, int opt, const char *arg);
+
+/* Builds the policy: defaults, then the file, then the flags. -1 with a message on error. */
+int cli_sandbox_policy(const struct cli_sandbox *s, struct execbox_policy *ret);
+
+/* Opens the executor and warns once when the backend isolates nothing. -1 with a message. */
+int cli_sandbox_executor(const struct cli_sandbox *s, struct execbox_executor **ret);
+
+/* Prints "execbox: <what>: <msg>" to stderr. */
+void cli_error(const char *what, const struct execbox_error *err);
+
+#endif

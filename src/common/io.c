@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* io.c - fd helpers for the programs. */
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int cli_read_fd(int fd, size_t max, char **ret, size_t *ret_len)
+{
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf)
+        return -ENOMEM;
+    for (;;) {
+        if (len == cap) {
+            if (cap > max) {
+                free(buf);
+                return -EFBIG;
+            }
+            cap *= 2;
+            char *nb = realloc(buf, cap + 1);
+            if (!nb) {
+                free(buf);
+                return -ENOMEM;
+            }
+            buf = nb;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = -errno;
+            free(buf);
+            return e;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > max) {
+            free(buf);
+            return -EFBIG;
+        }
+    }
+    buf[len] = '\0';
+    *ret = buf;
+    *ret_len = len;
+    return 0;
+}
+
+int cli_read_path(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+    if (strcmp(path, "-") == 0)
+        return cli_read_fd(0, max, ret, ret_len);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = cli_read_fd(fd, max, ret, ret_len);
+    close(fd);
+    return r;
+}
