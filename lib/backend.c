@@ -13,6 +13,9 @@ static const struct eb_backend_ops *const registry[] = {
     &eb_backend_jail,
 #endif
     &eb_backend_subprocess,
+#ifdef HAVE_DOCKER
+    &eb_backend_docker,
+#endif
 };
 
 static const char *const names[] = {
@@ -20,6 +23,9 @@ static const char *const names[] = {
     "jail",
 #endif
     "subprocess",
+#ifdef HAVE_DOCKER
+    "docker",
+#endif
     NULL,
 };
 
