@@ -9,6 +9,9 @@
 #include "execbox/execbox.h"
 #include "lang.h"
 
+/* A backend's sandbox started ahead of time (opaque to the pool). */
+struct eb_warm;
+
 /* One run as the executor hands it to a backend: validated and resolved. */
 struct eb_run {
     const struct execbox_request *req;
@@ -33,6 +36,17 @@ struct eb_backend_ops {
     int (*run)(void *state, const struct eb_run *run, struct execbox_result *res,
                struct execbox_error *err);
     void (*close)(void *state);
+
+    /* Optional warm starts (lib/pool.c). warm_start sets up a whole sandbox for (policy,
+     * language, preload) up to the point where the interpreter waits for its code; warm_run
+     * hands it one run's code and stdin and supervises it exactly as run() does, deadline from
+     * run->start_ns, and always consumes w; warm_discard destroys an unused one. */
+    int (*warm_start)(void *state, const struct execbox_policy *policy,
+                      const struct eb_language *lang, const char *preload, struct eb_warm **ret,
+                      struct execbox_error *err);
+    int (*warm_run)(void *state, struct eb_warm *w, const struct eb_run *run,
+                    struct execbox_result *res, struct execbox_error *err);
+    void (*warm_discard)(void *state, struct eb_warm *w);
 };
 
 const struct eb_backend_ops *eb_backend_find(const char *name);

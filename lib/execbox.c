@@ -8,6 +8,7 @@
 #include "error.h"
 #include "lang.h"
 #include "policy.h"
+#include "pool.h"
 #include "result.h"
 #include "util.h"
 
@@ -16,6 +17,7 @@ struct execbox_executor {
     void *state;
     struct execbox_check report;
     bool degraded;
+    struct eb_pool *pool; /* NULL without a warm pool */
 };
 
 static const char *backend_name(const struct execbox_executor_options *o)
@@ -89,6 +91,13 @@ int execbox_executor_new(const struct execbox_executor_options *opts, struct exe
             return r;
         }
     }
+    if (o.pool_size > 0) {
+        int r = eb_pool_new(ops, ex->state, &o, &ex->pool, err);
+        if (r < 0) {
+            execbox_executor_free(ex);
+            return r;
+        }
+    }
     *ret = ex;
     return 0;
 }
@@ -101,6 +110,7 @@ const char *execbox_executor_backend(const struct execbox_executor *ex)
 struct execbox_executor *execbox_executor_free(struct execbox_executor *ex)
 {
     if (ex) {
+        eb_pool_free(ex->pool);
         if (ex->ops->close)
             ex->ops->close(ex->state);
         free(ex);
@@ -147,7 +157,24 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
         .start_ns = eb_now_ns(),
     };
     struct execbox_error berr = {0, ""};
-    int r = ex->ops->run(ex->state, &run, res, &berr);
+    struct eb_warm *w = NULL;
+    if (ex->pool && lang->warm_bootstrap)
+        w = eb_pool_take(ex->pool, &policy, lang);
+    int r;
+    if (w) {
+        r = ex->ops->warm_run(ex->state, w, &run, res, &berr);
+        if (r == -EPIPE) {
+            /* The warm sandbox died before it got the code: nothing ran, so run cold. */
+            execbox_result_free(res);
+            res = eb_result_new(ex->ops->name, lang->name);
+            if (!res)
+                return eb_error_set(err, -ENOMEM, "out of memory");
+            eb_error_clear(&berr);
+            r = ex->ops->run(ex->state, &run, res, &berr);
+        }
+    } else {
+        r = ex->ops->run(ex->state, &run, res, &berr);
+    }
     if (r == -ENOMEM) {
         execbox_result_free(res);
         return eb_error_set(err, -ENOMEM, "out of memory");
@@ -171,4 +198,32 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
                 eb_result_add_degraded(res, ex->report.walls[i].name);
     *ret = res;
     return 0;
+}
+
+int execbox_executor_prewarm(struct execbox_executor *ex, const struct execbox_policy *policy,
+                             const char *language, struct execbox_error *err)
+{
+    if (!ex)
+        return eb_error_set(err, -EINVAL, "no executor");
+    const struct eb_language *lang = eb_language_find(language);
+    if (!lang)
+        return eb_error_set(err, -EINVAL, "unknown language '%s'", language);
+    if (!ex->pool)
+        return 0;
+    if (!lang->warm_bootstrap)
+        return eb_error_set(err, -ENOTSUP, "%s cannot start warm", lang->name);
+    struct execbox_policy p;
+    if (policy)
+        p = *policy;
+    else
+        memset(&p, 0, sizeof(p));
+    eb_policy_resolve(&p);
+    return eb_pool_prewarm(ex->pool, &p, lang, err);
+}
+
+void execbox_executor_pool_stats(struct execbox_executor *ex, struct execbox_pool_stats *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (ex && ex->pool)
+        eb_pool_stats(ex->pool, ret);
 }

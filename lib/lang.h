@@ -15,6 +15,10 @@ struct eb_language {
     /* The rlimit that caps memory: RLIMIT_AS, or RLIMIT_DATA for runtimes (node) that reserve
      * gigabytes of address space they never touch. */
     int memory_rlimit;
+    /* Warm start: a program (for `interpreter -B -c`) that imports argv[3]'s comma-separated
+     * modules, waits for a byte on fd 3, then runs the file argv[1] with stdin from argv[2]
+     * exactly as a cold start would; NULL where the language cannot start warm. */
+    const char *warm_bootstrap;
 };
 
 /* The entry for name (NULL means python), or NULL when unknown. */

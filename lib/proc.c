@@ -53,17 +53,28 @@ void eb_guest_exec(const struct eb_guest *g)
         if (s != SIGKILL && s != SIGSTOP)
             signal(s, SIG_DFL);
 
-    if (dup2(g->stdin_fd, 0) < 0 || dup2(g->stdout_fd, 1) < 0 || dup2(g->stderr_fd, 2) < 0) {
-        send_error(g->status_fd, -errno, "dup2 stdio");
+    /* Move every fd we need above the low numbers first, so that placing one on 0..3 cannot
+     * clobber another that happens to sit there. The copies are close-on-exec. */
+    int in = fcntl(g->stdin_fd, F_DUPFD_CLOEXEC, 16);
+    int out = fcntl(g->stdout_fd, F_DUPFD_CLOEXEC, 16);
+    int errfd = fcntl(g->stderr_fd, F_DUPFD_CLOEXEC, 16);
+    int three = g->pass_fd3 ? fcntl(g->fd3, F_DUPFD_CLOEXEC, 16) : -1;
+    int status = fcntl(g->status_fd, F_DUPFD_CLOEXEC, 16);
+    if (status < 0)
+        _exit(127);
+    if (in < 0 || out < 0 || errfd < 0 || (g->pass_fd3 && three < 0) || dup2(in, 0) < 0 ||
+        dup2(out, 1) < 0 || dup2(errfd, 2) < 0 || (three >= 0 && dup2(three, 3) < 0)) {
+        send_error(status, -errno, "set up stdio");
         _exit(127);
     }
     /* Every other inherited fd is closed by exec (the status pipe stays open until then). */
-    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
-        for (int fd = 3; fd < 65536; fd++)
+    unsigned first = three >= 0 ? 4U : 3U;
+    if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+        for (int fd = (int)first; fd < 65536; fd++)
             fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
     if (g->cwd && chdir(g->cwd) < 0) {
-        send_error(g->status_fd, -errno, "chdir to the workspace");
+        send_error(status, -errno, "chdir to the workspace");
         _exit(127);
     }
     /* Rlimits: a second layer under the cgroup (or the only one for subprocess). No core
@@ -76,7 +87,7 @@ void eb_guest_exec(const struct eb_guest *g)
     if (g->memory_rlimit >= 0)
         bad |= set_limit(g->memory_rlimit, g->memory);
     if (bad) {
-        send_error(g->status_fd, -errno, "setrlimit");
+        send_error(status, -errno, "setrlimit");
         _exit(127);
     }
     if (g->pre_exec) {
@@ -86,7 +97,7 @@ void eb_guest_exec(const struct eb_guest *g)
             memset(&m, 0, sizeof(m));
             m.type = EB_MSG_ERROR;
             m.err = e;
-            (void)eb_write_all(g->status_fd, &m, sizeof(m));
+            (void)eb_write_all(status, &m, sizeof(m));
             _exit(127);
         }
     }
@@ -98,7 +109,7 @@ void eb_guest_exec(const struct eb_guest *g)
         msg[n++] = *p;
     msg[n++] = '\'';
     msg[n] = '\0';
-    send_error(g->status_fd, -e, msg);
+    send_error(status, -e, msg);
     _exit(127);
 }
 
@@ -170,8 +181,50 @@ static void kill_everything(pid_t guest, int *guest_status, bool *guest_done)
     }
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+void eb_close_all_except(const int *keep, int n)
+{
+    int sorted[16];
+    if (n > 16)
+        n = 16;
+    memcpy(sorted, keep, (size_t)n * sizeof(int));
+    /* insertion sort: qsort is not on the async-signal-safe list */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && cmp_int(&sorted[j - 1], &sorted[j]) > 0; j--) {
+            int t = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = t;
+        }
+    unsigned next = 3;
+    for (int i = 0; i < n; i++) {
+        if (sorted[i] < (int)next)
+            continue;
+        if ((unsigned)sorted[i] > next)
+            syscall(SYS_close_range, next, (unsigned)sorted[i] - 1, 0U);
+        next = (unsigned)sorted[i] + 1;
+    }
+    syscall(SYS_close_range, next, ~0U, 0U);
+}
+
 void eb_init_main(const struct eb_init *in)
 {
+    /* We were forked from a possibly threaded host without exec: drop every fd it had open
+     * (other sandboxes' pipes among them, whose EOF must not wait for us). */
+    const struct eb_guest *g = in->guest;
+    int keep[] = {in->status_fd,
+                  in->ctl_fd,
+                  g->stdin_fd,
+                  g->stdout_fd,
+                  g->stderr_fd,
+                  g->status_fd,
+                  g->pass_fd3 ? g->fd3 : -1};
+    eb_close_all_except(keep, (int)ARRAY_SIZE(keep));
+
     /* SIGCHLD through a signalfd so that one poll() waits for the guest and for the parent's
      * kill request at once. */
     sigset_t chld;

@@ -35,10 +35,12 @@ struct eb_msg {
 /* What the guest does between fork and exec. Everything here is prepared by the parent;
  * the child only makes async-signal-safe calls. */
 struct eb_guest {
-    int stdin_fd;     /* becomes fd 0 */
-    int stdout_fd;    /* becomes fd 1 */
-    int stderr_fd;    /* becomes fd 2 */
-    int status_fd;    /* an exec failure is reported here (closed by exec) */
+    int stdin_fd;  /* becomes fd 0 */
+    int stdout_fd; /* becomes fd 1 */
+    int stderr_fd; /* becomes fd 2 */
+    int status_fd; /* an exec failure is reported here (closed by exec) */
+    bool pass_fd3; /* give the guest fd3 as its fd 3 (a warm start's go pipe) */
+    int fd3;
     const char *cwd;  /* chdir target */
     const char *path; /* interpreter */
     char *const *argv;
@@ -61,6 +63,10 @@ struct eb_init {
     int (*guest_setup)(void *arg, struct execbox_error *err); /* in the guest, before exec */
     void *guest_setup_arg;
 };
+
+/* Closes every fd above 2 but those in keep (negative entries ignored; at most 16).
+ * Async-signal-safe. */
+void eb_close_all_except(const int *keep, int n);
 
 /* Runs in the sandbox's init process: forks the guest, reaps, kills all when the guest exits
  * or ctl_fd fires, sends EB_MSG_EXIT, then _exit(0). When not pid 1 it must already be a

@@ -227,6 +227,12 @@ struct execbox_executor_options {
     const char *docker_image;   /* docker: image to run */
     const char *docker_runtime; /* docker: OCI runtime name, NULL = engine default */
     int docker_pull;            /* docker: 0 never, 1 if missing */
+    /* Warm pool: sandboxes set up ahead of time, each serving exactly one run (see
+     * docs/pool.md). A run finds one ready for its (policy, language) or runs cold; it never
+     * waits for or fails because of the pool. */
+    unsigned pool_size;       /* warm sandboxes kept per (policy, language); 0: no pool */
+    const char *pool_preload; /* modules imported ahead of time, "numpy,pandas"; NULL: none */
+    double pool_idle;         /* seconds a warm sandbox may wait unused; 0: 300 */
 };
 
 struct execbox_executor;
@@ -245,6 +251,23 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
 
 /* The backend's name. */
 const char *execbox_executor_backend(const struct execbox_executor *ex);
+
+/* Starts keeping warm sandboxes for (policy, language) now rather than after the first run of
+ * that pair. No-op without a pool; -ENOTSUP when the backend or language cannot be pooled. */
+int execbox_executor_prewarm(struct execbox_executor *ex, const struct execbox_policy *policy,
+                             const char *language, struct execbox_error *err);
+
+struct execbox_pool_stats {
+    uint64_t hits;    /* runs served by a warm sandbox */
+    uint64_t misses;  /* runs that went cold (none ready, or not poolable) */
+    uint64_t started; /* warm sandboxes started */
+    uint64_t expired; /* discarded unused after pool_idle */
+    uint64_t failed;  /* warm starts that failed */
+    unsigned ready;   /* ready now, all pairs together */
+};
+
+/* A snapshot of the pool's counters (all zero without a pool). */
+void execbox_executor_pool_stats(struct execbox_executor *ex, struct execbox_pool_stats *ret);
 
 /* Closes the executor. Accepts NULL; returns NULL. No run may be in progress. */
 struct execbox_executor *execbox_executor_free(struct execbox_executor *ex);

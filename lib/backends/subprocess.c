@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,30 +39,36 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
 struct run_paths {
     char dir[EXECBOX_PATH_MAX];       /* private run dir, removed after */
     char code[EXECBOX_PATH_MAX];      /* the program file */
+    char in[EXECBOX_PATH_MAX];        /* a warm start's stdin file */
     char tmp[EXECBOX_PATH_MAX];       /* TMPDIR */
     char workspace[EXECBOX_PATH_MAX]; /* cwd and HOME */
 };
 
-static int make_paths(const struct eb_run *run, struct run_paths *p, struct execbox_error *err)
+/* A started sandbox: cold (the program is already in place) or warm (waiting on go_fd). */
+struct eb_warm {
+    struct run_paths paths;
+    struct eb_child child;
+    int go_fd; /* warm: write end of the guest's fd 3 */
+};
+
+static int make_paths(const struct execbox_policy *pol, const struct eb_language *lang,
+                      struct run_paths *p, struct execbox_error *err)
 {
     int r = eb_mkdtemp("run", p->dir, err);
     if (r < 0)
         return r;
-    if (snprintf(p->code, sizeof(p->code), "%s/%s", p->dir, run->lang->filename) >=
+    if (snprintf(p->code, sizeof(p->code), "%s/%s", p->dir, lang->filename) >=
             (int)sizeof(p->code) ||
+        snprintf(p->in, sizeof(p->in), "%s/stdin", p->dir) >= (int)sizeof(p->in) ||
         snprintf(p->tmp, sizeof(p->tmp), "%s/tmp", p->dir) >= (int)sizeof(p->tmp))
         return eb_error_set(err, -ENAMETOOLONG, "temp path too long");
     if (mkdir(p->tmp, 0700) < 0)
         return eb_error_set(err, -errno, "mkdir '%s': %s", p->tmp, execbox_strerror(-errno));
-    r = eb_write_file(p->code, run->code, run->code_len, 0400);
-    if (r < 0)
-        return eb_error_set(err, r, "write the program: %s", execbox_strerror(r));
-    if (run->policy->workspace[0]) {
+    if (pol->workspace[0]) {
         struct stat st;
-        if (stat(run->policy->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
-            return eb_error_set(err, -ENOTDIR, "workspace '%s' is not a directory",
-                                run->policy->workspace);
-        memcpy(p->workspace, run->policy->workspace, sizeof(p->workspace));
+        if (stat(pol->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
+            return eb_error_set(err, -ENOTDIR, "workspace '%s' is not a directory", pol->workspace);
+        memcpy(p->workspace, pol->workspace, sizeof(p->workspace));
     } else {
         snprintf(p->workspace, sizeof(p->workspace), "%s/workspace", p->dir);
         if (mkdir(p->workspace, 0700) < 0)
@@ -70,40 +77,76 @@ static int make_paths(const struct eb_run *run, struct run_paths *p, struct exec
     return 0;
 }
 
-static int run(void *state, const struct eb_run *run, struct execbox_result *res,
-               struct execbox_error *err)
+static void sandbox_init(struct eb_warm *sb)
 {
-    (void)state;
-    const struct execbox_policy *pol = run->policy;
-    struct run_paths paths;
-    memset(&paths, 0, sizeof(paths));
+    memset(sb, 0, sizeof(*sb));
+    eb_child_init(&sb->child);
+    sb->go_fd = -1;
+}
+
+/* Kills whatever is still running, reaps init and removes the run dir. */
+static void sandbox_destroy(struct eb_warm *sb)
+{
+    if (sb->child.pid > 0) {
+        if (sb->child.pidfd >= 0)
+            syscall(SYS_pidfd_send_signal, sb->child.pidfd, SIGKILL, NULL, 0);
+        kill(-sb->child.pid, SIGKILL);
+        waitpid(sb->child.pid, NULL, 0);
+        sb->child.pid = -1;
+    }
+    eb_close(&sb->go_fd);
+    eb_child_close(&sb->child);
+    if (sb->paths.dir[0])
+        eb_rm_rf(sb->paths.dir);
+    sb->paths.dir[0] = '\0';
+}
+
+/* Starts init and the guest. Cold (preload NULL): the program run->code is written first and
+ * the interpreter runs it with run's stdin. Warm: the interpreter runs lang->warm_bootstrap,
+ * which imports preload and waits on fd 3. */
+static int sandbox_start(const struct execbox_policy *pol, const struct eb_language *lang,
+                         const char *preload, const struct eb_run *run, struct eb_warm *sb,
+                         struct execbox_error *err)
+{
+    bool warm = preload != NULL;
     struct eb_env env;
-    struct eb_child child;
-    eb_child_init(&child);
-    int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1}; /* out r/w, err r/w, status r/w, ctl r/w */
+    int fds[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl, go */
     _cleanup_close_ int in_fd = -1;
-    int r = make_paths(run, &paths, err);
+    int r = make_paths(pol, lang, &sb->paths, err);
     if (r < 0)
         goto out;
-    r = eb_env_build(&env, paths.workspace, paths.tmp, pol->cpus);
+    r = eb_env_build(&env, sb->paths.workspace, sb->paths.tmp, pol->cpus);
     if (r < 0) {
         eb_error_set(err, r, "environment too large");
         goto out;
     }
-    char *argv[8];
+    char *argv[12];
     size_t argc = 0;
-    argv[argc++] = (char *)run->lang->interpreter;
-    for (size_t i = 0; run->lang->args[i] && argc < 6; i++)
-        argv[argc++] = (char *)run->lang->args[i];
-    argv[argc++] = paths.code;
+    argv[argc++] = (char *)lang->interpreter;
+    for (size_t i = 0; lang->args[i] && argc < 6; i++)
+        argv[argc++] = (char *)lang->args[i];
+    if (warm) {
+        argv[argc++] = (char *)"-c";
+        argv[argc++] = (char *)lang->warm_bootstrap;
+        argv[argc++] = sb->paths.code;
+        argv[argc++] = sb->paths.in;
+        argv[argc++] = (char *)preload;
+    } else {
+        r = eb_write_file(sb->paths.code, run->code, run->code_len, 0400);
+        if (r < 0) {
+            eb_error_set(err, r, "write the program: %s", execbox_strerror(r));
+            goto out;
+        }
+        argv[argc++] = sb->paths.code;
+    }
     argv[argc] = NULL;
 
-    in_fd = eb_stdin_fd(run->req->stdin_data, run->req->stdin_len, err);
+    in_fd = eb_stdin_fd(warm ? NULL : run->req->stdin_data, warm ? 0 : run->req->stdin_len, err);
     if (in_fd < 0) {
         r = in_fd;
         goto out;
     }
-    for (int i = 0; i < 8; i += 2)
+    for (int i = 0; i < (warm ? 10 : 8); i += 2)
         if (pipe2(&fds[i], O_CLOEXEC) < 0) {
             r = eb_error_set(err, -errno, "pipe: %s", execbox_strerror(-errno));
             goto out;
@@ -113,14 +156,17 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
         .stdout_fd = fds[1],
         .stderr_fd = fds[3],
         .status_fd = fds[5],
-        .cwd = paths.workspace,
-        .path = run->lang->interpreter,
+        .pass_fd3 = warm,
+        .fd3 = fds[8],
+        .cwd = sb->paths.workspace,
+        .path = lang->interpreter,
         .argv = argv,
         .envp = env.envp,
-        .memory_rlimit = run->lang->memory_rlimit,
+        .memory_rlimit = lang->memory_rlimit,
         .memory = pol->memory,
         .file_size = pol->file_size,
-        .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + 1,
+        /* A warm interpreter spent CPU on its imports before the run: give that back. */
+        .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + (warm ? 10 : 1),
     };
     struct eb_init init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest};
     pid_t parent = getpid();
@@ -141,41 +187,109 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
         close(fds[2]);
         close(fds[4]);
         close(fds[7]);
+        if (warm)
+            close(fds[9]);
         eb_init_main(&init);
     }
-    child.pid = pid;
-    child.kill_pgid = pid;
-    child.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    child.out_fd = TAKE_FD(fds[0]);
-    child.err_fd = TAKE_FD(fds[2]);
-    child.status_fd = TAKE_FD(fds[4]);
-    child.ctl_fd = TAKE_FD(fds[7]);
-    for (int i = 0; i < 8; i++)
-        eb_close(&fds[i]);
-    eb_close(&in_fd);
-    if (child.pidfd < 0) {
+    sb->child.pid = pid;
+    sb->child.kill_pgid = pid;
+    sb->child.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    sb->child.out_fd = TAKE_FD(fds[0]);
+    sb->child.err_fd = TAKE_FD(fds[2]);
+    sb->child.status_fd = TAKE_FD(fds[4]);
+    sb->child.ctl_fd = TAKE_FD(fds[7]);
+    sb->go_fd = TAKE_FD(fds[9]);
+    if (sb->child.pidfd < 0) {
         r = eb_error_set(err, -errno, "pidfd_open: %s", execbox_strerror(-errno));
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
         goto out;
     }
+    r = 0;
+out:
+    for (int i = 0; i < 10; i++)
+        eb_close(&fds[i]);
+    return r;
+}
+
+/* Supervises a started sandbox to the end, fills res, lists the workspace. */
+static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct execbox_result *res,
+                          struct execbox_error *err)
+{
     struct eb_outcome oc;
-    r = eb_supervise(&child, run->req, pol, run->start_ns, res, &oc, err);
+    int r = eb_supervise(&sb->child, run->req, run->policy, run->start_ns, res, &oc, err);
+    sb->child.pid = -1; /* reaped by eb_supervise */
     if (r == 0)
-        r = eb_outcome_to_result(&oc, pol, res);
+        r = eb_outcome_to_result(&oc, run->policy, res);
     if (r == 0) {
         _cleanup_close_ int wfd =
-            open(paths.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+            open(sb->paths.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (wfd >= 0)
             r = eb_workspace_list(wfd, run->req->inline_files_max, res);
     }
-out:
-    for (int i = 0; i < 8; i++)
-        eb_close(&fds[i]);
-    eb_child_close(&child);
-    if (paths.dir[0])
-        eb_rm_rf(paths.dir);
+    return r;
+}
+
+static int run(void *state, const struct eb_run *run, struct execbox_result *res,
+               struct execbox_error *err)
+{
+    (void)state;
+    struct eb_warm sb;
+    sandbox_init(&sb);
+    int r = sandbox_start(run->policy, run->lang, NULL, run, &sb, err);
+    if (r == 0)
+        r = sandbox_finish(&sb, run, res, err);
+    sandbox_destroy(&sb);
+    return r;
+}
+
+static int warm_start(void *state, const struct execbox_policy *policy,
+                      const struct eb_language *lang, const char *preload, struct eb_warm **ret,
+                      struct execbox_error *err)
+{
+    (void)state;
+    if (!lang->warm_bootstrap)
+        return eb_error_set(err, -ENOTSUP, "%s cannot start warm", lang->name);
+    struct eb_warm *sb = malloc(sizeof(*sb));
+    if (!sb)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    sandbox_init(sb);
+    int r = sandbox_start(policy, lang, preload ? preload : "", NULL, sb, err);
+    if (r < 0) {
+        sandbox_destroy(sb);
+        free(sb);
+        return r;
+    }
+    *ret = sb;
+    return 0;
+}
+
+static void warm_discard(void *state, struct eb_warm *sb)
+{
+    (void)state;
+    if (sb) {
+        sandbox_destroy(sb);
+        free(sb);
+    }
+}
+
+static int warm_run(void *state, struct eb_warm *sb, const struct eb_run *run,
+                    struct execbox_result *res, struct execbox_error *err)
+{
+    (void)state;
+    int r = eb_write_file(sb->paths.code, run->code, run->code_len, 0400);
+    if (r == 0)
+        r = run->req->stdin_data
+                ? eb_write_file(sb->paths.in, run->req->stdin_data, run->req->stdin_len, 0400)
+            : symlink("/dev/null", sb->paths.in) < 0 ? -errno
+                                                     : 0;
+    if (r < 0) {
+        eb_error_set(err, r, "hand the program to the sandbox: %s", execbox_strerror(r));
+    } else if (eb_write_all(sb->go_fd, "g", 1) < 0) {
+        r = eb_error_set(err, -EPIPE, "the warm sandbox died before the run");
+    } else {
+        eb_close(&sb->go_fd);
+        r = sandbox_finish(sb, run, res, err);
+    }
+    warm_discard(state, sb);
     return r;
 }
 
@@ -183,4 +297,7 @@ const struct eb_backend_ops eb_backend_subprocess = {
     .name = "subprocess",
     .probe = probe,
     .run = run,
+    .warm_start = warm_start,
+    .warm_run = warm_run,
+    .warm_discard = warm_discard,
 };

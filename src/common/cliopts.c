@@ -3,6 +3,7 @@
 #include "cliopts.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void cli_sandbox_init(struct cli_sandbox *s)

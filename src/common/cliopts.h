@@ -24,8 +24,26 @@ enum {
     CLI_OPT_IMAGE,
     CLI_OPT_RUNTIME,
     CLI_OPT_PULL,
+    CLI_OPT_POOL,
+    CLI_OPT_PRELOAD,
+    CLI_OPT_POOL_IDLE,
     CLI_OPT__LAST,
 };
+
+/* Warm-pool flags, for the long-running surfaces (mcp, serve): handled by
+ * cli_sandbox_option() like the others. */
+#define CLI_POOL_LONGOPTS                                                                          \
+    {"pool", required_argument, NULL, CLI_OPT_POOL},                                               \
+        {"preload", required_argument, NULL, CLI_OPT_PRELOAD},                                     \
+    {                                                                                              \
+        "pool-idle", required_argument, NULL, CLI_OPT_POOL_IDLE                                    \
+    }
+
+#define CLI_POOL_HELP                                                                              \
+    "Warm pool (each sandbox still serves exactly one run):\n"                                     \
+    "      --pool N             keep N sandboxes ready per policy and language (default 0)\n"      \
+    "      --preload MODULES    import these ahead of time, e.g. numpy,pandas\n"                   \
+    "      --pool-idle SECONDS  destroy warm sandboxes unused this long (default 300)\n"
 
 /* getopt_long entries; spliced into each command's table. */
 #define CLI_SANDBOX_LONGOPTS                                                                       \

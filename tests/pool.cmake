@@ -1,0 +1,3 @@
+# SPDX-License-Identifier: MIT
+# Warm pool tests (lib/pool.c).
+eb_unit_test(pool)

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/* test_pool.c - the warm pool through the public API on the subprocess backend: refill,
+ * exhaustion, idle expiry, one run per sandbox, policy isolation, fresh randomness, teardown,
+ * and that a warm run looks exactly like a cold one. */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "execbox/execbox.h"
+
+static char tmpdir[256];
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+static struct execbox_executor *open_pool(unsigned size, const char *preload, double idle)
+{
+    struct execbox_executor_options o = {
+        .backend = "subprocess", .pool_size = size, .pool_preload = preload, .pool_idle = idle};
+    struct execbox_executor *ex = NULL;
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_new(&o, &ex, &err), 0);
+    return ex;
+}
+
+static void wait_ready(struct execbox_executor *ex, unsigned want)
+{
+    struct execbox_pool_stats st;
+    for (int i = 0; i < 400; i++) { /* 20 s at most */
+        execbox_executor_pool_stats(ex, &st);
+        if (st.ready >= want)
+            return;
+        usleep(50 * 1000);
+    }
+    fail_msg("pool never reached %u ready sandboxes (ready %u, failed %llu)", want, st.ready,
+             (unsigned long long)st.failed);
+}
+
+static struct execbox_result *run(struct execbox_executor *ex, const char *code,
+                                  const struct execbox_policy *p, const char *in)
+{
+    struct execbox_request req = {
+        .code = code, .policy = p, .stdin_data = in, .stdin_len = in ? strlen(in) : 0};
+    struct execbox_result *res = NULL;
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_run(ex, &req, &res, &err), 0);
+    return res;
+}
+
+static void test_warm_run_looks_cold(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = open_pool(2, "json", 60);
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
+    wait_ready(ex, 2);
+
+    struct execbox_result *r =
+        run(ex,
+            "import sys, __main__\nprint(6*7)\nprint(__name__, sys.argv[0].endswith('main.py'), "
+            "__main__.__file__ == sys.argv[0])\n",
+            NULL, NULL);
+    assert_int_equal(r->exit_code, 0);
+    assert_string_equal(r->stdout_data, "42\n__main__ True True\n");
+    execbox_result_free(r);
+
+    r = run(ex, "x = 1\ny = x / 0\n", NULL, NULL);
+    assert_int_equal(r->exit_code, 1);
+    assert_non_null(r->error_name);
+    assert_string_equal(r->error_name, "ZeroDivisionError");
+    assert_non_null(strstr(r->error_traceback, "line 2, in <module>"));
+    assert_null(strstr(r->error_traceback, "_execbox_warm"));
+    assert_null(strstr(r->stderr_data, "_execbox_warm"));
+    execbox_result_free(r);
+
+    wait_ready(ex, 1);
+    r = run(ex, "print(\n", NULL, NULL);
+    assert_int_equal(r->exit_code, 1);
+    assert_string_equal(r->error_name, "SyntaxError");
+    assert_null(strstr(r->stderr_data, "_execbox_warm"));
+    execbox_result_free(r);
+
+    wait_ready(ex, 1);
+    r = run(ex, "import sys\nprint(sys.stdin.read().upper(), end='')\nsys.exit(3)\n", NULL,
+            "hello");
+    assert_int_equal(r->exit_code, 3);
+    assert_string_equal(r->stdout_data, "HELLO");
+    execbox_result_free(r);
+
+    struct execbox_pool_stats st;
+    execbox_executor_pool_stats(ex, &st);
+    assert_true(st.hits >= 3);
+    execbox_executor_free(ex);
+}
+
+/* What a program can see of how it was started: identical cold and warm. */
+static const char introspect[] =
+    "import sys, os\n"
+    "print(sorted(globals()))\n"
+    "print(__name__, type(__loader__).__name__, __spec__, __cached__, __annotations__)\n"
+    "print(os.path.basename(sys.argv[0]), len(sys.argv), sys.path[0] == "
+    "os.path.dirname(__file__))\n"
+    "print(os.getcwd() == os.environ['HOME'], sys.flags.dont_write_bytecode, sys.stdin.read())\n"
+    "print(sorted(k for k in os.environ if k not in ('HOME', 'TMPDIR', 'MPLCONFIGDIR')))\n"
+    "print(os.get_inheritable(0), [fd for fd in range(3, 64) if "
+    "os.path.exists(f'/proc/self/fd/{fd}')])\n";
+
+static void test_warm_equals_cold(void **state)
+{
+    (void)state;
+    struct execbox_executor_options o = {.backend = "subprocess"};
+    struct execbox_executor *cold = NULL;
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_new(&o, &cold, &err), 0);
+    struct execbox_executor *warm = open_pool(1, "", 60);
+    assert_int_equal(execbox_executor_prewarm(warm, NULL, "python", &err), 0);
+    wait_ready(warm, 1);
+    struct execbox_result *a = run(cold, introspect, NULL, "in");
+    struct execbox_result *b = run(warm, introspect, NULL, "in");
+    struct execbox_pool_stats st;
+    execbox_executor_pool_stats(warm, &st);
+    assert_int_equal(st.hits, 1);
+    assert_int_equal(a->exit_code, 0);
+    assert_string_equal(a->stderr_data, "");
+    assert_string_equal(a->stdout_data, b->stdout_data);
+    assert_string_equal(a->stderr_data, b->stderr_data);
+    execbox_result_free(a);
+    execbox_result_free(b);
+    execbox_executor_free(cold);
+    execbox_executor_free(warm);
+}
+
+static void test_each_run_is_fresh(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = open_pool(3, "", 60);
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
+    char seen[6][256];
+    for (int i = 0; i < 6; i++) {
+        wait_ready(ex, 1);
+        struct execbox_result *r =
+            run(ex,
+                "import random, os, sys\n"
+                "print(random.random(), os.urandom(8).hex(), hash('abc'), os.getpid())\n"
+                "print('x' in globals())\n"
+                "x = 1\nopen('/tmp/left-behind' if False else os.environ['TMPDIR'] + '/mark', "
+                "'w').write('1')\nprint(len(os.listdir(os.environ['TMPDIR'])))\n",
+                NULL, NULL);
+        assert_int_equal(r->exit_code, 0);
+        char *nl = strchr(r->stdout_data, '\n');
+        assert_non_null(nl);
+        snprintf(seen[i], sizeof(seen[i]), "%.*s", (int)(nl - r->stdout_data), r->stdout_data);
+        /* no globals leak in, and this sandbox's /tmp held only what this run wrote */
+        assert_non_null(strstr(nl, "False\n1\n"));
+        for (int j = 0; j < i; j++) {
+            /* random state, urandom, hash seed and pid all differ between runs */
+            char a[4][64], b[4][64];
+            assert_int_equal(sscanf(seen[i], "%63s %63s %63s %63s", a[0], a[1], a[2], a[3]), 4);
+            assert_int_equal(sscanf(seen[j], "%63s %63s %63s %63s", b[0], b[1], b[2], b[3]), 4);
+            for (int k = 0; k < 4; k++)
+                assert_string_not_equal(a[k], b[k]);
+        }
+        execbox_result_free(r);
+    }
+    struct execbox_pool_stats st;
+    execbox_executor_pool_stats(ex, &st);
+    /* every started sandbox served at most one run */
+    assert_true(st.started >= st.hits + st.ready);
+    execbox_executor_free(ex);
+}
+
+static void test_exhaustion_goes_cold(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = open_pool(1, "", 60);
+    for (int i = 0; i < 4; i++) {
+        struct execbox_result *r = run(ex, "print('ok')", NULL, NULL);
+        assert_int_equal(r->exit_code, 0);
+        assert_string_equal(r->stdout_data, "ok\n");
+        execbox_result_free(r);
+    }
+    struct execbox_pool_stats st;
+    execbox_executor_pool_stats(ex, &st);
+    assert_int_equal(st.hits + st.misses, 4);
+    assert_true(st.misses >= 1); /* the first one at least: nothing was ready */
+    execbox_executor_free(ex);
+}
+
+static void test_policy_isolation(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = open_pool(2, "", 60);
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
+    wait_ready(ex, 2);
+    struct execbox_pool_stats before, after;
+    execbox_executor_pool_stats(ex, &before);
+    struct execbox_policy p;
+    execbox_policy_init(&p);
+    p.timeout = 7; /* another policy: must never be served from the default pair */
+    struct execbox_result *r = run(ex, "print(1)", &p, NULL);
+    assert_int_equal(r->exit_code, 0);
+    execbox_result_free(r);
+    execbox_executor_pool_stats(ex, &after);
+    assert_int_equal(after.hits, before.hits);
+    assert_int_equal(after.misses, before.misses + 1);
+    /* JavaScript has no warm start: it always runs cold and is counted nowhere */
+    struct execbox_request req = {.code = "console.log(2)", .language = "javascript"};
+    assert_int_equal(execbox_executor_run(ex, &req, &r, &err), 0);
+    assert_string_equal(r->stdout_data, "2\n");
+    execbox_result_free(r);
+    assert_int_equal(execbox_executor_prewarm(ex, NULL, "javascript", &err), -ENOTSUP);
+    execbox_executor_free(ex);
+}
+
+static void test_timeout_counts_from_run_start(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = open_pool(1, "", 60);
+    struct execbox_error err = {0};
+    struct execbox_policy p;
+    execbox_policy_init(&p);
+    p.timeout = 1;
+    assert_int_equal(execbox_executor_prewarm(ex, &p, "python", &err), 0);
+    wait_ready(ex, 1);
+    sleep(2); /* longer than the timeout: a deadline counted from the warm start would fire */
+    struct execbox_result *r = run(ex, "import time\ntime.sleep(0.3)\nprint('done')", &p, NULL);
+    assert_int_equal(r->exit_code, 0);
+    assert_string_equal(r->stdout_data, "done\n");
+    execbox_result_free(r);
+    wait_ready(ex, 1);
+    r = run(ex, "print('start', flush=True)\nwhile True: pass", &p, NULL);
+    assert_true(r->timed_out);
+    assert_int_equal(r->exit_code, 124);
+    assert_string_equal(r->stdout_data, "start\n");
+    execbox_result_free(r);
+    execbox_executor_free(ex);
+}
+
+static void test_idle_expiry_and_teardown(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = open_pool(2, "", 0.5);
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
+    wait_ready(ex, 1);
+    assert_true(count_entries(tmpdir) >= 1); /* warm sandboxes hold run dirs */
+    struct execbox_pool_stats st;
+    for (int i = 0; i < 100; i++) {
+        usleep(100 * 1000);
+        execbox_executor_pool_stats(ex, &st);
+        if (st.expired >= 2 && st.ready == 0)
+            break;
+    }
+    assert_true(st.expired >= 2);
+    assert_int_equal(st.ready, 0);
+    execbox_executor_free(ex);
+    assert_int_equal(count_entries(tmpdir), 0); /* nothing left behind */
+
+    ex = open_pool(3, "", 60);
+    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
+    wait_ready(ex, 3);
+    execbox_executor_free(ex);
+    assert_int_equal(count_entries(tmpdir), 0);
+}
+
+static void test_bad_options(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = NULL;
+    struct execbox_error err = {0};
+    struct execbox_executor_options o = {
+        .backend = "subprocess", .pool_size = 1, .pool_preload = "os; import evil"};
+    assert_int_equal(execbox_executor_new(&o, &ex, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "preload"));
+    o.pool_preload = NULL;
+    o.pool_size = 100000;
+    assert_int_equal(execbox_executor_new(&o, &ex, &err), -EINVAL);
+}
+
+int main(void)
+{
+    /* A private TMPDIR so that leftovers can be counted exactly. */
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/execbox-test-pool-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return 1;
+    setenv("TMPDIR", tmpdir, 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_warm_run_looks_cold),
+        cmocka_unit_test(test_warm_equals_cold),
+        cmocka_unit_test(test_each_run_is_fresh),
+        cmocka_unit_test(test_exhaustion_goes_cold),
+        cmocka_unit_test(test_policy_isolation),
+        cmocka_unit_test(test_timeout_counts_from_run_start),
+        cmocka_unit_test(test_idle_expiry_and_teardown),
+        cmocka_unit_test(test_bad_options),
+    };
+    int r = cmocka_run_group_tests(tests, NULL, NULL);
+    rmdir(tmpdir);
+    return r;
+}
