@@ -16,7 +16,8 @@ struct job {
     struct execbox_executor *ex;
     const char *code;
     int runs;
-    double *lat; /* ms */
+    int pause_ms; /* between runs: latency without saturating the machine */
+    double *lat;  /* ms */
     int failures;
 };
 
@@ -39,6 +40,8 @@ static void *worker(void *arg)
             j->failures++;
         j->lat[i] = now_ms() - t0;
         execbox_result_free(r);
+        if (j->pause_ms)
+            usleep((useconds_t)j->pause_ms * 1000);
     }
     return NULL;
 }
@@ -64,9 +67,9 @@ int main(int argc, char **argv)
 {
     const char *backend = NULL, *code = "print(6*7)", *preload = NULL, *label = "run";
     unsigned pool = 0;
-    int runs = 200, conc = 1;
+    int runs = 200, conc = 1, pause_ms = 0;
     int c;
-    while ((c = getopt(argc, argv, "b:c:p:P:n:j:l:")) != -1) {
+    while ((c = getopt(argc, argv, "b:c:p:P:n:j:l:s:")) != -1) {
         switch (c) {
         case 'b': backend = optarg; break;
         case 'c': code = optarg; break;
@@ -75,9 +78,10 @@ int main(int argc, char **argv)
         case 'n': runs = (int)strtol(optarg, NULL, 10); break;
         case 'j': conc = (int)strtol(optarg, NULL, 10); break;
         case 'l': label = optarg; break;
+        case 's': pause_ms = (int)strtol(optarg, NULL, 10); break;
         default:
             fprintf(stderr, "usage: poolbench [-b backend] [-c code] [-p pool] [-P preload] "
-                            "[-n runs] [-j concurrency] [-l label]\n");
+                            "[-n runs] [-j concurrency] [-l label] [-s pause_ms]\n");
             return 2;
         }
     }
@@ -107,7 +111,8 @@ int main(int argc, char **argv)
     pthread_t *th = calloc((size_t)conc, sizeof(*th));
     double cpu0 = cpu_s(), t0 = now_ms();
     for (int i = 0; i < conc; i++) {
-        jobs[i] = (struct job){.ex = ex, .code = code, .runs = per, .lat = lat + i * per};
+        jobs[i] = (struct job){
+            .ex = ex, .code = code, .runs = per, .pause_ms = pause_ms, .lat = lat + i * per};
         pthread_create(&th[i], NULL, worker, &jobs[i]);
     }
     int failures = 0;
@@ -115,7 +120,7 @@ int main(int argc, char **argv)
         pthread_join(th[i], NULL);
         failures += jobs[i].failures;
     }
-    double wall = (now_ms() - t0) / 1e3, cpu = cpu_s() - cpu0;
+    double wall = (now_ms() - t0) / 1e3 - (double)pause_ms * per / 1e3, cpu = cpu_s() - cpu0;
     int n = per * conc;
     qsort(lat, (size_t)n, sizeof(double), cmp);
     struct execbox_pool_stats st;

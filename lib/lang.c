@@ -22,7 +22,9 @@
  * SystemExit defines it, non-daemon threads joined, atexit callbacks, __main__'s globals
  * cleared (so the user's objects are finalised and unclosed files flushed, as at a normal exit),
  * a collection, stdio flushed; then os._exit. What is skipped is the teardown of the library
- * modules themselves. */
+ * modules themselves. Before waiting, everything the preload created is moved to the
+ * collector's permanent generation (gc.freeze), so that collections during and after the run
+ * scan only the run's own objects. */
 static const char python_bootstrap[] =
     "import sys, os\n"
     "def _execbox_warm():\n"
@@ -36,6 +38,8 @@ static const char python_bootstrap[] =
     "    exec(compile('_x = [i for i in range(2)]\\nprint(end=\"\")\\n', path, 'exec'), {})\n"
     "    with open(sys.executable, 'rb') as f:\n"
     "        f.read(1)\n"
+    "    gc.collect()\n"
+    "    gc.freeze()\n"
     "    go = b''\n"
     "    while True:\n"
     "        try:\n"

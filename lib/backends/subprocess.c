@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -101,6 +102,13 @@ static void sandbox_destroy(struct eb_warm *sb)
     sb->paths.dir[0] = '\0';
 }
 
+/* True when we may set a niceness back to 0 after raising it (root, or RLIMIT_NICE). */
+static bool can_renice(void)
+{
+    struct rlimit rl;
+    return geteuid() == 0 || (getrlimit(RLIMIT_NICE, &rl) == 0 && rl.rlim_cur >= 20);
+}
+
 /* Starts init and the guest. Cold (preload NULL): the program run->code is written first and
  * the interpreter runs it with run's stdin. Warm: the interpreter runs lang->warm_bootstrap,
  * which imports preload and waits on fd 3. */
@@ -169,6 +177,9 @@ static int sandbox_start(const struct execbox_policy *pol, const struct eb_langu
         .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + (warm ? 10 : 1),
     };
     struct eb_init init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest};
+    /* A warm sandbox waits at low CPU priority so that starting it never slows a run that is
+     * going on; warm_run restores normal priority, which needs the right to lower niceness. */
+    bool nice_warm = warm && can_renice();
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -189,6 +200,8 @@ static int sandbox_start(const struct execbox_policy *pol, const struct eb_langu
         close(fds[7]);
         if (warm)
             close(fds[9]);
+        if (nice_warm)
+            setpriority(PRIO_PROCESS, 0, 10);
         eb_init_main(&init);
     }
     sb->child.pid = pid;
@@ -281,6 +294,9 @@ static int warm_run(void *state, struct eb_warm *sb, const struct eb_run *run,
                 ? eb_write_file(sb->paths.in, run->req->stdin_data, run->req->stdin_len, 0400)
             : symlink("/dev/null", sb->paths.in) < 0 ? -errno
                                                      : 0;
+    /* Back to normal priority before the code runs (the whole process group: init and guest). */
+    if (r == 0 && can_renice())
+        setpriority(PRIO_PGRP, sb->child.pid, 0);
     if (r < 0) {
         eb_error_set(err, r, "hand the program to the sandbox: %s", execbox_strerror(r));
     } else if (eb_write_all(sb->go_fd, "g", 1) < 0) {
