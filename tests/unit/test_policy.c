@@ -58,10 +58,10 @@ static void test_parse_size_good(void **state)
         const char *s;
         uint64_t v;
     } cases[] = {
-        {"256M", 256 * MiB},     {"1.5G", 3 * GiB / 2}, {"64k", 64 << 10},    {"64K", 64 << 10},
-        {"512MiB", 512 * MiB},   {"512mib", 512 * MiB}, {"4096", 4096},       {"0", 0},
-        {"4096B", 4096},         {"10KB", 10 << 10},    {"2T", 2ULL << 40},   {" 8M ", 8 * MiB},
-        {".5M", 512 << 10},      {"1.5K", 1536},        {"1G", GiB},          {"1GiB", GiB},
+        {"256M", 256 * MiB},    {"1.5G", 3 * GiB / 2}, {"64k", 64 << 10},  {"64K", 64 << 10},
+        {"512MiB", 512 * MiB},  {"512mib", 512 * MiB}, {"4096", 4096},     {"0", 0},
+        {"4096B", 4096},        {"10KB", 10 << 10},    {"2T", 2ULL << 40}, {" 8M ", 8 * MiB},
+        {".5M", 512 << 10},     {"1.5K", 1536},        {"1G", GiB},        {"1GiB", GiB},
         {"18446744", 18446744},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -83,11 +83,11 @@ static void test_parse_size_bad(void **state)
         const char *s;
         int code;
     } cases[] = {
-        {"", -EINVAL},       {"abc", -EINVAL},      {"-1", -EINVAL},    {"-1M", -EINVAL},
-        {"10X", -EINVAL},    {"1.5", -EINVAL},      {"M", -EINVAL},     {"5 M x", -EINVAL},
-        {"10MM", -EINVAL},   {"10iB", -EINVAL},     {"inf", -EINVAL},   {"nan", -EINVAL},
-        {"2P", -EINVAL},     {"99999T", -ERANGE},   {"1e300", -ERANGE}, {"1e30", -ERANGE},
-        {"  ", -EINVAL},     {"5,5M", -EINVAL},
+        {"", -EINVAL},     {"abc", -EINVAL},    {"-1", -EINVAL},    {"-1M", -EINVAL},
+        {"10X", -EINVAL},  {"1.5", -EINVAL},    {"M", -EINVAL},     {"5 M x", -EINVAL},
+        {"10MM", -EINVAL}, {"10iB", -EINVAL},   {"inf", -EINVAL},   {"nan", -EINVAL},
+        {"2P", -EINVAL},   {"99999T", -ERANGE}, {"1e300", -ERANGE}, {"1e30", -ERANGE},
+        {"  ", -EINVAL},   {"5,5M", -EINVAL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint64_t v = 777;

@@ -46,10 +46,10 @@ static void test_every_field(void **state)
     json_t *o = to_json(r, 0);
     /* A fresh result: every documented field, with its null/empty form. */
     static const char *const order[] = {
-        "stdout",   "stderr",           "exit_code",    "execution_time",   "timed_out",
-        "oom_killed", "signal",         "killed_reason", "stdout_truncated", "stderr_truncated",
-        "stdout_bytes", "stderr_bytes", "cpu_time",     "peak_memory_bytes", "error",
-        "files",    "backend",          "language",
+        "stdout",       "stderr",       "exit_code",     "execution_time",    "timed_out",
+        "oom_killed",   "signal",       "killed_reason", "stdout_truncated",  "stderr_truncated",
+        "stdout_bytes", "stderr_bytes", "cpu_time",      "peak_memory_bytes", "error",
+        "files",        "backend",      "language",
     };
     assert_int_equal(json_object_size(o), sizeof(order) / sizeof(order[0]));
     /* The order of DESIGN.md (the four core fields first). */
@@ -148,24 +148,25 @@ static void test_invalid_utf8(void **state)
 {
     (void)state;
     CHECK("plain ascii", "plain ascii");
-    CHECK("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80", "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80");
-    CHECK("a\x80z", "a" FFFD "z");                         /* lone continuation */
-    CHECK("\xBF\xBF", FFFD FFFD);                           /* two of them */
-    CHECK("\xC0\x80", FFFD FFFD);                           /* overlong NUL */
-    CHECK("\xC1\xBF", FFFD FFFD);                           /* overlong 2-byte */
-    CHECK("\xE0\x80\xAF", FFFD FFFD FFFD);                  /* overlong 3-byte '/' */
-    CHECK("\xF0\x80\x80\xAF", FFFD FFFD FFFD FFFD);         /* overlong 4-byte */
-    CHECK("\xED\xA0\x80", FFFD FFFD FFFD);                  /* high surrogate U+D800 */
-    CHECK("\xED\xBF\xBF", FFFD FFFD FFFD);                  /* low surrogate U+DFFF */
-    CHECK("\xF4\x90\x80\x80", FFFD FFFD FFFD FFFD);         /* above U+10FFFF */
-    CHECK("\xF5\x80", FFFD FFFD);                           /* never a lead byte */
+    CHECK("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80",
+          "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80");
+    CHECK("a\x80z", "a" FFFD "z");                  /* lone continuation */
+    CHECK("\xBF\xBF", FFFD FFFD);                   /* two of them */
+    CHECK("\xC0\x80", FFFD FFFD);                   /* overlong NUL */
+    CHECK("\xC1\xBF", FFFD FFFD);                   /* overlong 2-byte */
+    CHECK("\xE0\x80\xAF", FFFD FFFD FFFD);          /* overlong 3-byte '/' */
+    CHECK("\xF0\x80\x80\xAF", FFFD FFFD FFFD FFFD); /* overlong 4-byte */
+    CHECK("\xED\xA0\x80", FFFD FFFD FFFD);          /* high surrogate U+D800 */
+    CHECK("\xED\xBF\xBF", FFFD FFFD FFFD);          /* low surrogate U+DFFF */
+    CHECK("\xF4\x90\x80\x80", FFFD FFFD FFFD FFFD); /* above U+10FFFF */
+    CHECK("\xF5\x80", FFFD FFFD);                   /* never a lead byte */
     CHECK("\xFE\xFF", FFFD FFFD);
-    CHECK("x\xE2\x82", "x" FFFD FFFD);                      /* truncated at the end */
-    CHECK("\xE2\x82x", FFFD FFFD "x");                      /* truncated in the middle */
+    CHECK("x\xE2\x82", "x" FFFD FFFD); /* truncated at the end */
+    CHECK("\xE2\x82x", FFFD FFFD "x"); /* truncated in the middle */
     CHECK("\xF0\x9F\x98", FFFD FFFD FFFD);
-    CHECK("\xED\x9F\xBF", "\xED\x9F\xBF");                  /* U+D7FF: just below surrogates */
-    CHECK("\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF");          /* U+10FFFF: the last one */
-    CHECK("a\0b", "a\0b");                                   /* NUL kept, escaped in JSON */
+    CHECK("\xED\x9F\xBF", "\xED\x9F\xBF");         /* U+D7FF: just below surrogates */
+    CHECK("\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF"); /* U+10FFFF: the last one */
+    CHECK("a\0b", "a\0b");                         /* NUL kept, escaped in JSON */
 }
 
 static void test_invalid_utf8_everywhere(void **state)
@@ -220,8 +221,13 @@ static void test_base64(void **state)
 {
     (void)state;
     static const char *const rfc4648[][2] = {
-        {"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},         {"foo", "Zm9v"},
-        {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+        {"", ""},
+        {"f", "Zg=="},
+        {"fo", "Zm8="},
+        {"foo", "Zm9v"},
+        {"foob", "Zm9vYg=="},
+        {"fooba", "Zm9vYmE="},
+        {"foobar", "Zm9vYmFy"},
     };
     for (size_t i = 0; i < 7; i++) {
         char *s = eb_base64((const unsigned char *)rfc4648[i][0], strlen(rfc4648[i][0]));
@@ -336,16 +342,11 @@ static void test_pretty_and_args(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_field),
-        cmocka_unit_test(test_killed_reason_names),
-        cmocka_unit_test(test_invalid_utf8),
-        cmocka_unit_test(test_invalid_utf8_everywhere),
-        cmocka_unit_test(test_sanitize_direct),
-        cmocka_unit_test(test_base64),
-        cmocka_unit_test(test_files),
-        cmocka_unit_test(test_degraded),
-        cmocka_unit_test(test_sandbox_error),
-        cmocka_unit_test(test_pretty_and_args),
+        cmocka_unit_test(test_every_field),     cmocka_unit_test(test_killed_reason_names),
+        cmocka_unit_test(test_invalid_utf8),    cmocka_unit_test(test_invalid_utf8_everywhere),
+        cmocka_unit_test(test_sanitize_direct), cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_files),           cmocka_unit_test(test_degraded),
+        cmocka_unit_test(test_sandbox_error),   cmocka_unit_test(test_pretty_and_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

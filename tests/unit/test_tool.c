@@ -55,8 +55,8 @@ static void check_common(const char *desc, json_t *input, double max_timeout)
         code_required |= strcmp(json_string_value(json_array_get(req, i)), "code") == 0;
     assert_true(code_required);
     json_t *props = json_object_get(input, "properties");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(props, "code"), "type")), "string");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(props, "code"), "type")),
+                        "string");
     json_t *t = json_object_get(props, "timeout");
     assert_string_equal(json_string_value(json_object_get(t, "type")), "integer");
     assert_true(json_is_integer(json_object_get(t, "maximum")));
@@ -77,9 +77,10 @@ static void test_mcp(void **state)
     assert_string_equal(json_string_value(json_object_get(out, "type")), "object");
     json_t *oprops = json_object_get(out, "properties");
     static const char *const fields[] = {
-        "stdout", "stderr", "exit_code", "execution_time", "timed_out", "oom_killed", "signal",
-        "killed_reason", "stdout_truncated", "stderr_truncated", "stdout_bytes", "stderr_bytes",
-        "cpu_time", "peak_memory_bytes", "error", "files", "backend", "language",
+        "stdout",       "stderr",       "exit_code",     "execution_time",    "timed_out",
+        "oom_killed",   "signal",       "killed_reason", "stdout_truncated",  "stderr_truncated",
+        "stdout_bytes", "stderr_bytes", "cpu_time",      "peak_memory_bytes", "error",
+        "files",        "backend",      "language",
     };
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
         if (!json_object_get(oprops, fields[i]))
@@ -175,10 +176,8 @@ static void test_format_parse(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mcp),
-        cmocka_unit_test(test_anthropic),
-        cmocka_unit_test(test_openai),
-        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_mcp),          cmocka_unit_test(test_anthropic),
+        cmocka_unit_test(test_openai),       cmocka_unit_test(test_options),
         cmocka_unit_test(test_format_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,8 +120,7 @@ static void test_qualified_name(void **state)
                     "pandas.errors.ParserError: Error tokenizing data. C error: Expected 1 "
                     "fields in line 3, saw 2\n";
     expect_error(t, "pandas.errors.ParserError",
-                 "Error tokenizing data. C error: Expected 1 fields in line 3, saw 2",
-                 "Traceback");
+                 "Error tokenizing data. C error: Expected 1 fields in line 3, saw 2", "Traceback");
     const char *m = "Traceback (most recent call last):\n"
                     "  File \"main.py\", line 3, in <module>\n"
                     "__main__.MyError: custom\n";
@@ -176,8 +175,7 @@ static void test_not_exceptions(void **state)
     expect_none("", 1);
     expect_none("\n\n", 1);
     expect_none("Traceback (most recent call last):\n  File \"main.py\", line 1\n", 1);
-    expect_none("Traceback (most recent call last):\n  File \"main.py\", line 1\n\n1 + 2 = 3\n",
-                1);
+    expect_none("Traceback (most recent call last):\n  File \"main.py\", line 1\n\n1 + 2 = 3\n", 1);
     /* An error already set (a SandboxError, a Timeout) is never replaced. */
     struct execbox_result *r = make(name_error, 1);
     assert_int_equal(eb_result_set_error(r, "SandboxError", "x", ""), 0);
