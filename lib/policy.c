@@ -283,6 +283,11 @@ int eb_policy_set_json_value(struct execbox_policy *p, const char *key, const js
             return eb_error_set(err, -EINVAL, "%s: expected a number, got a string", f->name);
         return set_field(p, f, json_string_value(v), err);
     }
+    if (f->kind == K_PATH && json_is_null(v)) {
+        /* null is "unset", as execbox_policy_to_json writes it: the round trip must hold. */
+        ((char *)p)[f->off] = '\0';
+        return 0;
+    }
     if (f->kind == K_PATH || f->kind == K_NETWORK)
         return eb_error_set(err, -EINVAL, "%s: expected a string", f->name);
     if (json_is_integer(v)) {
@@ -295,7 +300,7 @@ int eb_policy_set_json_value(struct execbox_policy *p, const char *key, const js
     }
     if (json_is_real(v)) {
         double d = json_real_value(v);
-        if (f->kind == K_COUNT || (f->kind == K_SIZE && d != floor(d)))
+        if ((f->kind == K_COUNT || f->kind == K_SIZE) && d != floor(d))
             return eb_error_set(err, -EINVAL, "%s: %g is not a whole number", f->name, d);
         snprintf(text, sizeof(text), "%.17g", d);
         return set_field(p, f, text, err);

@@ -38,6 +38,31 @@ static void stream_out(void *ud, enum execbox_stream s, const char *data, size_t
     (void)cli_write_all(s == EXECBOX_STREAM_STDOUT ? 1 : 2, data, len);
 }
 
+/* The run's cancellation token, fired by SIGINT, SIGTERM or SIGHUP so that an interrupted run
+ * still kills its sandbox and removes its temp files (dying at once would leave both). */
+static struct execbox_cancel *volatile interrupt_token;
+static volatile sig_atomic_t interrupt_signal;
+
+static void on_interrupt(int sig)
+{
+    interrupt_signal = sig;
+    execbox_cancel_fire(interrupt_token); /* async-signal-safe: one write(2) */
+}
+
+static int catch_interrupts(struct execbox_cancel *c)
+{
+    interrupt_token = c;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 ||
+        sigaction(SIGHUP, &sa, NULL) < 0)
+        return -1;
+    return 0;
+}
+
 static const char *language_from_path(const char *path)
 {
     const char *dot = path ? strrchr(path, '.') : NULL;
@@ -136,11 +161,17 @@ int cmd_run(int argc, char **argv)
     }
     struct execbox_policy policy;
     struct execbox_executor *ex = NULL;
+    struct execbox_cancel *cancel = NULL;
     int status = EXIT_EXECBOX;
     if (cli_sandbox_policy(&sb, &policy) < 0 || cli_sandbox_executor(&sb, &ex) < 0)
         goto out;
     /* A vanished reader of our output must not kill us before the sandbox is torn down. */
     signal(SIGPIPE, SIG_IGN);
+    struct execbox_error err = {0};
+    if (execbox_cancel_new(&cancel, &err) < 0 || catch_interrupts(cancel) < 0) {
+        cli_error("run", &err);
+        goto out;
+    }
     struct execbox_request req = {
         .language = language,
         .code = code ? code : code_arg,
@@ -149,13 +180,13 @@ int cmd_run(int argc, char **argv)
         .stdin_len = in_len,
         .policy = &policy,
         .on_output = json ? NULL : stream_out,
+        .cancel = cancel,
     };
     if (req.code_len == 0) {
         req.code = "\n";
         req.code_len = 1;
     }
     struct execbox_result *res = NULL;
-    struct execbox_error err = {0};
     if (execbox_executor_run(ex, &req, &res, &err) < 0) {
         cli_error("run", &err);
         goto out;
@@ -182,8 +213,16 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "execbox: killed for exceeding the CPU time limit\n");
     }
     status = sandbox_failed ? EXIT_EXECBOX : res->exit_code;
+    if (interrupt_signal && res->killed_reason == EXECBOX_KILLED_CANCELLED) {
+        /* As a shell reports a command killed by that signal. */
+        if (!json)
+            fprintf(stderr, "execbox: interrupted; the sandbox was killed\n");
+        status = 128 + interrupt_signal;
+    }
     execbox_result_free(res);
 out:
+    interrupt_token = NULL;
+    execbox_cancel_free(cancel);
     execbox_executor_free(ex);
     free(code);
     free(in);

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: MIT */
+/* test_policy.c - the security policy: defaults, sizes, every field from text and from JSON
+ * (good and bad values, and that a failure changes nothing), policy files, the check against a
+ * maximum, and the JSON round trip. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "execbox/execbox.h"
+#include "limits.h"
+#include "policy.h"
+
+#define MiB (1ULL << 20)
+#define GiB (1ULL << 30)
+
+static void assert_contains(const char *hay, const char *needle)
+{
+    if (!strstr(hay, needle))
+        fail_msg("'%s' does not contain '%s'", hay, needle);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    struct execbox_policy p;
+    memset(&p, 0xAB, sizeof(p));
+    execbox_policy_init(&p);
+    assert_true(p.timeout == 10.0);
+    assert_int_equal(p.memory, 256 * MiB);
+    assert_true(p.cpus == 1.0);
+    assert_int_equal(p.pids, 64);
+    assert_int_equal(p.network, EXECBOX_NETWORK_NONE);
+    assert_int_equal(p.tmpfs, 64 * MiB);
+    assert_int_equal(p.workspace_size, 256 * MiB);
+    assert_int_equal(p.output_limit, 1 * MiB);
+    assert_int_equal(p.file_size, 64 * MiB);
+    assert_string_equal(p.workspace, "");
+    assert_string_equal(p.rootfs, "");
+    /* A zeroed policy resolves to the same values. */
+    struct execbox_policy z;
+    memset(&z, 0, sizeof(z));
+    eb_policy_resolve(&z);
+    assert_memory_equal(&z, &p, sizeof(p));
+}
+
+static void test_parse_size_good(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        uint64_t v;
+    } cases[] = {
+        {"256M", 256 * MiB},    {"1.5G", 3 * GiB / 2}, {"64k", 64 << 10},  {"64K", 64 << 10},
+        {"512MiB", 512 * MiB},  {"512mib", 512 * MiB}, {"4096", 4096},     {"0", 0},
+        {"4096B", 4096},        {"10KB", 10 << 10},    {"2T", 2ULL << 40}, {" 8M ", 8 * MiB},
+        {".5M", 512 << 10},     {"1.5K", 1536},        {"1G", GiB},        {"1GiB", GiB},
+        {"18446744", 18446744},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t v = 12345;
+        struct execbox_error err = {0, ""};
+        int r = execbox_parse_size(cases[i].s, &v, &err);
+        if (r != 0)
+            fail_msg("'%s': %d %s", cases[i].s, r, err.msg);
+        if (v != cases[i].v)
+            fail_msg("'%s' gave %llu, want %llu", cases[i].s, (unsigned long long)v,
+                     (unsigned long long)cases[i].v);
+    }
+}
+
+static void test_parse_size_bad(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        int code;
+    } cases[] = {
+        {"", -EINVAL},     {"abc", -EINVAL},    {"-1", -EINVAL},    {"-1M", -EINVAL},
+        {"10X", -EINVAL},  {"1.5", -EINVAL},    {"M", -EINVAL},     {"5 M x", -EINVAL},
+        {"10MM", -EINVAL}, {"10iB", -EINVAL},   {"inf", -EINVAL},   {"nan", -EINVAL},
+        {"2P", -EINVAL},   {"99999T", -ERANGE}, {"1e300", -ERANGE}, {"1e30", -ERANGE},
+        {"  ", -EINVAL},   {"5,5M", -EINVAL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t v = 777;
+        struct execbox_error err = {0, ""};
+        int r = execbox_parse_size(cases[i].s, &v, &err);
+        if (r != cases[i].code)
+            fail_msg("'%s': got %d, want %d (%s)", cases[i].s, r, cases[i].code, err.msg);
+        assert_int_equal(err.code, r);
+        assert_int_equal(v, 777); /* ret_ written only on success */
+        assert_contains(err.msg, cases[i].s);
+    }
+    struct execbox_error err = {0, ""};
+    uint64_t v;
+    assert_int_equal(execbox_parse_size(NULL, &v, &err), -EINVAL);
+}
+
+/* Sets key=value on a default policy and expects success; returns the policy. */
+static struct execbox_policy set_ok(const char *key, const char *value)
+{
+    struct execbox_policy p;
+    execbox_policy_init(&p);
+    struct execbox_error err = {0, ""};
+    int r = execbox_policy_set(&p, key, value, &err);
+    if (r != 0)
+        fail_msg("%s=%s: %d %s", key, value, r, err.msg);
+    return p;
+}
+
+/* Expects key=value to fail with -EINVAL (or code), the policy unchanged, the message naming
+ * the field. */
+static void set_bad(const char *key, const char *value, int code, const char *named)
+{
+    struct execbox_policy p, before;
+    execbox_policy_init(&p);
+    before = p;
+    struct execbox_error err = {0, ""};
+    int r = execbox_policy_set(&p, key, value, &err);
+    if (r != code)
+        fail_msg("%s=%s: got %d, want %d (%s)", key, value, r, code, err.msg);
+    assert_int_equal(err.code, code);
+    assert_memory_equal(&p, &before, sizeof(p));
+    assert_contains(err.msg, named);
+}
+
+static void test_set_every_field(void **state)
+{
+    (void)state;
+    assert_true(set_ok("timeout", "2.5").timeout == 2.5);
+    assert_true(set_ok("timeout", "0.001").timeout == 0.001);
+    assert_true(set_ok("timeout", "86400").timeout == 86400);
+    assert_int_equal(set_ok("memory", "512MiB").memory, 512 * MiB);
+    assert_int_equal(set_ok("memory", "1.5G").memory, 3 * GiB / 2);
+    assert_int_equal(set_ok("memory", "4194304").memory, 4 * MiB);
+    assert_true(set_ok("cpus", "0.5").cpus == 0.5);
+    assert_true(set_ok("cpus", "16").cpus == 16);
+    assert_int_equal(set_ok("pids", "1").pids, 1);
+    assert_int_equal(set_ok("pids", "1000000").pids, 1000000);
+    assert_int_equal(set_ok("network", "none").network, EXECBOX_NETWORK_NONE);
+    assert_int_equal(set_ok("tmpfs", "64k").tmpfs, 64 << 10);
+    assert_int_equal(set_ok("workspace_size", "1G").workspace_size, GiB);
+    assert_int_equal(set_ok("output_limit", "64").output_limit, 64);
+    assert_int_equal(set_ok("output_limit", "1G").output_limit, GiB);
+    assert_int_equal(set_ok("file_size", "1").file_size, 1);
+    assert_string_equal(set_ok("workspace", "/srv/data").workspace, "/srv/data");
+    assert_string_equal(set_ok("rootfs", "/srv/root").rootfs, "/srv/root");
+    assert_string_equal(set_ok("workspace", "").workspace, "");
+}
+
+static void test_set_dash_and_underscore(void **state)
+{
+    (void)state;
+    assert_int_equal(set_ok("output-limit", "1k").output_limit, 1024);
+    assert_int_equal(set_ok("output_limit", "1k").output_limit, 1024);
+    assert_int_equal(set_ok("file-size", "2M").file_size, 2 * MiB);
+    assert_int_equal(set_ok("workspace-size", "2M").workspace_size, 2 * MiB);
+}
+
+static void test_set_relative_path(void **state)
+{
+    (void)state;
+    char cwd[EXECBOX_PATH_MAX];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    struct execbox_policy p = set_ok("workspace", ".");
+    char *real = realpath(cwd, NULL);
+    assert_string_equal(p.workspace, real);
+    free(real);
+    set_bad("workspace", "no/such/dir/here", -ENOENT, "workspace");
+    char longp[EXECBOX_PATH_MAX + 10];
+    memset(longp, 'a', sizeof(longp) - 1);
+    longp[0] = '/';
+    longp[sizeof(longp) - 1] = '\0';
+    set_bad("rootfs", longp, -ENAMETOOLONG, "rootfs");
+}
+
+static void test_set_bad_values(void **state)
+{
+    (void)state;
+    set_bad("timeout", "", -EINVAL, "timeout");
+    set_bad("timeout", "abc", -EINVAL, "timeout");
+    set_bad("timeout", "-1", -EINVAL, "timeout");
+    set_bad("timeout", "0", -EINVAL, "timeout");
+    set_bad("timeout", "86401", -EINVAL, "timeout");
+    set_bad("timeout", "nan", -EINVAL, "timeout");
+    set_bad("timeout", "inf", -EINVAL, "timeout");
+    set_bad("timeout", "5s", -EINVAL, "timeout");
+    set_bad("timeout", "1e999", -EINVAL, "timeout");
+    set_bad("memory", "", -EINVAL, "memory");
+    set_bad("memory", "abc", -EINVAL, "memory");
+    set_bad("memory", "-1", -EINVAL, "memory");
+    set_bad("memory", "10X", -EINVAL, "memory");
+    set_bad("memory", "1.5", -EINVAL, "memory");
+    set_bad("memory", "1M", -EINVAL, "memory"); /* below the 4M minimum */
+    set_bad("memory", "99999999T", -ERANGE, "memory");
+    set_bad("cpus", "0", -EINVAL, "cpus");
+    set_bad("cpus", "-2", -EINVAL, "cpus");
+    set_bad("cpus", "1025", -EINVAL, "cpus");
+    set_bad("cpus", "one", -EINVAL, "cpus");
+    set_bad("pids", "0", -EINVAL, "pids");
+    set_bad("pids", "-1", -EINVAL, "pids");
+    set_bad("pids", "1.5", -EINVAL, "pids");
+    set_bad("pids", "", -EINVAL, "pids");
+    set_bad("pids", "1000001", -EINVAL, "pids");
+    set_bad("pids", "99999999999999999999999", -EINVAL, "pids");
+    set_bad("pids", " 5", -EINVAL, "pids");
+    set_bad("network", "host", -EINVAL, "network");
+    set_bad("network", "bridge", -EINVAL, "network");
+    set_bad("network", "", -EINVAL, "network");
+    set_bad("tmpfs", "1k", -EINVAL, "tmpfs");
+    set_bad("output_limit", "63", -EINVAL, "output_limit");
+    set_bad("output-limit", "2G", -EINVAL, "output_limit");
+    set_bad("file_size", "0", -EINVAL, "file_size");
+    set_bad("workspace_size", "abc", -EINVAL, "workspace_size");
+}
+
+static void test_set_unknown_key(void **state)
+{
+    (void)state;
+    set_bad("colour", "blue", -EINVAL, "colour");
+    set_bad("", "1", -EINVAL, "unknown");
+    set_bad("timeout_", "1", -EINVAL, "timeout_");
+    set_bad("a_very_long_key_name_that_is_longer_than_32", "1", -EINVAL, "a_very_long");
+    set_bad("Timeout", "1", -EINVAL, "Timeout");
+    struct execbox_policy p;
+    execbox_policy_init(&p);
+    struct execbox_error err = {0, ""};
+    assert_int_equal(execbox_policy_set(&p, NULL, "1", &err), -EINVAL);
+    assert_int_equal(execbox_policy_set(&p, "timeout", NULL, &err), -EINVAL);
+    assert_int_equal(execbox_policy_set(&p, "timeout", "5", NULL), 0); /* err may be NULL */
+    assert_int_equal(execbox_policy_set(&p, "timeout", "x", NULL), -EINVAL);
+}
+
+static void merge_ok(struct execbox_policy *p, const char *json)
+{
+    struct execbox_error err = {0, ""};
+    int r = execbox_policy_merge_json(p, json, 0, &err);
+    if (r != 0)
+        fail_msg("%s: %d %s", json, r, err.msg);
+}
+
+static void merge_bad(const char *json, size_t len, int code, const char *named)
+{
+    struct execbox_policy p, before;
+    execbox_policy_init(&p);
+    p.timeout = 3; /* a non-default value that must survive */
+    before = p;
+    struct execbox_error err = {0, ""};
+    int r = execbox_policy_merge_json(&p, json, len, &err);
+    if (r != code)
+        fail_msg("%s: got %d, want %d (%s)", json, r, code, err.msg);
+    assert_memory_equal(&p, &before, sizeof(p));
+    if (named)
+        assert_contains(err.msg, named);
+}
+
+static void test_merge_json(void **state)
+{
+    (void)state;
+    struct execbox_policy p;
+    execbox_policy_init(&p);
+    merge_ok(&p, "{\"timeout\": 2.5, \"memory\": \"512M\", \"cpus\": 0.5, \"pids\": 10, "
+                 "\"network\": \"none\", \"tmpfs\": 1048576, \"workspace_size\": \"1G\", "
+                 "\"output-limit\": 65536, \"file_size\": \"1M\", \"workspace\": \"/srv/w\", "
+                 "\"rootfs\": \"/srv/r\"}");
+    assert_true(p.timeout == 2.5);
+    assert_int_equal(p.memory, 512 * MiB);
+    assert_true(p.cpus == 0.5);
+    assert_int_equal(p.pids, 10);
+    assert_int_equal(p.tmpfs, MiB);
+    assert_int_equal(p.workspace_size, GiB);
+    assert_int_equal(p.output_limit, 65536);
+    assert_int_equal(p.file_size, MiB);
+    assert_string_equal(p.workspace, "/srv/w");
+    assert_string_equal(p.rootfs, "/srv/r");
+    /* Fields not named keep their value; an empty object changes nothing. */
+    struct execbox_policy before = p;
+    merge_ok(&p, "{}");
+    assert_memory_equal(&p, &before, sizeof(p));
+    merge_ok(&p, "{\"timeout\": 7}");
+    assert_true(p.timeout == 7);
+    assert_int_equal(p.memory, 512 * MiB);
+    /* Whole numbers written as reals are accepted for sizes and counts. */
+    merge_ok(&p, "{\"memory\": 268435456.0, \"pids\": 12.0}");
+    assert_int_equal(p.memory, 256 * MiB);
+    assert_int_equal(p.pids, 12);
+    /* len given: bytes past it are ignored. */
+    struct execbox_error err = {0, ""};
+    const char *s = "{\"pids\": 5}garbage";
+    assert_int_equal(execbox_policy_merge_json(&p, s, 11, &err), 0);
+    assert_int_equal(p.pids, 5);
+}
+
+static void test_merge_json_bad(void **state)
+{
+    (void)state;
+    merge_bad("{\"timeout\": 5, \"memory\": \"bad\"}", 0, -EINVAL, "memory");
+    merge_bad("{\"memory\": \"1G\", \"colour\": 1}", 0, -EINVAL, "colour");
+    merge_bad("{\"timeout\": true}", 0, -EINVAL, "timeout");
+    merge_bad("{\"timeout\": null}", 0, -EINVAL, "timeout");
+    merge_bad("{\"timeout\": [1]}", 0, -EINVAL, "timeout");
+    merge_bad("{\"timeout\": {}}", 0, -EINVAL, "timeout");
+    merge_bad("{\"timeout\": \"5\"}", 0, -EINVAL, "timeout");
+    merge_bad("{\"timeout\": -1}", 0, -EINVAL, "timeout");
+    merge_bad("{\"timeout\": 0}", 0, -EINVAL, "timeout");
+    merge_bad("{\"pids\": 1.5}", 0, -EINVAL, "pids");
+    merge_bad("{\"pids\": \"10\"}", 0, -EINVAL, "pids");
+    merge_bad("{\"pids\": 1e20}", 0, -EINVAL, "pids");
+    merge_bad("{\"memory\": 1.5}", 0, -EINVAL, "memory");
+    merge_bad("{\"memory\": -5}", 0, -EINVAL, "memory");
+    merge_bad("{\"memory\": false}", 0, -EINVAL, "memory");
+    merge_bad("{\"memory\": 1e300}", 0, -ERANGE, "memory");
+    merge_bad("{\"network\": 0}", 0, -EINVAL, "network");
+    merge_bad("{\"network\": \"host\"}", 0, -EINVAL, "network");
+    merge_bad("{\"workspace\": 5}", 0, -EINVAL, "workspace");
+    merge_bad("{\"output_limit\": 10}", 0, -EINVAL, "output_limit");
+    merge_bad("{\"cpus\": \"2\"}", 0, -EINVAL, "cpus");
+    /* Duplicate keys, malformed JSON, not an object, trailing data. */
+    merge_bad("{\"timeout\": 5, \"timeout\": 6}", 0, -EINVAL, "duplicate");
+    merge_bad("{\"timeout\": 5", 0, -EINVAL, "policy JSON");
+    merge_bad("{timeout: 5}", 0, -EINVAL, "policy JSON");
+    merge_bad("", 0, -EINVAL, NULL);
+    merge_bad("[]", 0, -EINVAL, "object");
+    merge_bad("5", 0, -EINVAL, NULL);
+    merge_bad("\"x\"", 0, -EINVAL, NULL);
+    merge_bad("{} {}", 0, -EINVAL, NULL);
+    merge_bad("{\"timeout\": 5}\0{", 16, -EINVAL, NULL);
+    struct execbox_policy p;
+    execbox_policy_init(&p);
+    assert_int_equal(execbox_policy_merge_json(&p, NULL, 0, NULL), -EINVAL);
+    /* Too big. */
+    size_t n = EB_POLICY_FILE_MAX + 16;
+    char *big = malloc(n + 1);
+    assert_non_null(big);
+    memset(big, ' ', n);
+    big[0] = '{';
+    big[n - 1] = '}';
+    big[n] = '\0';
+    merge_bad(big, 0, -EFBIG, NULL);
+    free(big);
+}
+
+static char tmpdir[64];
+
+static void write_file(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+static void test_load_file(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/execbox-test-policy-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    char good[128], bad[128], big[128], missing[128];
+    snprintf(good, sizeof(good), "%s/good.json", tmpdir);
+    snprintf(bad, sizeof(bad), "%s/bad.json", tmpdir);
+    snprintf(big, sizeof(big), "%s/big.json", tmpdir);
+    snprintf(missing, sizeof(missing), "%s/missing.json", tmpdir);
+    const char *g = "{\"timeout\": 3, \"memory\": \"128M\"}\n";
+    write_file(good, g, strlen(g));
+    const char *b = "{\"timeout\": \"soon\"}";
+    write_file(bad, b, strlen(b));
+    size_t n = EB_POLICY_FILE_MAX + 1;
+    char *blob = malloc(n);
+    assert_non_null(blob);
+    memset(blob, ' ', n);
+    blob[0] = '{';
+    blob[n - 1] = '}';
+    write_file(big, blob, n);
+    free(blob);
+
+    struct execbox_policy p, before;
+    execbox_policy_init(&p);
+    struct execbox_error err = {0, ""};
+    assert_int_equal(execbox_policy_load_file(&p, good, &err), 0);
+    assert_true(p.timeout == 3);
+    assert_int_equal(p.memory, 128 * MiB);
+    before = p;
+    assert_int_equal(execbox_policy_load_file(&p, missing, &err), -ENOENT);
+    assert_contains(err.msg, missing);
+    assert_int_equal(execbox_policy_load_file(&p, big, &err), -EFBIG);
+    assert_contains(err.msg, big);
+    assert_int_equal(execbox_policy_load_file(&p, bad, &err), -EINVAL);
+    assert_contains(err.msg, bad);
+    assert_contains(err.msg, "timeout");
+    assert_int_equal(execbox_policy_load_file(&p, tmpdir, &err) < 0, 1); /* a directory */
+    assert_memory_equal(&p, &before, sizeof(p));
+    unlink(good);
+    unlink(bad);
+    unlink(big);
+    rmdir(tmpdir);
+}
+
+static void within_bad(const char *key, const char *value, const char *named)
+{
+    struct execbox_policy max, req;
+    execbox_policy_init(&max);
+    execbox_policy_init(&req);
+    assert_int_equal(execbox_policy_set(&req, key, value, NULL), 0);
+    struct execbox_error err = {0, ""};
+    int r = execbox_policy_check_within(&req, &max, &err);
+    if (r != -EPERM)
+        fail_msg("%s=%s: got %d (%s)", key, value, r, err.msg);
+    assert_contains(err.msg, named);
+}
+
+static void test_check_within(void **state)
+{
+    (void)state;
+    struct execbox_policy max, req;
+    execbox_policy_init(&max);
+    memset(&req, 0, sizeof(req)); /* zero fields count as defaults */
+    assert_int_equal(execbox_policy_check_within(&req, &max, NULL), 0);
+    execbox_policy_init(&req);
+    assert_int_equal(execbox_policy_check_within(&req, &max, NULL), 0);
+    /* Asking for less is fine. */
+    req.timeout = 1;
+    req.memory = 64 * MiB;
+    req.pids = 2;
+    req.cpus = 0.25;
+    assert_int_equal(execbox_policy_check_within(&req, &max, NULL), 0);
+    within_bad("timeout", "11", "timeout");
+    within_bad("memory", "257M", "memory");
+    within_bad("cpus", "1.5", "cpus");
+    within_bad("pids", "65", "pids");
+    within_bad("tmpfs", "65M", "tmpfs");
+    within_bad("workspace_size", "1G", "workspace_size");
+    within_bad("output_limit", "2M", "output_limit");
+    within_bad("file_size", "65M", "file_size");
+    within_bad("workspace", "/srv", "workspace");
+    within_bad("rootfs", "/srv", "rootfs");
+}
+
+static void test_to_json_round_trip(void **state)
+{
+    (void)state;
+    struct execbox_policy p, q;
+    execbox_policy_init(&p);
+    assert_int_equal(execbox_policy_set(&p, "timeout", "2.5", NULL), 0);
+    assert_int_equal(execbox_policy_set(&p, "memory", "300M", NULL), 0);
+    assert_int_equal(execbox_policy_set(&p, "cpus", "0.5", NULL), 0);
+    assert_int_equal(execbox_policy_set(&p, "pids", "17", NULL), 0);
+    assert_int_equal(execbox_policy_set(&p, "output_limit", "4k", NULL), 0);
+    assert_int_equal(execbox_policy_set(&p, "workspace", "/srv/w", NULL), 0);
+    char *s = NULL;
+    struct execbox_error err = {0, ""};
+    assert_int_equal(execbox_policy_to_json(&p, &s, &err), 0);
+    assert_non_null(s);
+    assert_contains(s, "\"timeout\": 2.5");
+    assert_contains(s, "\"memory\": 314572800");
+    assert_contains(s, "\"network\": \"none\"");
+    assert_contains(s, "\"rootfs\": null");
+    memset(&q, 0, sizeof(q));
+    int r = execbox_policy_merge_json(&q, s, 0, &err);
+    if (r != 0)
+        fail_msg("round trip of %s: %s", s, err.msg);
+    assert_memory_equal(&p, &q, sizeof(p));
+    execbox_free(s);
+    /* Defaults round trip too (workspace and rootfs null). */
+    execbox_policy_init(&p);
+    assert_int_equal(execbox_policy_to_json(&p, &s, &err), 0);
+    memset(&q, 0, sizeof(q));
+    r = execbox_policy_merge_json(&q, s, 0, &err);
+    if (r != 0)
+        fail_msg("round trip of %s: %s", s, err.msg);
+    assert_memory_equal(&p, &q, sizeof(p));
+    execbox_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_parse_size_good),
+        cmocka_unit_test(test_parse_size_bad),
+        cmocka_unit_test(test_set_every_field),
+        cmocka_unit_test(test_set_dash_and_underscore),
+        cmocka_unit_test(test_set_relative_path),
+        cmocka_unit_test(test_set_bad_values),
+        cmocka_unit_test(test_set_unknown_key),
+        cmocka_unit_test(test_merge_json),
+        cmocka_unit_test(test_merge_json_bad),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_check_within),
+        cmocka_unit_test(test_to_json_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

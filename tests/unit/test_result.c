@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/* test_result.c - the result record as JSON: every field of DESIGN.md section 3 with its type,
+ * invalid UTF-8 made valid, files with inline base64, the degraded list, sandbox errors. */
+#include <errno.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "result.h"
+
+static char *dup_bytes(const char *d, size_t n)
+{
+    char *s = malloc(n + 1);
+    assert_non_null(s);
+    memcpy(s, d, n);
+    s[n] = '\0';
+    return s;
+}
+
+static json_t *to_json(const struct execbox_result *r, unsigned flags)
+{
+    char *s = NULL;
+    struct execbox_error err = {0, ""};
+    assert_int_equal(execbox_result_to_json(r, flags, &s, &err), 0);
+    json_error_t je;
+    /* JSON_ALLOW_NUL: a NUL byte in output is a legal \u0000 escape. */
+    json_t *o = json_loads(s, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &je);
+    if (!o)
+        fail_msg("invalid JSON (%s): %s", je.text, s);
+    execbox_free(s);
+    return o;
+}
+
+static void test_every_field(void **state)
+{
+    (void)state;
+    struct execbox_result *r = eb_result_new("subprocess", "python");
+    assert_non_null(r);
+    json_t *o = to_json(r, 0);
+    /* A fresh result: every documented field, with its null/empty form. */
+    static const char *const order[] = {
+        "stdout",       "stderr",       "exit_code",     "execution_time",    "timed_out",
+        "oom_killed",   "signal",       "killed_reason", "stdout_truncated",  "stderr_truncated",
+        "stdout_bytes", "stderr_bytes", "cpu_time",      "peak_memory_bytes", "error",
+        "files",        "backend",      "language",
+    };
+    assert_int_equal(json_object_size(o), sizeof(order) / sizeof(order[0]));
+    /* The order of DESIGN.md (the four core fields first). */
+    void *it = json_object_iter(o);
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++, it = json_object_iter_next(o, it))
+        assert_string_equal(json_object_iter_key(it), order[i]);
+    assert_string_equal(json_string_value(json_object_get(o, "stdout")), "");
+    assert_true(json_is_integer(json_object_get(o, "exit_code")));
+    assert_true(json_is_real(json_object_get(o, "execution_time")));
+    assert_true(json_is_false(json_object_get(o, "timed_out")));
+    assert_true(json_is_null(json_object_get(o, "signal")));
+    assert_true(json_is_null(json_object_get(o, "killed_reason")));
+    assert_true(json_is_null(json_object_get(o, "cpu_time")));
+    assert_true(json_is_null(json_object_get(o, "peak_memory_bytes")));
+    assert_true(json_is_null(json_object_get(o, "error")));
+    assert_int_equal(json_array_size(json_object_get(o, "files")), 0);
+    assert_string_equal(json_string_value(json_object_get(o, "backend")), "subprocess");
+    assert_null(json_object_get(o, "degraded"));
+    json_decref(o);
+
+    /* Every field set. */
+    r->stdout_data = strdup("42\n");
+    r->stdout_len = 3;
+    r->stderr_data = strdup("warn\n");
+    r->stderr_len = 5;
+    r->stdout_bytes = 5000000000ULL; /* past 32 bits */
+    r->stderr_bytes = 5;
+    r->stdout_truncated = true;
+    r->exit_code = 137;
+    r->execution_time = 1.25;
+    r->timed_out = true;
+    r->oom_killed = true;
+    r->signal = 9;
+    r->killed_reason = EXECBOX_KILLED_MEMORY;
+    r->cpu_time = 0.5;
+    r->peak_memory_bytes = 9437184;
+    assert_int_equal(eb_result_set_error(r, "MemoryLimit", "too much", "tb"), 0);
+    o = to_json(r, 0);
+    assert_string_equal(json_string_value(json_object_get(o, "stdout")), "42\n");
+    assert_string_equal(json_string_value(json_object_get(o, "stderr")), "warn\n");
+    assert_int_equal(json_integer_value(json_object_get(o, "stdout_bytes")), 5000000000LL);
+    assert_int_equal(json_integer_value(json_object_get(o, "stderr_bytes")), 5);
+    assert_true(json_is_true(json_object_get(o, "stdout_truncated")));
+    assert_true(json_is_false(json_object_get(o, "stderr_truncated")));
+    assert_int_equal(json_integer_value(json_object_get(o, "exit_code")), 137);
+    assert_true(json_real_value(json_object_get(o, "execution_time")) == 1.25);
+    assert_true(json_is_true(json_object_get(o, "timed_out")));
+    assert_true(json_is_true(json_object_get(o, "oom_killed")));
+    assert_int_equal(json_integer_value(json_object_get(o, "signal")), 9);
+    assert_string_equal(json_string_value(json_object_get(o, "killed_reason")), "memory");
+    assert_true(json_real_value(json_object_get(o, "cpu_time")) == 0.5);
+    assert_int_equal(json_integer_value(json_object_get(o, "peak_memory_bytes")), 9437184);
+    json_t *e = json_object_get(o, "error");
+    assert_true(json_is_object(e));
+    assert_string_equal(json_string_value(json_object_get(e, "name")), "MemoryLimit");
+    assert_string_equal(json_string_value(json_object_get(e, "value")), "too much");
+    assert_string_equal(json_string_value(json_object_get(e, "traceback")), "tb");
+    json_decref(o);
+    execbox_result_free(r);
+}
+
+static void test_killed_reason_names(void **state)
+{
+    (void)state;
+    assert_null(execbox_killed_reason_name(EXECBOX_KILLED_NONE));
+    assert_string_equal(execbox_killed_reason_name(EXECBOX_KILLED_TIMEOUT), "timeout");
+    assert_string_equal(execbox_killed_reason_name(EXECBOX_KILLED_MEMORY), "memory");
+    assert_string_equal(execbox_killed_reason_name(EXECBOX_KILLED_OUTPUT_LIMIT), "output_limit");
+    assert_string_equal(execbox_killed_reason_name(EXECBOX_KILLED_CPU), "cpu");
+    assert_string_equal(execbox_killed_reason_name(EXECBOX_KILLED_CANCELLED), "cancelled");
+}
+
+/* stdout = bytes; expects the JSON string to equal want (UTF-8). */
+static void check_utf8(const char *bytes, size_t n, const char *want, size_t want_len)
+{
+    struct execbox_result *r = eb_result_new("subprocess", "python");
+    assert_non_null(r);
+    r->stdout_data = dup_bytes(bytes, n);
+    r->stdout_len = n;
+    r->stderr_data = dup_bytes(bytes, n);
+    r->stderr_len = n;
+    json_t *o = to_json(r, 0);
+    json_t *s = json_object_get(o, "stdout");
+    if (json_string_length(s) != want_len || memcmp(json_string_value(s), want, want_len) != 0)
+        fail_msg("sanitised to %zu bytes '%s', want %zu", json_string_length(s),
+                 json_string_value(s), want_len);
+    assert_int_equal(json_string_length(json_object_get(o, "stderr")), want_len);
+    json_decref(o);
+    execbox_result_free(r);
+}
+
+#define FFFD "\xEF\xBF\xBD"
+#define CHECK(in, out) check_utf8(in, sizeof(in) - 1, out, sizeof(out) - 1)
+
+static void test_invalid_utf8(void **state)
+{
+    (void)state;
+    CHECK("plain ascii", "plain ascii");
+    CHECK("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80",
+          "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80");
+    CHECK("a\x80z", "a" FFFD "z");                  /* lone continuation */
+    CHECK("\xBF\xBF", FFFD FFFD);                   /* two of them */
+    CHECK("\xC0\x80", FFFD FFFD);                   /* overlong NUL */
+    CHECK("\xC1\xBF", FFFD FFFD);                   /* overlong 2-byte */
+    CHECK("\xE0\x80\xAF", FFFD FFFD FFFD);          /* overlong 3-byte '/' */
+    CHECK("\xF0\x80\x80\xAF", FFFD FFFD FFFD FFFD); /* overlong 4-byte */
+    CHECK("\xED\xA0\x80", FFFD FFFD FFFD);          /* high surrogate U+D800 */
+    CHECK("\xED\xBF\xBF", FFFD FFFD FFFD);          /* low surrogate U+DFFF */
+    CHECK("\xF4\x90\x80\x80", FFFD FFFD FFFD FFFD); /* above U+10FFFF */
+    CHECK("\xF5\x80", FFFD FFFD);                   /* never a lead byte */
+    CHECK("\xFE\xFF", FFFD FFFD);
+    CHECK("x\xE2\x82", "x" FFFD FFFD); /* truncated at the end */
+    CHECK("\xE2\x82x", FFFD FFFD "x"); /* truncated in the middle */
+    CHECK("\xF0\x9F\x98", FFFD FFFD FFFD);
+    CHECK("\xED\x9F\xBF", "\xED\x9F\xBF");         /* U+D7FF: just below surrogates */
+    CHECK("\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF"); /* U+10FFFF: the last one */
+    CHECK("a\0b", "a\0b");                         /* NUL kept, escaped in JSON */
+}
+
+static void test_invalid_utf8_everywhere(void **state)
+{
+    (void)state;
+    /* Every byte value in every position: the JSON always parses and is valid UTF-8. */
+    unsigned char bytes[256 * 3];
+    for (int i = 0; i < 256; i++) {
+        bytes[i * 3] = (unsigned char)i;
+        bytes[i * 3 + 1] = (unsigned char)(255 - i);
+        bytes[i * 3 + 2] = (unsigned char)(i ^ 0x80);
+    }
+    struct execbox_result *r = eb_result_new("x", "python");
+    assert_non_null(r);
+    r->stdout_data = dup_bytes((const char *)bytes, sizeof(bytes));
+    r->stdout_len = sizeof(bytes);
+    assert_int_equal(eb_result_set_error(r, "E\xFF", "v\x80", "t\xC0"), 0);
+    r->files = calloc(1, sizeof(*r->files));
+    assert_non_null(r->files);
+    r->n_files = 1;
+    r->files[0].path = strdup("bad\xFFname.txt");
+    r->files[0].mime = strdup("text/plain");
+    json_t *o = to_json(r, EXECBOX_JSON_PRETTY);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "error"), "name")),
+                        "E" FFFD);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(o, "files"), 0), "path")),
+        "bad" FFFD "name.txt");
+    json_decref(o);
+    execbox_result_free(r);
+}
+
+static void test_sanitize_direct(void **state)
+{
+    (void)state;
+    size_t n = 99;
+    char *s = eb_utf8_sanitize("", 0, &n);
+    assert_non_null(s);
+    assert_int_equal(n, 0);
+    assert_string_equal(s, "");
+    free(s);
+    /* Worst case: every byte replaced, three times the length. */
+    char bad[1000];
+    memset(bad, 0xFF, sizeof(bad));
+    s = eb_utf8_sanitize(bad, sizeof(bad), &n);
+    assert_int_equal(n, 3000);
+    assert_int_equal(s[3000], '\0');
+    free(s);
+}
+
+static void test_base64(void **state)
+{
+    (void)state;
+    static const char *const rfc4648[][2] = {
+        {"", ""},
+        {"f", "Zg=="},
+        {"fo", "Zm8="},
+        {"foo", "Zm9v"},
+        {"foob", "Zm9vYg=="},
+        {"fooba", "Zm9vYmE="},
+        {"foobar", "Zm9vYmFy"},
+    };
+    for (size_t i = 0; i < 7; i++) {
+        char *s = eb_base64((const unsigned char *)rfc4648[i][0], strlen(rfc4648[i][0]));
+        assert_string_equal(s, rfc4648[i][1]);
+        free(s);
+    }
+    const unsigned char hi[] = {0xFF, 0xFE, 0xFD};
+    char *s = eb_base64(hi, 3);
+    assert_string_equal(s, "//79");
+    free(s);
+}
+
+static void test_files(void **state)
+{
+    (void)state;
+    struct execbox_result *r = eb_result_new("subprocess", "python");
+    assert_non_null(r);
+    r->files = calloc(2, sizeof(*r->files));
+    assert_non_null(r->files);
+    r->n_files = 2;
+    r->files[0].path = strdup("data/out.csv");
+    r->files[0].mime = strdup("text/csv");
+    r->files[0].size = 12345;
+    r->files[1].path = strdup("plot.png");
+    r->files[1].mime = strdup("image/png");
+    static const unsigned char png[] = "\x89PNG\r\n\x1a\nrest";
+    r->files[1].data = malloc(sizeof(png) - 1);
+    assert_non_null(r->files[1].data);
+    memcpy(r->files[1].data, png, sizeof(png) - 1);
+    r->files[1].data_len = sizeof(png) - 1;
+    r->files[1].size = sizeof(png) - 1;
+    r->files_truncated = true;
+    json_t *o = to_json(r, 0);
+    json_t *files = json_object_get(o, "files");
+    assert_int_equal(json_array_size(files), 2);
+    json_t *f0 = json_array_get(files, 0), *f1 = json_array_get(files, 1);
+    assert_string_equal(json_string_value(json_object_get(f0, "path")), "data/out.csv");
+    assert_int_equal(json_integer_value(json_object_get(f0, "size")), 12345);
+    assert_string_equal(json_string_value(json_object_get(f0, "mime")), "text/csv");
+    assert_null(json_object_get(f0, "data"));
+    assert_string_equal(json_string_value(json_object_get(f1, "mime")), "image/png");
+    assert_string_equal(json_string_value(json_object_get(f1, "data")), "iVBORw0KGgpyZXN0");
+    assert_true(json_is_true(json_object_get(o, "files_truncated")));
+    json_decref(o);
+    /* NO_FILE_DATA leaves the bytes out but keeps the listing. */
+    o = to_json(r, EXECBOX_JSON_NO_FILE_DATA);
+    f1 = json_array_get(json_object_get(o, "files"), 1);
+    assert_null(json_object_get(f1, "data"));
+    assert_string_equal(json_string_value(json_object_get(f1, "path")), "plot.png");
+    json_decref(o);
+    execbox_result_free(r);
+}
+
+static void test_degraded(void **state)
+{
+    (void)state;
+    struct execbox_result *r = eb_result_new("jail", "python");
+    assert_non_null(r);
+    assert_int_equal(eb_result_add_degraded(r, "seccomp"), 0);
+    assert_int_equal(eb_result_add_degraded(r, "landlock"), 0);
+    json_t *o = to_json(r, 0);
+    json_t *d = json_object_get(o, "degraded");
+    assert_int_equal(json_array_size(d), 2);
+    assert_string_equal(json_string_value(json_array_get(d, 0)), "seccomp");
+    assert_string_equal(json_string_value(json_array_get(d, 1)), "landlock");
+    json_decref(o);
+    execbox_result_free(r);
+}
+
+static void test_sandbox_error(void **state)
+{
+    (void)state;
+    struct execbox_result *r = eb_result_new("subprocess", "python");
+    assert_non_null(r);
+    r->stderr_data = strdup("partial");
+    r->stderr_len = 7;
+    r->stderr_bytes = 7;
+    assert_int_equal(eb_result_sandbox_error(r, "cannot execute interpreter '/nope'"), 0);
+    assert_int_equal(r->exit_code, 1);
+    assert_string_equal(r->error_name, "SandboxError");
+    assert_string_equal(r->error_value, "cannot execute interpreter '/nope'");
+    assert_string_equal(r->stderr_data, "partial\nexecbox: cannot execute interpreter '/nope'\n");
+    assert_int_equal(r->stderr_len, strlen(r->stderr_data));
+    assert_int_equal(r->stderr_bytes, r->stderr_len);
+    /* On an empty stderr, no leading newline. */
+    struct execbox_result *q = eb_result_new("subprocess", "python");
+    assert_int_equal(eb_result_sandbox_error(q, "fork failed"), 0);
+    assert_string_equal(q->stderr_data, "execbox: fork failed\n");
+    execbox_result_free(q);
+    execbox_result_free(r);
+}
+
+static void test_pretty_and_args(void **state)
+{
+    (void)state;
+    struct execbox_result *r = eb_result_new("subprocess", "python");
+    assert_non_null(r);
+    char *s = NULL;
+    assert_int_equal(execbox_result_to_json(r, EXECBOX_JSON_PRETTY, &s, NULL), 0);
+    assert_non_null(strstr(s, "\n  \"stdout\": \"\""));
+    execbox_free(s);
+    assert_int_equal(execbox_result_to_json(r, 0, &s, NULL), 0);
+    assert_null(strchr(s, '\n'));
+    execbox_free(s);
+    struct execbox_error err = {0, ""};
+    assert_int_equal(execbox_result_to_json(NULL, 0, &s, &err), -EINVAL);
+    assert_int_equal(execbox_result_to_json(r, 0, NULL, &err), -EINVAL);
+    execbox_result_free(r);
+    assert_null(execbox_result_free(NULL));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_field),     cmocka_unit_test(test_killed_reason_names),
+        cmocka_unit_test(test_invalid_utf8),    cmocka_unit_test(test_invalid_utf8_everywhere),
+        cmocka_unit_test(test_sanitize_direct), cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_files),           cmocka_unit_test(test_degraded),
+        cmocka_unit_test(test_sandbox_error),   cmocka_unit_test(test_pretty_and_args),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

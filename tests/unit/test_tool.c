@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* test_tool.c - the tool definition an agent registers (DESIGN.md section 5) in its three
+ * shapes, and the format names. */
+#include <errno.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "execbox/execbox.h"
+
+static json_t *schema(enum execbox_schema_format f, const struct execbox_tool_options *o)
+{
+    char *s = NULL;
+    struct execbox_error err = {0, ""};
+    assert_int_equal(execbox_tool_schema(f, o, &s, &err), 0);
+    json_error_t je;
+    json_t *j = json_loads(s, JSON_REJECT_DUPLICATES, &je);
+    if (!j)
+        fail_msg("invalid JSON (%s): %s", je.text, s);
+    execbox_free(s);
+    return j;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+    if (!hay || !strstr(hay, needle))
+        fail_msg("'%s' does not contain '%s'", hay ? hay : "(null)", needle);
+}
+
+/* Checks the description and the input schema, common to all three shapes. */
+static void check_common(const char *desc, json_t *input, double max_timeout)
+{
+    assert_contains(desc, "no network");
+    assert_contains(desc, "/workspace");
+    assert_contains(desc, "numpy");
+    assert_contains(desc, "pandas");
+    assert_contains(desc, "matplotlib");
+    assert_contains(desc, "stdout");
+    assert_contains(desc, "stderr");
+    assert_contains(desc, "exit_code");
+    assert_contains(desc, "execution_time");
+    assert_contains(desc, "isolated sandbox");
+    assert_string_equal(json_string_value(json_object_get(input, "type")), "object");
+    json_t *req = json_object_get(input, "required");
+    assert_true(json_is_array(req));
+    bool code_required = false;
+    for (size_t i = 0; i < json_array_size(req); i++)
+        code_required |= strcmp(json_string_value(json_array_get(req, i)), "code") == 0;
+    assert_true(code_required);
+    json_t *props = json_object_get(input, "properties");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(props, "code"), "type")),
+                        "string");
+    json_t *t = json_object_get(props, "timeout");
+    assert_string_equal(json_string_value(json_object_get(t, "type")), "integer");
+    assert_true(json_is_integer(json_object_get(t, "maximum")));
+    assert_int_equal(json_integer_value(json_object_get(t, "maximum")), (json_int_t)max_timeout);
+    /* timeout is optional */
+    for (size_t i = 0; i < json_array_size(req); i++)
+        assert_string_not_equal(json_string_value(json_array_get(req, i)), "timeout");
+}
+
+static void test_mcp(void **state)
+{
+    (void)state;
+    json_t *j = schema(EXECBOX_SCHEMA_MCP, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "name")), "execute_python");
+    check_common(json_string_value(json_object_get(j, "description")),
+                 json_object_get(j, "inputSchema"), 10);
+    json_t *out = json_object_get(j, "outputSchema");
+    assert_string_equal(json_string_value(json_object_get(out, "type")), "object");
+    json_t *oprops = json_object_get(out, "properties");
+    static const char *const fields[] = {
+        "stdout",       "stderr",       "exit_code",     "execution_time",    "timed_out",
+        "oom_killed",   "signal",       "killed_reason", "stdout_truncated",  "stderr_truncated",
+        "stdout_bytes", "stderr_bytes", "cpu_time",      "peak_memory_bytes", "error",
+        "files",        "backend",      "language",
+    };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (!json_object_get(oprops, fields[i]))
+            fail_msg("outputSchema lacks '%s'", fields[i]);
+    json_t *oreq = json_object_get(out, "required");
+    assert_int_equal(json_array_size(oreq), 4);
+    assert_true(json_is_object(json_object_get(j, "annotations")));
+    assert_null(json_object_get(j, "input_schema"));
+    json_decref(j);
+}
+
+static void test_anthropic(void **state)
+{
+    (void)state;
+    json_t *j = schema(EXECBOX_SCHEMA_ANTHROPIC, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "name")), "execute_python");
+    check_common(json_string_value(json_object_get(j, "description")),
+                 json_object_get(j, "input_schema"), 10);
+    assert_null(json_object_get(j, "inputSchema"));
+    assert_int_equal(json_object_size(j), 3);
+    json_decref(j);
+}
+
+static void test_openai(void **state)
+{
+    (void)state;
+    json_t *j = schema(EXECBOX_SCHEMA_OPENAI, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "type")), "function");
+    json_t *f = json_object_get(j, "function");
+    assert_string_equal(json_string_value(json_object_get(f, "name")), "execute_python");
+    check_common(json_string_value(json_object_get(f, "description")),
+                 json_object_get(f, "parameters"), 10);
+    json_decref(j);
+}
+
+static void test_options(void **state)
+{
+    (void)state;
+    static const char *const langs[] = {"python", "javascript", "bash", NULL};
+    struct execbox_policy pol;
+    execbox_policy_init(&pol);
+    pol.memory = 512ULL << 20;
+    struct execbox_tool_options o = {.languages = langs, .max_timeout = 30.7, .policy = &pol};
+    json_t *j = schema(EXECBOX_SCHEMA_ANTHROPIC, &o);
+    assert_string_equal(json_string_value(json_object_get(j, "name")), "execute_code");
+    const char *desc = json_string_value(json_object_get(j, "description"));
+    assert_contains(desc, "JavaScript");
+    assert_contains(desc, "512 MiB");
+    assert_contains(desc, "30.7 s");
+    json_t *input = json_object_get(j, "input_schema");
+    check_common(desc, input, 30);
+    json_t *lang = json_object_get(json_object_get(input, "properties"), "language");
+    json_t *en = json_object_get(lang, "enum");
+    assert_int_equal(json_array_size(en), 3);
+    assert_string_equal(json_string_value(json_array_get(en, 1)), "javascript");
+    json_decref(j);
+    o.name = "run_it";
+    j = schema(EXECBOX_SCHEMA_MCP, &o);
+    assert_string_equal(json_string_value(json_object_get(j, "name")), "run_it");
+    json_decref(j);
+    /* The policy's timeout is the maximum when none is given. */
+    pol.timeout = 42;
+    struct execbox_tool_options p = {.policy = &pol};
+    j = schema(EXECBOX_SCHEMA_OPENAI, &p);
+    json_t *t = json_object_get(
+        json_object_get(json_object_get(json_object_get(j, "function"), "parameters"),
+                        "properties"),
+        "timeout");
+    assert_int_equal(json_integer_value(json_object_get(t, "maximum")), 42);
+    json_decref(j);
+}
+
+static void test_format_parse(void **state)
+{
+    (void)state;
+    enum execbox_schema_format f = (enum execbox_schema_format)99;
+    assert_int_equal(execbox_schema_format_parse("mcp", &f, NULL), 0);
+    assert_int_equal(f, EXECBOX_SCHEMA_MCP);
+    assert_int_equal(execbox_schema_format_parse("anthropic", &f, NULL), 0);
+    assert_int_equal(f, EXECBOX_SCHEMA_ANTHROPIC);
+    assert_int_equal(execbox_schema_format_parse("openai", &f, NULL), 0);
+    assert_int_equal(f, EXECBOX_SCHEMA_OPENAI);
+    struct execbox_error err = {0, ""};
+    f = EXECBOX_SCHEMA_OPENAI;
+    assert_int_equal(execbox_schema_format_parse("gemini", &f, &err), -EINVAL);
+    assert_contains(err.msg, "'gemini'");
+    assert_int_equal(f, EXECBOX_SCHEMA_OPENAI);
+    assert_int_equal(execbox_schema_format_parse("", &f, &err), -EINVAL);
+    assert_int_equal(execbox_schema_format_parse("MCP", &f, &err), -EINVAL);
+    assert_int_equal(execbox_schema_format_parse(NULL, &f, &err), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mcp),          cmocka_unit_test(test_anthropic),
+        cmocka_unit_test(test_openai),       cmocka_unit_test(test_options),
+        cmocka_unit_test(test_format_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/* test_traceback.c - Python's uncaught exception parsed from stderr into result.error, and
+ * the cases that must not be taken for one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "result.h"
+
+static struct execbox_result *make(const char *stderr_text, int exit_code)
+{
+    struct execbox_result *r = eb_result_new("subprocess", "python");
+    assert_non_null(r);
+    r->stderr_data = strdup(stderr_text);
+    assert_non_null(r->stderr_data);
+    r->stderr_len = strlen(stderr_text);
+    r->exit_code = exit_code;
+    return r;
+}
+
+static void expect_error(const char *text, const char *name, const char *value,
+                         const char *tb_start)
+{
+    struct execbox_result *r = make(text, 1);
+    assert_int_equal(eb_parse_python_error(r), 0);
+    if (!r->error_name)
+        fail_msg("no error parsed from:\n%s", text);
+    assert_string_equal(r->error_name, name);
+    assert_string_equal(r->error_value, value);
+    assert_non_null(r->error_traceback);
+    if (strncmp(r->error_traceback, tb_start, strlen(tb_start)) != 0)
+        fail_msg("traceback starts with '%.60s', want '%s'", r->error_traceback, tb_start);
+    execbox_result_free(r);
+}
+
+static void expect_none(const char *text, int exit_code)
+{
+    struct execbox_result *r = make(text, exit_code);
+    assert_int_equal(eb_parse_python_error(r), 0);
+    if (r->error_name)
+        fail_msg("error '%s' parsed from:\n%s", r->error_name, text);
+    execbox_result_free(r);
+}
+
+static const char name_error[] = "Traceback (most recent call last):\n"
+                                 "  File \"/workspace/main.py\", line 1, in <module>\n"
+                                 "    print(x)\n"
+                                 "          ^\n"
+                                 "NameError: name 'x' is not defined\n";
+
+static void test_name_error(void **state)
+{
+    (void)state;
+    expect_error(name_error, "NameError", "name 'x' is not defined", "Traceback (most recent");
+    struct execbox_result *r = make(name_error, 1);
+    assert_int_equal(eb_parse_python_error(r), 0);
+    /* The whole traceback, without the trailing newline. */
+    assert_int_equal(strlen(r->error_traceback), strlen(name_error) - 1);
+    execbox_result_free(r);
+}
+
+static void test_output_before_traceback(void **state)
+{
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof(text), "warning: something\nValueError: not this one\n%s", name_error);
+    expect_error(text, "NameError", "name 'x' is not defined", "Traceback (most recent");
+}
+
+static void test_chained(void **state)
+{
+    (void)state;
+    const char *t = "Traceback (most recent call last):\n"
+                    "  File \"main.py\", line 2, in <module>\n"
+                    "    1/0\n"
+                    "ZeroDivisionError: division by zero\n"
+                    "\n"
+                    "During handling of the above exception, another exception occurred:\n"
+                    "\n"
+                    "Traceback (most recent call last):\n"
+                    "  File \"main.py\", line 4, in <module>\n"
+                    "    raise ValueError(\"bad\")\n"
+                    "ValueError: bad\n";
+    expect_error(t, "ValueError", "bad", "Traceback (most recent");
+    struct execbox_result *r = make(t, 1);
+    assert_int_equal(eb_parse_python_error(r), 0);
+    /* The whole chain is kept: the model needs the cause. */
+    assert_non_null(strstr(r->error_traceback, "ZeroDivisionError"));
+    assert_non_null(strstr(r->error_traceback, "During handling"));
+    execbox_result_free(r);
+}
+
+static void test_syntax_error(void **state)
+{
+    (void)state;
+    const char *t = "  File \"/tmp/execbox-run-x/main.py\", line 1\n"
+                    "    def f(\n"
+                    "         ^\n"
+                    "SyntaxError: '(' was never closed\n";
+    expect_error(t, "SyntaxError", "'(' was never closed", "  File \"/tmp/execbox-run-x/main.py");
+    const char *ind = "  File \"main.py\", line 2\n"
+                      "    y = 2\n"
+                      "IndentationError: unexpected indent\n";
+    expect_error(ind, "IndentationError", "unexpected indent", "  File \"main.py\", line 2");
+}
+
+static void test_qualified_name(void **state)
+{
+    (void)state;
+    const char *t = "Traceback (most recent call last):\n"
+                    "  File \"main.py\", line 3, in <module>\n"
+                    "    pd.read_csv(io.StringIO(s))\n"
+                    "pandas.errors.ParserError: Error tokenizing data. C error: Expected 1 "
+                    "fields in line 3, saw 2\n";
+    expect_error(t, "pandas.errors.ParserError",
+                 "Error tokenizing data. C error: Expected 1 fields in line 3, saw 2", "Traceback");
+    const char *m = "Traceback (most recent call last):\n"
+                    "  File \"main.py\", line 3, in <module>\n"
+                    "__main__.MyError: custom\n";
+    expect_error(m, "__main__.MyError", "custom", "Traceback");
+}
+
+static void test_no_value(void **state)
+{
+    (void)state;
+    expect_error("Traceback (most recent call last):\n"
+                 "  File \"main.py\", line 1, in <module>\n"
+                 "    raise KeyboardInterrupt\n"
+                 "KeyboardInterrupt\n",
+                 "KeyboardInterrupt", "", "Traceback");
+    expect_error("Traceback (most recent call last):\n"
+                 "  File \"main.py\", line 1, in <module>\n"
+                 "RuntimeError\n\n",
+                 "RuntimeError", "", "Traceback");
+}
+
+static void test_multiline_value(void **state)
+{
+    (void)state;
+    expect_error("Traceback (most recent call last):\n"
+                 "  File \"main.py\", line 1, in <module>\n"
+                 "ValueError: first line\nsecond line\n",
+                 "ValueError", "first line\nsecond line", "Traceback");
+}
+
+static void test_system_exit_is_not_an_error(void **state)
+{
+    (void)state;
+    /* sys.exit("bye") prints its message and exits 1, with no traceback. */
+    expect_none("bye\n", 1);
+    expect_none("error: the input was empty\n", 1);
+    expect_none("ValueError: looks like one but no traceback\n", 1);
+}
+
+static void test_exit_code_not_one(void **state)
+{
+    (void)state;
+    /* Only an uncaught exception exits 1; a traceback printed by a program that then exits
+     * with another status is the program's business. */
+    expect_none(name_error, 0);
+    expect_none(name_error, 2);
+    expect_none(name_error, 137);
+}
+
+static void test_not_exceptions(void **state)
+{
+    (void)state;
+    expect_none("", 1);
+    expect_none("\n\n", 1);
+    expect_none("Traceback (most recent call last):\n  File \"main.py\", line 1\n", 1);
+    expect_none("Traceback (most recent call last):\n  File \"main.py\", line 1\n\n1 + 2 = 3\n", 1);
+    /* An error already set (a SandboxError, a Timeout) is never replaced. */
+    struct execbox_result *r = make(name_error, 1);
+    assert_int_equal(eb_result_set_error(r, "SandboxError", "x", ""), 0);
+    assert_int_equal(eb_parse_python_error(r), 0);
+    assert_string_equal(r->error_name, "SandboxError");
+    execbox_result_free(r);
+}
+
+static void test_truncated_stderr(void **state)
+{
+    (void)state;
+    /* A deep recursion: the traceback is far longer than the output limit, so the middle is
+     * dropped and a marker put in its place. The exception at the end is still found. */
+    struct eb_capbuf b;
+    eb_capbuf_init(&b, 4096);
+    const char *hdr = "Traceback (most recent call last):\n";
+    assert_int_equal(eb_capbuf_append(&b, hdr, strlen(hdr)), 0);
+    char frame[128];
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(frame, sizeof(frame), "  File \"main.py\", line %d, in f\n    f()\n", i);
+        assert_int_equal(eb_capbuf_append(&b, frame, (size_t)n), 0);
+    }
+    const char *last = "RecursionError: maximum recursion depth exceeded\n";
+    assert_int_equal(eb_capbuf_append(&b, last, strlen(last)), 0);
+    assert_true(eb_capbuf_truncated(&b));
+    struct execbox_result *r = eb_result_new("subprocess", "python");
+    assert_non_null(r);
+    assert_int_equal(eb_capbuf_finish(&b, &r->stderr_data, &r->stderr_len), 0);
+    assert_non_null(strstr(r->stderr_data, "bytes omitted"));
+    r->exit_code = 1;
+    assert_int_equal(eb_parse_python_error(r), 0);
+    assert_non_null(r->error_name);
+    assert_string_equal(r->error_name, "RecursionError");
+    assert_string_equal(r->error_value, "maximum recursion depth exceeded");
+    assert_non_null(strstr(r->error_traceback, "bytes omitted"));
+    execbox_result_free(r);
+}
+
+static void test_huge_traceback_capped(void **state)
+{
+    (void)state;
+    size_t frames = 20000;
+    size_t cap = frames * 64 + 256;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    size_t n = (size_t)snprintf(t, cap, "Traceback (most recent call last):\n");
+    for (size_t i = 0; i < frames; i++)
+        n += (size_t)snprintf(t + n, cap - n, "  File \"main.py\", line %zu, in f\n", i);
+    n += (size_t)snprintf(t + n, cap - n, "RecursionError: deep\n");
+    struct execbox_result *r = make(t, 1);
+    assert_int_equal(eb_parse_python_error(r), 0);
+    assert_string_equal(r->error_name, "RecursionError");
+    assert_true(strlen(r->error_traceback) <= 64 * 1024);
+    assert_non_null(strstr(r->error_traceback, "RecursionError: deep"));
+    execbox_result_free(r);
+    free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_name_error),
+        cmocka_unit_test(test_output_before_traceback),
+        cmocka_unit_test(test_chained),
+        cmocka_unit_test(test_syntax_error),
+        cmocka_unit_test(test_qualified_name),
+        cmocka_unit_test(test_no_value),
+        cmocka_unit_test(test_multiline_value),
+        cmocka_unit_test(test_system_exit_is_not_an_error),
+        cmocka_unit_test(test_exit_code_not_one),
+        cmocka_unit_test(test_not_exceptions),
+        cmocka_unit_test(test_truncated_stderr),
+        cmocka_unit_test(test_huge_traceback_capped),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
