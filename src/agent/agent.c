@@ -58,11 +58,10 @@ static void help(FILE *f)
             "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
             "\nExit status: 0 answered; 1 gave up (the honest answer is still printed); 125 the\n"
             "agent failed (bad flag, missing key, API error: the reason on stderr).\n",
-            agent_anthropic.default_model, agent_openai.default_model,
-            agent_anthropic.default_base, agent_openai.default_base, AGENT_DEFAULT_MAX_TOKENS,
-            AGENT_DEFAULT_MAX_ATTEMPTS, AGENT_DEFAULT_MAX_TURNS, AGENT_DEFAULT_RETRIES,
-            AGENT_DEFAULT_RETRY_BASE_MS, AGENT_DEFAULT_CONNECT_TIMEOUT,
-            AGENT_DEFAULT_HTTP_TIMEOUT);
+            agent_anthropic.default_model, agent_openai.default_model, agent_anthropic.default_base,
+            agent_openai.default_base, AGENT_DEFAULT_MAX_TOKENS, AGENT_DEFAULT_MAX_ATTEMPTS,
+            AGENT_DEFAULT_MAX_TURNS, AGENT_DEFAULT_RETRIES, AGENT_DEFAULT_RETRY_BASE_MS,
+            AGENT_DEFAULT_CONNECT_TIMEOUT, AGENT_DEFAULT_HTTP_TIMEOUT);
 }
 
 static char *default_system(const struct execbox_policy *p)
@@ -241,8 +240,8 @@ static int run_call(struct agent *a, const struct agent_call *c, struct agent_to
         rc = asprintf(&content,
                       "Error: the code failed with exit_code %d%s%s%s. The whole result record "
                       "follows; read the traceback in stderr, fix the code and run it again.\n%s",
-                      r->exit_code, r->timed_out ? " (timed out)" : "",
-                      r->error_name ? ", " : "", r->error_name ? r->error_name : "", json);
+                      r->exit_code, r->timed_out ? " (timed out)" : "", r->error_name ? ", " : "",
+                      r->error_name ? r->error_name : "", json);
         if (rc < 0)
             content = NULL;
     }
@@ -263,8 +262,8 @@ static int run_call(struct agent *a, const struct agent_call *c, struct agent_to
 /* One API call: the reply parsed, or -1 with the reason printed. */
 static int ask(struct agent *a, struct agent_reply *ret)
 {
-    json_t *req = a->prov->request(a->model, a->max_tokens, a->system, a->tools, a->history,
-                                   a->official);
+    json_t *req =
+        a->prov->request(a->model, a->max_tokens, a->system, a->tools, a->history, a->official);
     char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (!body) {
@@ -422,14 +421,13 @@ static const char *const outcome_names[] = {"answered", "max_attempts", "max_tur
 
 static int print_json(const struct agent *a, const char *answer, enum outcome o)
 {
-    json_t *out = json_pack("{s:s, s:s, s:I, s:I, s:O, s:{s:I, s:I, s:I, s:I}, s:o, s:s, s:s}",
-                            "answer", answer, "stopped", outcome_names[o], "attempts",
-                            (json_int_t)a->attempts, "failed_runs", (json_int_t)a->failed,
-                            "runs", a->runs, "usage", "input_tokens",
-                            (json_int_t)a->input_tokens, "output_tokens",
-                            (json_int_t)a->output_tokens, "turns", (json_int_t)a->turns,
-                            "http_requests", (json_int_t)a->http_requests, "transcript",
-                            transcript(a), "provider", a->prov->name, "model", a->model);
+    json_t *out =
+        json_pack("{s:s, s:s, s:I, s:I, s:O, s:{s:I, s:I, s:I, s:I}, s:o, s:s, s:s}", "answer",
+                  answer, "stopped", outcome_names[o], "attempts", (json_int_t)a->attempts,
+                  "failed_runs", (json_int_t)a->failed, "runs", a->runs, "usage", "input_tokens",
+                  (json_int_t)a->input_tokens, "output_tokens", (json_int_t)a->output_tokens,
+                  "turns", (json_int_t)a->turns, "http_requests", (json_int_t)a->http_requests,
+                  "transcript", transcript(a), "provider", a->prov->name, "model", a->model);
     char *s = out ? json_dumps(out, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
     json_decref(out);
     if (!s)
@@ -540,9 +538,7 @@ int cmd_agent(int argc, char **argv)
         case OPT_JSON: json = true; break;
         case OPT_TRANSCRIPT: transcript_file = optarg; break;
         case OPT_MAX_TOKENS: r = parse_long("max-tokens", optarg, 1, 1000000, &max_tokens); break;
-        case OPT_MAX_ATTEMPTS:
-            r = parse_long("max-attempts", optarg, 1, 100, &max_attempts);
-            break;
+        case OPT_MAX_ATTEMPTS: r = parse_long("max-attempts", optarg, 1, 100, &max_attempts); break;
         case OPT_MAX_TURNS: r = parse_long("max-turns", optarg, 1, 1000, &max_turns); break;
         case OPT_RETRIES: r = parse_long("retries", optarg, 0, 20, &retries); break;
         case OPT_RETRY_BASE_MS:
@@ -553,7 +549,9 @@ int cmd_agent(int argc, char **argv)
             break;
         case OPT_HTTP_TIMEOUT: r = parse_secs("http-timeout", optarg, &http_timeout); break;
         case 'h': help(stdout); return 0;
-        default: fprintf(stderr, "execbox agent: see 'execbox agent --help'\n"); return EXIT_EXECBOX;
+        default:
+            fprintf(stderr, "execbox agent: see 'execbox agent --help'\n");
+            return EXIT_EXECBOX;
         }
         if (r < 0)
             return EXIT_EXECBOX;
@@ -578,8 +576,7 @@ int cmd_agent(int argc, char **argv)
     const char *key = a.prov == &agent_anthropic ? akey : okey;
     /* A compatible local server (llama.cpp, Ollama) needs no key; the real APIs do. */
     if (!key && (a.prov == &agent_anthropic || !base_url)) {
-        fprintf(stderr,
-                "execbox agent: no API key: set %s (the key for --provider %s)%s\n",
+        fprintf(stderr, "execbox agent: no API key: set %s (the key for --provider %s)%s\n",
                 a.prov->key_env, a.prov->name,
                 a.prov == &agent_openai ? ", or give --base-url of a server that needs none" : "");
         return EXIT_EXECBOX;
@@ -634,10 +631,10 @@ int cmd_agent(int argc, char **argv)
     }
     json_t *tool = json_loads(schema, 0, NULL);
     execbox_free(schema);
-    const char *tname = a.prov == &agent_anthropic
-                            ? json_string_value(json_object_get(tool, "name"))
-                            : json_string_value(
-                                  json_object_get(json_object_get(tool, "function"), "name"));
+    const char *tname =
+        a.prov == &agent_anthropic
+            ? json_string_value(json_object_get(tool, "name"))
+            : json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
     a.tools = tool ? json_pack("[o]", tool) : NULL;
     a.tool_name = tname;
     a.history = a.prov->start(a.system, task);

@@ -196,7 +196,8 @@ int agent_http_post(const struct agent_http_options *o, const char *url,
             r = -EFBIG;
             break;
         } else {
-            snprintf(why_buf, sizeof(why_buf), "%s", curl_err[0] ? curl_err : curl_easy_strerror(c));
+            snprintf(why_buf, sizeof(why_buf), "%s",
+                     curl_err[0] ? curl_err : curl_easy_strerror(c));
             why = why_buf;
             if (!transport_retryable(c)) {
                 free(sink.buf);

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define AGENT_HTTP_RESPONSE_MAX (8U << 20) /* largest response body accepted */
+#define AGENT_HTTP_RESPONSE_MAX (8U << 20)    /* largest response body accepted */
 #define AGENT_HTTP_RETRY_AFTER_MAX_MS 120000L /* longest Retry-After we wait for */
 
 struct agent_http_options {

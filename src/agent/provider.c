@@ -87,8 +87,7 @@ static json_t *anthropic_request(const char *model, long max_tokens, const char 
 {
     (void)official;
     return json_pack("{s:s, s:I, s:s, s:O, s:O}", "model", model, "max_tokens",
-                     (json_int_t)max_tokens, "system", system, "tools", tools, "messages",
-                     history);
+                     (json_int_t)max_tokens, "system", system, "tools", tools, "messages", history);
 }
 
 static struct curl_slist *add_header(struct curl_slist *l, const char *h)
@@ -196,14 +195,13 @@ static int anthropic_append_results(json_t *history, const struct agent_tool_res
     for (size_t i = 0; blocks && i < n; i++)
         if (json_array_append_new(blocks, json_pack("{s:s, s:s, s:s, s:b}", "type", "tool_result",
                                                     "tool_use_id", res[i].id, "content",
-                                                    res[i].content, "is_error",
-                                                    res[i].is_error)) < 0) {
+                                                    res[i].content, "is_error", res[i].is_error)) <
+            0) {
             json_decref(blocks);
             return -ENOMEM;
         }
-    if (!blocks ||
-        json_array_append_new(history, json_pack("{s:s, s:o}", "role", "user", "content",
-                                                 blocks)) < 0)
+    if (!blocks || json_array_append_new(
+                       history, json_pack("{s:s, s:o}", "role", "user", "content", blocks)) < 0)
         return -ENOMEM;
     return 0;
 }
@@ -230,8 +228,8 @@ static json_t *openai_start(const char *system, const char *task)
                      "user", "content", task);
 }
 
-static json_t *openai_request(const char *model, long max_tokens, const char *system,
-                              json_t *tools, json_t *history, bool official)
+static json_t *openai_request(const char *model, long max_tokens, const char *system, json_t *tools,
+                              json_t *history, bool official)
 {
     (void)system; /* the first message of the history */
     /* api.openai.com wants max_completion_tokens (max_tokens is refused by its reasoning
@@ -320,10 +318,10 @@ static int openai_parse(json_t *resp, struct agent_reply *ret, char *err, size_t
         }
         int rr = input ? call_from_input(c, input) : 0;
         json_decref(input);
-        json_t *e = args_text ? json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", c->id, "type",
-                                          "function", "function", "name", name, "arguments",
-                                          args_text)
-                              : NULL;
+        json_t *e = args_text
+                        ? json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", c->id, "type", "function",
+                                    "function", "name", name, "arguments", args_text)
+                        : NULL;
         free(args_text);
         if (rr < 0 || !e || json_array_append_new(echo, e) < 0)
             goto nomem;
@@ -349,9 +347,9 @@ nomem:
 static int openai_append_results(json_t *history, const struct agent_tool_result *res, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (json_array_append_new(history, json_pack("{s:s, s:s, s:s}", "role", "tool",
-                                                     "tool_call_id", res[i].id, "content",
-                                                     res[i].content)) < 0)
+        if (json_array_append_new(history,
+                                  json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
+                                            res[i].id, "content", res[i].content)) < 0)
             return -ENOMEM;
     return 0;
 }
