@@ -31,6 +31,18 @@
 #define AGENT_DEFAULT_CONNECT_TIMEOUT 10.0
 #define AGENT_DEFAULT_HTTP_TIMEOUT 600.0
 
+/* Set by SIGINT/SIGTERM: the run in progress is cancelled, the HTTP request abandoned, the
+ * transcript still saved. Signal handlers can only reach globals. */
+static volatile sig_atomic_t interrupted;
+static struct execbox_cancel *cancel_token;
+
+static void on_signal(int sig)
+{
+    interrupted = sig;
+    if (cancel_token)
+        execbox_cancel_fire(cancel_token); /* async-signal-safe: one eventfd write */
+}
+
 static void help(FILE *f)
 {
     fprintf(f,
@@ -57,7 +69,8 @@ static void help(FILE *f)
             "(default %g)\n"
             "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
             "\nExit status: 0 answered; 1 gave up (the honest answer is still printed); 125 the\n"
-            "agent failed (bad flag, missing key, API error: the reason on stderr).\n",
+            "agent failed (bad flag, missing key, API error: the reason on stderr); 128+N\n"
+            "interrupted by signal N (the transcript is still saved).\n",
             agent_anthropic.default_model, agent_openai.default_model, agent_anthropic.default_base,
             agent_openai.default_base, AGENT_DEFAULT_MAX_TOKENS, AGENT_DEFAULT_MAX_ATTEMPTS,
             AGENT_DEFAULT_MAX_TURNS, AGENT_DEFAULT_RETRIES, AGENT_DEFAULT_RETRY_BASE_MS,
@@ -149,6 +162,7 @@ struct agent {
     json_t *runs; /* [{id, code, result}] for --json */
     struct curl_slist *headers;
     struct execbox_executor *ex;
+    struct execbox_cancel *cancel; /* fired by SIGINT/SIGTERM */
     struct execbox_policy policy;
     const char *tool_name;
     long turns, attempts, failed;
@@ -191,6 +205,7 @@ static int run_call(struct agent *a, const struct agent_call *c, struct agent_to
         .language = "python",
         .code = c->code[0] ? c->code : "\n",
         .policy = &pol,
+        .cancel = a->cancel,
     };
     struct execbox_result *r = NULL;
     struct execbox_error err = {0};
@@ -275,7 +290,8 @@ static int ask(struct agent *a, struct agent_reply *ret)
     int r = agent_http_post(&a->http, a->url, a->headers, body, &resp, err, sizeof(err));
     free(body);
     if (r < 0) {
-        fprintf(stderr, "execbox agent: %s: %s\n", a->url, err);
+        if (r != -EINTR)
+            fprintf(stderr, "execbox agent: %s: %s\n", a->url, err);
         return -1;
     }
     a->http_requests += resp.tries;
@@ -319,12 +335,14 @@ static int ask(struct agent *a, struct agent_reply *ret)
     return 0;
 }
 
-enum outcome { OUT_ERROR = -1, OUT_ANSWERED = 0, OUT_MAX_ATTEMPTS, OUT_MAX_TURNS };
+enum outcome { OUT_ERROR = -1, OUT_ANSWERED = 0, OUT_MAX_ATTEMPTS, OUT_MAX_TURNS, OUT_INTERRUPTED };
 
 /* The loop. On OUT_ANSWERED / OUT_MAX_* *ret_answer holds the answer (owned). */
 static enum outcome loop(struct agent *a, char **ret_answer)
 {
     for (;;) {
+        if (interrupted)
+            return OUT_INTERRUPTED;
         if (a->turns >= a->max_turns) {
             char *ans = NULL;
             if (asprintf(&ans,
@@ -342,7 +360,7 @@ static enum outcome loop(struct agent *a, char **ret_answer)
                 a->prov->name);
         struct agent_reply reply = {0};
         if (ask(a, &reply) < 0)
-            return OUT_ERROR;
+            return interrupted ? OUT_INTERRUPTED : OUT_ERROR;
         /* The model's reply goes into the history first, then the results of its calls. */
         if (json_array_append(a->history, reply.message) < 0) {
             agent_reply_clear(&reply);
@@ -381,6 +399,8 @@ static enum outcome loop(struct agent *a, char **ret_answer)
             fprintf(stderr, "execbox agent: out of memory\n");
             return OUT_ERROR;
         }
+        if (interrupted)
+            return OUT_INTERRUPTED;
         if (a->failed >= a->max_attempts && !any_ok) {
             char *ans = NULL;
             if (asprintf(&ans,
@@ -446,6 +466,7 @@ static void agent_clear(struct agent *a)
     json_decref(a->runs);
     curl_slist_free_all(a->headers);
     execbox_executor_free(a->ex);
+    execbox_cancel_free(a->cancel);
     free(a->last_error);
 }
 
@@ -654,13 +675,30 @@ int cmd_agent(int argc, char **argv)
     }
     if (cli_sandbox_executor(&sb, &a.ex) < 0)
         goto cleanup_curl;
+    if (execbox_cancel_new(&a.cancel, &err) < 0) {
+        cli_error("agent", &err);
+        goto cleanup_curl;
+    }
     /* A vanished reader of our output must not kill us before the sandbox is torn down. */
     signal(SIGPIPE, SIG_IGN);
+    /* Ctrl-C stops the sandbox and the request cleanly; a second one kills at once. */
+    cancel_token = a.cancel;
+    a.http.stop = &interrupted;
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 
     enum outcome o = loop(&a, &answer);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    cancel_token = NULL;
     if (transcript_file && save_transcript(&a, transcript_file) < 0 && o != OUT_ERROR)
         o = OUT_ERROR;
-    if (o != OUT_ERROR) {
+    if (o == OUT_INTERRUPTED) {
+        fprintf(stderr, "execbox agent: interrupted\n");
+        status = 128 + interrupted;
+    } else if (o != OUT_ERROR) {
         if (o != OUT_ANSWERED)
             fprintf(stderr, "execbox agent: gave up: %s\n",
                     o == OUT_MAX_ATTEMPTS ? "too many failed runs" : "too many turns");

@@ -5,7 +5,6 @@
 #include "execbox/execbox.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,11 +126,21 @@ static long backoff_ms(const struct agent_http_options *o, int retry)
     return d / 2 + (d > 1 ? (long)(rnd % (uint32_t)(d / 2 + 1)) : 0);
 }
 
-static void sleep_ms(long ms)
+/* Sleeps, but wakes early when *stop is set (a signal interrupts nanosleep). */
+static void sleep_ms(long ms, volatile sig_atomic_t *stop)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !(stop && *stop))
         ;
+}
+
+/* Progress callback: a non-zero return aborts the transfer once *stop is set. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    volatile sig_atomic_t *stop = ud;
+    return stop && *stop ? 1 : 0;
 }
 
 int agent_http_post(const struct agent_http_options *o, const char *url,
@@ -165,8 +174,19 @@ int agent_http_post(const struct agent_http_options *o, const char *url,
         curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
         curl_easy_setopt(h, CURLOPT_USERAGENT, "execbox-agent/" EXECBOX_VERSION);
+        if (o->stop) {
+            curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+            curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)o->stop);
+            curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        }
 
         CURLcode c = curl_easy_perform(h);
+        if (o->stop && *o->stop) {
+            free(sink.buf);
+            snprintf(err, errlen, "interrupted");
+            r = -EINTR;
+            break;
+        }
         long status = 0, wait_ms = -1;
         const char *why = NULL;
         char why_buf[300];
@@ -236,7 +256,12 @@ int agent_http_post(const struct agent_http_options *o, const char *url,
         }
         fprintf(stderr, "execbox agent: %s; retry %d of %d in %.1f s\n", why, attempt + 1,
                 o->max_retries, (double)delay / 1000.0);
-        sleep_ms(delay);
+        sleep_ms(delay, o->stop);
+        if (o->stop && *o->stop) {
+            snprintf(err, errlen, "interrupted");
+            r = -EINTR;
+            break;
+        }
     }
     curl_easy_cleanup(h);
     return r;

@@ -6,6 +6,7 @@
 #define EBAGENT_HTTP_H
 
 #include <curl/curl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -13,11 +14,12 @@
 #define AGENT_HTTP_RETRY_AFTER_MAX_MS 120000L /* longest Retry-After we wait for */
 
 struct agent_http_options {
-    long connect_timeout_ms; /* TCP + TLS connect deadline */
-    long timeout_ms;         /* deadline of one whole request */
-    int max_retries;         /* retries after the first try (0: none) */
-    long retry_base_ms;      /* first backoff; doubles each retry, with jitter */
-    long retry_max_ms;       /* cap of one computed backoff (Retry-After may ask for more) */
+    long connect_timeout_ms;     /* TCP + TLS connect deadline */
+    long timeout_ms;             /* deadline of one whole request */
+    int max_retries;             /* retries after the first try (0: none) */
+    long retry_base_ms;          /* first backoff; doubles each retry, with jitter */
+    long retry_max_ms;           /* cap of one computed backoff (Retry-After may ask for more) */
+    volatile sig_atomic_t *stop; /* optional: set (by a signal handler) to abandon the request */
 };
 
 struct agent_http_response {
@@ -30,7 +32,9 @@ struct agent_http_response {
 /* POSTs body to url with the given headers (borrowed). Returns 0 with *ret filled when a
  * response came back that is not retried or retries ran out (any status: the caller reads it);
  * a negative errno with a message in err (never containing header values, which hold the key)
- * when no response came at all. Progress of retries goes to stderr. */
+ * when no response came at all (-EINTR when *o->stop was set). Progress of retries goes to
+ * stderr. Each call opens and closes its own connection, so no socket stays open while a
+ * sandbox runs in between. */
 int agent_http_post(const struct agent_http_options *o, const char *url,
                     const struct curl_slist *headers, const char *body,
                     struct agent_http_response *ret, char *err, size_t errlen);

@@ -5,13 +5,15 @@ import email.utils
 import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fakes"))
-from common import Tests, run  # noqa: E402
+from common import EXECBOX, Tests, run  # noqa: E402
 from fake_llm import FakeLLM, load_scenario  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "agent")
@@ -348,6 +350,52 @@ class AgentTests(Tests):
             r.check(ex[0][1][0][2] and "no tool named 'web_search'" in ex[0][1][0][1],
                     "unknown tool answered with an error")
             r.check(r.out["attempts"] == 0, "nothing ran")
+
+    def test_model_timeout_never_above_policy(self):
+        slow = "import time\ntime.sleep(30)"
+        # The model asks for less than the policy: it gets less.
+        r = Run("anthropic", [{"tool_calls": [{"code": slow, "timeout": 1}]}, {"answer": "ok"}],
+                args=["--timeout", "20"])
+        rec = result_record(exchanges("anthropic", r.messages(1))[0][1][0][1])
+        r.check(rec["timed_out"] and rec["execution_time"] < 15, "the model's shorter limit")
+        # The model asks for more than the policy: the policy wins.
+        r = Run("openai", [{"tool_calls": [{"code": slow, "timeout": 600}]}, {"answer": "ok"}],
+                args=["--timeout", "1"])
+        rec = result_record(exchanges("openai", r.messages(1))[0][1][0][1])
+        r.check(rec["timed_out"] and rec["execution_time"] < 15, "the policy's limit")
+
+    def test_interrupt_saves_transcript(self):
+        sc = [{"tool_calls": [{"code": "import time\ntime.sleep(60)"}]}, {"answer": "never"}]
+        fake = FakeLLM("anthropic", sc, key=KEY)
+        base = fake.start()
+        env = dict(os.environ, ANTHROPIC_API_KEY=KEY)
+        with tempfile.TemporaryDirectory() as d:
+            tpath = os.path.join(d, "t.json")
+            argv = [EXECBOX, "agent", "--provider", "anthropic", "--base-url", base,
+                    "--timeout", "60", "--transcript", tpath]
+            if os.environ.get("EXECBOX_TEST_BACKEND"):
+                argv += ["--backend", os.environ["EXECBOX_TEST_BACKEND"]]
+            proc = subprocess.Popen(argv + ["task"], env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            try:
+                deadline = time.monotonic() + 30
+                while not fake.requests and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(1.0)  # the sandbox is running its 60 s sleep now
+                proc.send_signal(signal.SIGINT)
+                out, err = proc.communicate(timeout=30)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                fake.stop()
+            assert proc.returncode == 130, (proc.returncode, err)
+            assert "interrupted" in err and out == "", err
+            assert len(fake.requests) == 1, "no request after the interrupt"
+            with open(tpath, encoding="utf-8") as f:
+                t = json.load(f)
+            assert [m["role"] for m in t["messages"]] == ["user", "assistant", "user"], t
+            assert t["messages"][2]["content"][0]["is_error"] is True
 
 
 if __name__ == "__main__":
