@@ -137,6 +137,10 @@ static void first_line(const char *code, char *out, size_t n)
         snprintf(out, n, "%.*s...", (int)len, code);
     } else
         snprintf(out, n, "%.*s", (int)len, code);
+    /* The model's text must not drive the terminal. */
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
 }
 
 /* Copies text into a fresh string with every control byte but \n and \t replaced, so an API
@@ -171,7 +175,8 @@ struct agent {
     char *last_error; /* the whole error text of the last failed run */
 };
 
-/* Runs one tool call and fills *res (content owned by the caller, free()d). */
+/* Runs one tool call and fills *res (content owned by the caller, free()d). -ECANCELED (the
+ * reason printed) when the sandbox itself failed, -ENOMEM. */
 static int run_call(struct agent *a, const struct agent_call *c, struct agent_tool_result *res,
                     bool *ret_ok)
 {
@@ -223,6 +228,13 @@ static int run_call(struct agent *a, const struct agent_call *c, struct agent_to
         a->last_error = strdup(err.msg);
         res->content = content;
         return 0;
+    }
+    if (r->error_name && strcmp(r->error_name, "SandboxError") == 0) {
+        /* Not the code's fault and nothing the model can fix: stop rather than retry. */
+        fprintf(stderr, "execbox agent: the sandbox could not run the code: %s\n",
+                r->error_value ? r->error_value : "unknown reason");
+        execbox_result_free(r);
+        return -ECANCELED;
     }
     char *json = NULL;
     if (execbox_result_to_json(r, EXECBOX_JSON_NO_FILE_DATA, &json, &err) < 0) {
@@ -381,22 +393,23 @@ static enum outcome loop(struct agent *a, char **ret_answer)
             fprintf(stderr, "execbox agent: model: %s\n", line);
         }
         struct agent_tool_result *res = calloc(reply.n_calls, sizeof(*res));
-        bool any_ok = false, failed = res == NULL;
+        bool any_ok = false;
+        int failed = res ? 0 : -ENOMEM;
         /* Every call of one reply is run and answered, in order. */
         for (size_t i = 0; !failed && i < reply.n_calls; i++) {
             bool ok = false;
-            if (run_call(a, &reply.calls[i], &res[i], &ok) < 0)
-                failed = true;
+            failed = run_call(a, &reply.calls[i], &res[i], &ok);
             any_ok |= ok;
         }
         if (!failed && a->prov->append_results(a->history, res, reply.n_calls) < 0)
-            failed = true;
+            failed = -ENOMEM;
         for (size_t i = 0; res && i < reply.n_calls; i++)
             free((char *)res[i].content);
         free(res);
         agent_reply_clear(&reply);
         if (failed) {
-            fprintf(stderr, "execbox agent: out of memory\n");
+            if (failed == -ENOMEM)
+                fprintf(stderr, "execbox agent: out of memory\n");
             return OUT_ERROR;
         }
         if (interrupted)

@@ -364,6 +364,13 @@ class AgentTests(Tests):
         rec = result_record(exchanges("openai", r.messages(1))[0][1][0][1])
         r.check(rec["timed_out"] and rec["execution_time"] < 15, "the policy's limit")
 
+    def test_sandbox_error_stops(self):
+        # The sandbox itself cannot run the code (here: a missing workspace): the model cannot
+        # fix that, so the agent stops at once instead of burning attempts.
+        r = Run("openai", "first_try", args=["-w", "/nonexistent/execbox-agent-test"])
+        r.check(r.proc.returncode == 125 and len(r.requests) == 1, "stopped after one turn")
+        r.check("sandbox could not run the code" in r.proc.stderr, "says why")
+
     def test_interrupt_saves_transcript(self):
         sc = [{"tool_calls": [{"code": "import time\ntime.sleep(60)"}]}, {"answer": "never"}]
         fake = FakeLLM("anthropic", sc, key=KEY)

@@ -71,7 +71,8 @@ static void test_anthropic_parse(void **state)
     assert_non_null(strstr(r.calls[1].bad_args, "'code'"));
     /* The reply goes back verbatim. */
     assert_string_equal(json_string_value(json_object_get(r.message, "role")), "assistant");
-    assert_true(json_equal(json_object_get(r.message, "content"), json_object_get(resp, "content")));
+    assert_true(
+        json_equal(json_object_get(r.message, "content"), json_object_get(resp, "content")));
 
     /* Both results in one user message, in order, errors flagged. */
     json_t *history = json_array();
@@ -80,7 +81,8 @@ static void test_anthropic_parse(void **state)
     assert_int_equal(agent_anthropic.append_results(history, res, 2), 0);
     json_t *expect = parse_json(
         "[{\"role\":\"user\",\"content\":["
-        "{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_A\",\"content\":\"{\\\"exit_code\\\":0}\","
+        "{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_A\",\"content\":\"{\\\"exit_code\\\":0}"
+        "\","
         "\"is_error\":false},"
         "{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_B\",\"content\":\"Error: bad\","
         "\"is_error\":true}]}]");
@@ -139,19 +141,18 @@ static void test_openai_parse(void **state)
     /* arguments go back as a string, even when the server sent an object. */
     assert_true(json_is_string(
         json_object_get(json_object_get(json_array_get(tc, 2), "function"), "arguments")));
-    assert_string_equal(
-        json_string_value(
-            json_object_get(json_object_get(json_array_get(tc, 1), "function"), "arguments")),
-        "{\"code\": \"print(");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(tc, 1), "function"), "arguments")),
+                        "{\"code\": \"print(");
     assert_null(json_object_get(r.message, "refusal"));
     assert_true(json_is_null(json_object_get(r.message, "content")));
 
     json_t *history = json_array();
     struct agent_tool_result res[] = {{"call_A", "ok", false}, {"call_B", "Error: x", true}};
     assert_int_equal(agent_openai.append_results(history, res, 2), 0);
-    json_t *expect = parse_json(
-        "[{\"role\":\"tool\",\"tool_call_id\":\"call_A\",\"content\":\"ok\"},"
-        "{\"role\":\"tool\",\"tool_call_id\":\"call_B\",\"content\":\"Error: x\"}]");
+    json_t *expect =
+        parse_json("[{\"role\":\"tool\",\"tool_call_id\":\"call_A\",\"content\":\"ok\"},"
+                   "{\"role\":\"tool\",\"tool_call_id\":\"call_B\",\"content\":\"Error: x\"}]");
     assert_true(json_equal(history, expect));
     json_decref(expect);
     json_decref(history);
