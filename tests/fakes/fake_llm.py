@@ -15,6 +15,7 @@ Steps:
   {"status": 429, "headers": {"Retry-After": "1"}, "error": "message"}   an API error
   {"status": 200, "raw": "body text"}                                   a literal body
   {"drop": true}                                                         close, no response
+  any step may add "delay": seconds to wait before answering (to test client timeouts)
 
 Run standalone:  python3 fake_llm.py SCENARIO.json --provider anthropic --key KEY
 """
@@ -70,7 +71,13 @@ class FakeLLM:
             def do_GET(self):
                 fake._send(self, 404, {"error": {"message": "not found"}})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                # A client that hung up (a timeout, a size cap) is part of the tests.
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -130,8 +137,10 @@ class FakeLLM:
                "headers": {k.lower(): v for k, v in h.headers.items()}, "body": body, "raw": raw}
         with self.lock:
             self.requests.append(rec)
-            status, resp, headers, rawresp, drop = self._respond(rec)
+            status, resp, headers, rawresp, drop, delay = self._respond(rec)
             rec["status"] = status
+        if delay:
+            time.sleep(delay)
         if drop:
             h.close_connection = True
             try:
@@ -145,19 +154,22 @@ class FakeLLM:
         """(status, body, headers, raw, drop) for one request."""
         want = "/v1/messages" if self.provider == "anthropic" else "/v1/chat/completions"
         if rec["path"] != want:
-            return 404, self._error_body(404, f"Not found: {rec['path']}"), None, None, False
+            return 404, self._error_body(404, f"Not found: {rec['path']}"), None, None, False, 0
         problem = self._check_auth(rec["headers"])
         if problem:
-            return 401, self._error_body(401, problem), None, None, False
+            return 401, self._error_body(401, problem), None, None, False, 0
         if rec["body"] is None:
-            return 400, self._error_body(400, "The request body is not valid JSON."), None, None, False
+            return 400, self._error_body(400, "The request body is not valid JSON."), None, None, False, 0
         problem = (self._check_anthropic if self.provider == "anthropic"
                    else self._check_openai)(rec["body"])
         if problem:
-            return 400, self._error_body(400, problem), None, None, False
+            return 400, self._error_body(400, problem), None, None, False, 0
         if not self.steps:
-            return 500, self._error_body(500, "fake_llm: the scenario has no more steps"), None, None, False
+            return 500, self._error_body(500, "fake_llm: the scenario has no more steps"), None, None, False, 0
         step = self.steps.pop(0)
+        return self._render(rec, step) + (step.get("delay", 0),)
+
+    def _render(self, rec, step):
         if step.get("drop"):
             return 0, None, None, None, True
         if "raw" in step:

@@ -122,6 +122,9 @@ class AgentTests(Tests):
             r.check("338350" in r.out["answer"], "answer")
             r.check(r.out["attempts"] == 1 and r.out["failed_runs"] == 0, "attempts")
             r.check(r.out["runs"][0]["result"]["stdout"] == "338350\n", "run record")
+            if os.environ.get("EXECBOX_TEST_BACKEND"):
+                r.check(r.out["runs"][0]["result"]["backend"] ==
+                        os.environ["EXECBOX_TEST_BACKEND"], "the backend asked for")
             r.check(r.out["stopped"] == "answered", "stopped")
             r.check(len(r.requests) == 2, f"{len(r.requests)} requests")
             r.check(r.out["usage"]["input_tokens"] > 0 and r.out["usage"]["output_tokens"] > 0,
@@ -363,6 +366,21 @@ class AgentTests(Tests):
                 args=["--timeout", "1"])
         rec = result_record(exchanges("openai", r.messages(1))[0][1][0][1])
         r.check(rec["timed_out"] and rec["execution_time"] < 15, "the policy's limit")
+
+    def test_http_timeout_then_retry(self):
+        slow = [{"answer": "too late", "delay": 3}, {"answer": "Hello in time."}]
+        for p in PROVIDERS:
+            r = Run(p, slow, args=["--http-timeout", "1"])
+            r.check(r.proc.returncode == 0 and len(r.requests) == 2, "retried after the timeout")
+            r.check(r.out["answer"] == "Hello in time.", "the second answer")
+        r = Run("anthropic", slow, args=["--http-timeout", "1", "--retries", "0"])
+        r.check(r.proc.returncode == 125 and "timed out" in r.proc.stderr.lower(), "gives up")
+
+    def test_response_size_capped(self):
+        huge = "{\"pad\": \"" + "x" * (9 << 20) + "\"}"
+        r = Run("openai", [{"status": 200, "raw": huge}])
+        r.check(r.proc.returncode == 125 and len(r.requests) == 1, "refused, not retried")
+        r.check("larger than 8388608 bytes" in r.proc.stderr, "says why")
 
     def test_sandbox_error_stops(self):
         # The sandbox itself cannot run the code (here: a missing workspace): the model cannot
