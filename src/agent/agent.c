@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: MIT */
+/* agent.c - `execbox agent "TASK"`: the self-debugging loop (DESIGN.md section 7). Each turn
+ * asks the model with the execute_python tool; when it calls the tool, its reply is appended to
+ * the history first, the code runs in a fresh sandbox, then the result is appended (failures
+ * flagged as errors, the traceback whole). After --max-attempts failed runs the agent stops and
+ * says honestly that it could not compute the result, quoting the last error. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/http.h"
+#include "agent/provider.h"
+#include "cli/commands.h"
+#include "common/cliopts.h"
+#include "common/io.h"
+#include "execbox/execbox.h"
+
+#define AGENT_TEXT_MAX (1U << 20) /* task and system prompt files */
+#define AGENT_DEFAULT_MAX_TOKENS 4096
+#define AGENT_DEFAULT_MAX_ATTEMPTS 3
+#define AGENT_DEFAULT_MAX_TURNS 10
+#define AGENT_DEFAULT_RETRIES 4
+#define AGENT_DEFAULT_RETRY_BASE_MS 1000
+#define AGENT_RETRY_MAX_MS 30000
+#define AGENT_DEFAULT_CONNECT_TIMEOUT 10.0
+#define AGENT_DEFAULT_HTTP_TIMEOUT 600.0
+
+/* Set by SIGINT/SIGTERM: the run in progress is cancelled, the HTTP request abandoned, the
+ * transcript still saved. Signal handlers can only reach globals. */
+static volatile sig_atomic_t interrupted;
+static struct execbox_cancel *cancel_token;
+
+static void on_signal(int sig)
+{
+    interrupted = sig;
+    if (cancel_token)
+        execbox_cancel_fire(cancel_token); /* async-signal-safe: one eventfd write */
+}
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "Usage: execbox agent [OPTIONS] TASK...   (TASK '-' reads it from stdin)\n\n"
+            "Asks a model to solve TASK by writing Python and running it in a fresh sandbox:\n"
+            "write, run, read the traceback, fix, retry, at most --max-attempts failed runs.\n"
+            "The final answer goes to stdout, progress to stderr.\n\n"
+            "  --provider NAME          anthropic | openai (default: anthropic, or openai when\n"
+            "                           only OPENAI_API_KEY is set); the key comes from\n"
+            "                           ANTHROPIC_API_KEY or OPENAI_API_KEY\n"
+            "  --model NAME             model (default: %s | %s)\n"
+            "  --base-url URL           API base URL (default: %s | %s); any OpenAI-compatible\n"
+            "                           server works (llama.cpp, vLLM, Ollama: no key needed)\n"
+            "  --max-tokens N           tokens per reply (default %d)\n"
+            "  --max-attempts N         failed runs before giving up (default %d)\n"
+            "  --max-turns N            model calls in all (default %d)\n"
+            "  --system FILE            replace the system prompt\n"
+            "  --json                   print {answer, attempts, runs, usage, transcript}\n"
+            "  --transcript FILE        save the whole message history as JSON\n"
+            "  --retries N              HTTP retries on 429, 529, 5xx, connection errors "
+            "(default %d)\n"
+            "  --retry-base-ms MS       first backoff, doubled each retry (default %d)\n"
+            "  --connect-timeout SECS   (default %g)   --http-timeout SECS  per request "
+            "(default %g)\n"
+            "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
+            "\nExit status: 0 answered; 1 gave up (the honest answer is still printed); 125 the\n"
+            "agent failed (bad flag, missing key, API error: the reason on stderr); 128+N\n"
+            "interrupted by signal N (the transcript is still saved).\n",
+            agent_anthropic.default_model, agent_openai.default_model, agent_anthropic.default_base,
+            agent_openai.default_base, AGENT_DEFAULT_MAX_TOKENS, AGENT_DEFAULT_MAX_ATTEMPTS,
+            AGENT_DEFAULT_MAX_TURNS, AGENT_DEFAULT_RETRIES, AGENT_DEFAULT_RETRY_BASE_MS,
+            AGENT_DEFAULT_CONNECT_TIMEOUT, AGENT_DEFAULT_HTTP_TIMEOUT);
+}
+
+static char *default_system(const struct execbox_policy *p)
+{
+    char *s = NULL;
+    if (asprintf(&s,
+                 "You solve tasks by writing Python and running it with the execute_python tool. "
+                 "Compute rather than guess: any number, count, date or statistic in your answer "
+                 "must come from code you ran, never from memory or estimation.\n\n"
+                 "The sandbox: Python 3 with numpy, pandas and matplotlib; no network (no pip "
+                 "install, no downloads); every call starts fresh, so include all imports and "
+                 "data each time; files go in /workspace (save plots there); only printed output "
+                 "comes back; each run is killed after %g seconds and may use %llu MiB of "
+                 "memory.\n\n"
+                 "If a run fails, read the whole traceback, fix the cause and run again. If a "
+                 "package is missing, fall back to numpy or plain Python math instead of "
+                 "retrying the import. When the code has printed what you need, answer briefly "
+                 "with the computed result. If you cannot compute it, say so plainly; do not "
+                 "invent a number.",
+                 p->timeout, (unsigned long long)(p->memory >> 20)) < 0)
+        return NULL;
+    return s;
+}
+
+static int parse_long(const char *flag, const char *arg, long lo, long hi, long *ret)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (errno || !end || end == arg || *end || v < lo || v > hi) {
+        fprintf(stderr, "execbox agent: --%s: '%s' is not a whole number from %ld to %ld\n", flag,
+                arg, lo, hi);
+        return -1;
+    }
+    *ret = v;
+    return 0;
+}
+
+static int parse_secs(const char *flag, const char *arg, double *ret)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || !end || end == arg || *end || !(v > 0) || v > 86400) {
+        fprintf(stderr, "execbox agent: --%s: '%s' is not a number of seconds\n", flag, arg);
+        return -1;
+    }
+    *ret = v;
+    return 0;
+}
+
+/* The first non-blank line of the code, cut to fit a progress line. */
+static void first_line(const char *code, char *out, size_t n)
+{
+    while (*code == '\n' || *code == '\r' || *code == ' ' || *code == '\t')
+        code++;
+    size_t len = strcspn(code, "\r\n");
+    if (len >= n) {
+        len = n > 4 ? n - 4 : 0;
+        snprintf(out, n, "%.*s...", (int)len, code);
+    } else
+        snprintf(out, n, "%.*s", (int)len, code);
+    /* The model's text must not drive the terminal. */
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+}
+
+/* Copies text into a fresh string with every control byte but \n and \t replaced, so an API
+ * error body cannot drive the terminal. At most max bytes. */
+static void print_sanitized(FILE *f, const char *s, size_t max)
+{
+    for (size_t i = 0; s[i] && i < max; i++) {
+        unsigned char c = (unsigned char)s[i];
+        fputc(c < 0x20 && c != '\n' && c != '\t' ? '?' : c, f);
+    }
+}
+
+struct agent {
+    const struct agent_provider *prov;
+    const char *model;
+    char *url;
+    bool official; /* the provider's own endpoint (not a compatible server) */
+    long max_tokens, max_attempts, max_turns;
+    struct agent_http_options http;
+    char *system;
+    json_t *tools; /* [tool definition] */
+    json_t *history;
+    json_t *runs; /* [{id, code, result}] for --json */
+    struct curl_slist *headers;
+    struct execbox_executor *ex;
+    struct execbox_cancel *cancel; /* fired by SIGINT/SIGTERM */
+    struct execbox_policy policy;
+    const char *tool_name;
+    long turns, attempts, failed;
+    long long input_tokens, output_tokens;
+    long http_requests;
+    char *last_error; /* the whole error text of the last failed run */
+};
+
+/* Runs one tool call and fills *res (content owned by the caller, free()d). -ECANCELED (the
+ * reason printed) when the sandbox itself failed, -ENOMEM. */
+static int run_call(struct agent *a, const struct agent_call *c, struct agent_tool_result *res,
+                    bool *ret_ok)
+{
+    char *content = NULL;
+    *ret_ok = false;
+    res->id = c->id;
+    res->is_error = true;
+    if (strcmp(c->name, a->tool_name) != 0) {
+        if (asprintf(&content, "Error: there is no tool named '%s'; the only tool is '%s'.",
+                     c->name, a->tool_name) < 0)
+            return -ENOMEM;
+        fprintf(stderr, "execbox agent: the model called an unknown tool '%s'\n", c->name);
+        res->content = content;
+        return 0;
+    }
+    if (!c->code) {
+        if (asprintf(&content,
+                     "Error: the call could not be run: %s. Call %s again with arguments that "
+                     "are a JSON object such as {\"code\": \"print(1 + 1)\"}.",
+                     c->bad_args, a->tool_name) < 0)
+            return -ENOMEM;
+        fprintf(stderr, "execbox agent: the model's tool call was unusable: %s\n", c->bad_args);
+        res->content = content;
+        return 0;
+    }
+    /* The model may ask for less time than the policy allows, never more. */
+    struct execbox_policy pol = a->policy;
+    if (c->timeout >= 1 && c->timeout < pol.timeout)
+        pol.timeout = c->timeout;
+    struct execbox_request req = {
+        .language = "python",
+        .code = c->code[0] ? c->code : "\n",
+        .policy = &pol,
+        .cancel = a->cancel,
+    };
+    struct execbox_result *r = NULL;
+    struct execbox_error err = {0};
+    a->attempts++;
+    char line[72];
+    first_line(c->code, line, sizeof(line));
+    if (execbox_executor_run(a->ex, &req, &r, &err) < 0) {
+        /* A request the library refuses (oversized code): the model's fault, so it hears. */
+        a->failed++;
+        fprintf(stderr, "execbox agent: attempt %ld: `%s` -> refused: %s\n", a->attempts, line,
+                err.msg);
+        if (asprintf(&content, "Error: the code was not run: %s", err.msg) < 0)
+            return -ENOMEM;
+        free(a->last_error);
+        a->last_error = strdup(err.msg);
+        res->content = content;
+        return 0;
+    }
+    if (r->error_name && strcmp(r->error_name, "SandboxError") == 0) {
+        /* Not the code's fault and nothing the model can fix: stop rather than retry. */
+        fprintf(stderr, "execbox agent: the sandbox could not run the code: %s\n",
+                r->error_value ? r->error_value : "unknown reason");
+        execbox_result_free(r);
+        return -ECANCELED;
+    }
+    char *json = NULL;
+    if (execbox_result_to_json(r, EXECBOX_JSON_NO_FILE_DATA, &json, &err) < 0) {
+        execbox_result_free(r);
+        return -ENOMEM;
+    }
+    bool ok = r->exit_code == 0;
+    fprintf(stderr, "execbox agent: attempt %ld: `%s` -> exit %d%s%s%s in %.2f s\n", a->attempts,
+            line, r->exit_code, r->error_name ? " (" : "", r->error_name ? r->error_name : "",
+            r->error_name ? ")" : "", r->execution_time);
+    int rc = 0;
+    if (ok) {
+        content = strdup(json);
+    } else {
+        a->failed++;
+        /* The whole traceback (else the whole stderr) is the error, never a summary. */
+        const char *e = r->error_traceback && *r->error_traceback ? r->error_traceback
+                        : r->stderr_len                           ? r->stderr_data
+                                                                  : NULL;
+        free(a->last_error);
+        if (r->timed_out)
+            rc = asprintf(&a->last_error, "the code was killed after %g seconds (time limit)%s%s",
+                          pol.timeout, e ? "\n" : "", e ? e : "");
+        else if (e)
+            a->last_error = strdup(e);
+        else
+            rc = asprintf(&a->last_error, "exit code %d with no error output", r->exit_code);
+        if (rc < 0)
+            a->last_error = NULL;
+        rc = asprintf(&content,
+                      "Error: the code failed with exit_code %d%s%s%s. The whole result record "
+                      "follows; read the traceback in stderr, fix the code and run it again.\n%s",
+                      r->exit_code, r->timed_out ? " (timed out)" : "", r->error_name ? ", " : "",
+                      r->error_name ? r->error_name : "", json);
+        if (rc < 0)
+            content = NULL;
+    }
+    json_t *rec = json_loads(json, 0, NULL);
+    json_t *run = json_pack("{s:s, s:s, s:o*}", "id", c->id, "code", c->code, "result", rec);
+    if (run)
+        json_array_append_new(a->runs, run);
+    execbox_free(json);
+    execbox_result_free(r);
+    if (!content)
+        return -ENOMEM;
+    res->content = content;
+    res->is_error = !ok;
+    *ret_ok = ok;
+    return 0;
+}
+
+/* One API call: the reply parsed, or -1 with the reason printed. */
+static int ask(struct agent *a, struct agent_reply *ret)
+{
+    json_t *req =
+        a->prov->request(a->model, a->max_tokens, a->system, a->tools, a->history, a->official);
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    if (!body) {
+        fprintf(stderr, "execbox agent: out of memory\n");
+        return -1;
+    }
+    struct agent_http_response resp = {0};
+    char err[512];
+    int r = agent_http_post(&a->http, a->url, a->headers, body, &resp, err, sizeof(err));
+    free(body);
+    if (r < 0) {
+        if (r != -EINTR)
+            fprintf(stderr, "execbox agent: %s: %s\n", a->url, err);
+        return -1;
+    }
+    a->http_requests += resp.tries;
+    json_error_t jerr;
+    json_t *doc = json_loadb(resp.body, resp.len, 0, &jerr);
+    if (resp.status != 200) {
+        const char *msg = doc ? agent_api_error_message(doc) : NULL;
+        const char *what = resp.status == 401   ? "the API rejected the key"
+                           : resp.status == 403 ? "the key may not do this"
+                           : resp.status == 400 ? "the API refused the request"
+                           : resp.status == 404 ? "not found (check --model and --base-url)"
+                           : resp.status == 429 || resp.status >= 500
+                               ? "the API kept failing"
+                               : "the API answered with an error";
+        fprintf(stderr, "execbox agent: %s (HTTP %ld", what, resp.status);
+        if (resp.tries > 1)
+            fprintf(stderr, " after %d tries", resp.tries);
+        if (resp.status == 401)
+            fprintf(stderr, "; the key is $%s", a->prov->key_env);
+        fprintf(stderr, "): ");
+        print_sanitized(stderr, msg ? msg : resp.len ? resp.body : "(empty body)", 600);
+        fputc('\n', stderr);
+        json_decref(doc);
+        agent_http_response_clear(&resp);
+        return -1;
+    }
+    agent_http_response_clear(&resp);
+    if (!doc) {
+        fprintf(stderr, "execbox agent: the API's reply is not valid JSON (line %d: %s)\n",
+                jerr.line, jerr.text);
+        return -1;
+    }
+    r = a->prov->parse(doc, ret, err, sizeof(err));
+    json_decref(doc);
+    if (r < 0) {
+        fprintf(stderr, "execbox agent: the API's reply is malformed: %s\n", err);
+        return -1;
+    }
+    a->input_tokens += ret->input_tokens;
+    a->output_tokens += ret->output_tokens;
+    return 0;
+}
+
+enum outcome { OUT_ERROR = -1, OUT_ANSWERED = 0, OUT_MAX_ATTEMPTS, OUT_MAX_TURNS, OUT_INTERRUPTED };
+
+/* The loop. On OUT_ANSWERED / OUT_MAX_* *ret_answer holds the answer (owned). */
+static enum outcome loop(struct agent *a, char **ret_answer)
+{
+    for (;;) {
+        if (interrupted)
+            return OUT_INTERRUPTED;
+        if (a->turns >= a->max_turns) {
+            char *ans = NULL;
+            if (asprintf(&ans,
+                         "I could not compute this exactly: the model used all of its turns "
+                         "(--max-turns %ld) without reaching an answer, so I will not give a "
+                         "result I have not computed.%s%s\n",
+                         a->max_turns, a->last_error ? "\n\nThe last error was:\n" : "",
+                         a->last_error ? a->last_error : "") < 0)
+                return OUT_ERROR;
+            *ret_answer = ans;
+            return OUT_MAX_TURNS;
+        }
+        a->turns++;
+        fprintf(stderr, "execbox agent: turn %ld: asking %s (%s)\n", a->turns, a->model,
+                a->prov->name);
+        struct agent_reply reply = {0};
+        if (ask(a, &reply) < 0)
+            return interrupted ? OUT_INTERRUPTED : OUT_ERROR;
+        /* The model's reply goes into the history first, then the results of its calls. */
+        if (json_array_append(a->history, reply.message) < 0) {
+            agent_reply_clear(&reply);
+            return OUT_ERROR;
+        }
+        if (reply.n_calls == 0) {
+            if (strcmp(reply.stop, "max_tokens") == 0 || strcmp(reply.stop, "length") == 0)
+                fprintf(stderr, "execbox agent: warning: the answer was cut at --max-tokens %ld\n",
+                        a->max_tokens);
+            *ret_answer = reply.text;
+            reply.text = NULL;
+            agent_reply_clear(&reply);
+            return *ret_answer ? OUT_ANSWERED : OUT_ERROR;
+        }
+        if (reply.text && *reply.text) {
+            char line[200];
+            first_line(reply.text, line, sizeof(line));
+            fprintf(stderr, "execbox agent: model: %s\n", line);
+        }
+        struct agent_tool_result *res = calloc(reply.n_calls, sizeof(*res));
+        bool any_ok = false;
+        int failed = res ? 0 : -ENOMEM;
+        /* Every call of one reply is run and answered, in order. */
+        for (size_t i = 0; !failed && i < reply.n_calls; i++) {
+            bool ok = false;
+            failed = run_call(a, &reply.calls[i], &res[i], &ok);
+            any_ok |= ok;
+        }
+        if (!failed && a->prov->append_results(a->history, res, reply.n_calls) < 0)
+            failed = -ENOMEM;
+        for (size_t i = 0; res && i < reply.n_calls; i++)
+            free((char *)res[i].content);
+        free(res);
+        agent_reply_clear(&reply);
+        if (failed) {
+            if (failed == -ENOMEM)
+                fprintf(stderr, "execbox agent: out of memory\n");
+            return OUT_ERROR;
+        }
+        if (interrupted)
+            return OUT_INTERRUPTED;
+        if (a->failed >= a->max_attempts && !any_ok) {
+            char *ans = NULL;
+            if (asprintf(&ans,
+                         "I could not compute this exactly: the code failed on every attempt "
+                         "(%ld failed runs, the limit), so I will not give a result I have not "
+                         "computed.\n\nThe last error was:\n%s\n",
+                         a->failed, a->last_error ? a->last_error : "(unknown)") < 0)
+                return OUT_ERROR;
+            *ret_answer = ans;
+            return OUT_MAX_ATTEMPTS;
+        }
+    }
+}
+
+static json_t *transcript(const struct agent *a)
+{
+    return json_pack("{s:s, s:s, s:s, s:O, s:O}", "provider", a->prov->name, "model", a->model,
+                     "system", a->system, "tools", a->tools, "messages", a->history);
+}
+
+static int save_transcript(const struct agent *a, const char *path)
+{
+    json_t *t = transcript(a);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int r = t && fd >= 0 ? json_dumpfd(t, fd, JSON_INDENT(2)) : -1;
+    if (fd >= 0 && close(fd) < 0)
+        r = -1;
+    json_decref(t);
+    if (r < 0) {
+        fprintf(stderr, "execbox agent: cannot write the transcript to '%s': %s\n", path,
+                strerror(errno ? errno : EIO));
+        return -1;
+    }
+    return 0;
+}
+
+static const char *const outcome_names[] = {"answered", "max_attempts", "max_turns"};
+
+static int print_json(const struct agent *a, const char *answer, enum outcome o)
+{
+    json_t *out =
+        json_pack("{s:s, s:s, s:I, s:I, s:O, s:{s:I, s:I, s:I, s:I}, s:o, s:s, s:s}", "answer",
+                  answer, "stopped", outcome_names[o], "attempts", (json_int_t)a->attempts,
+                  "failed_runs", (json_int_t)a->failed, "runs", a->runs, "usage", "input_tokens",
+                  (json_int_t)a->input_tokens, "output_tokens", (json_int_t)a->output_tokens,
+                  "turns", (json_int_t)a->turns, "http_requests", (json_int_t)a->http_requests,
+                  "transcript", transcript(a), "provider", a->prov->name, "model", a->model);
+    char *s = out ? json_dumps(out, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
+    json_decref(out);
+    if (!s)
+        return -1;
+    printf("%s\n", s);
+    free(s);
+    return 0;
+}
+
+static void agent_clear(struct agent *a)
+{
+    free(a->url);
+    free(a->system);
+    json_decref(a->tools);
+    json_decref(a->history);
+    json_decref(a->runs);
+    curl_slist_free_all(a->headers);
+    execbox_executor_free(a->ex);
+    execbox_cancel_free(a->cancel);
+    free(a->last_error);
+}
+
+/* Reads the task: the arguments joined by spaces, or stdin for "-". */
+static char *read_task(int argc, char **argv)
+{
+    if (argc == 1 && strcmp(argv[0], "-") == 0) {
+        char *t = NULL;
+        size_t len = 0;
+        int r = cli_read_fd(0, AGENT_TEXT_MAX, &t, &len);
+        if (r < 0) {
+            fprintf(stderr, "execbox agent: reading the task from stdin: %s\n",
+                    execbox_strerror(r));
+            return NULL;
+        }
+        return t;
+    }
+    size_t n = 1;
+    for (int i = 0; i < argc; i++)
+        n += strlen(argv[i]) + 1;
+    char *t = calloc(1, n), *p = t;
+    for (int i = 0; t && i < argc; i++) {
+        size_t l = strlen(argv[i]);
+        memcpy(p, argv[i], l);
+        p += l;
+        *p = i + 1 < argc ? ' ' : '\0';
+        p += i + 1 < argc;
+    }
+    return t;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+    enum {
+        OPT_PROVIDER = CLI_OPT__LAST + 1,
+        OPT_MODEL,
+        OPT_BASE_URL,
+        OPT_MAX_TOKENS,
+        OPT_MAX_ATTEMPTS,
+        OPT_MAX_TURNS,
+        OPT_SYSTEM,
+        OPT_JSON,
+        OPT_TRANSCRIPT,
+        OPT_RETRIES,
+        OPT_RETRY_BASE_MS,
+        OPT_CONNECT_TIMEOUT,
+        OPT_HTTP_TIMEOUT,
+    };
+    static const struct option longopts[] = {
+        CLI_SANDBOX_LONGOPTS,
+        {"provider", required_argument, NULL, OPT_PROVIDER},
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"base-url", required_argument, NULL, OPT_BASE_URL},
+        {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
+        {"max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS},
+        {"max-turns", required_argument, NULL, OPT_MAX_TURNS},
+        {"system", required_argument, NULL, OPT_SYSTEM},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"transcript", required_argument, NULL, OPT_TRANSCRIPT},
+        {"retries", required_argument, NULL, OPT_RETRIES},
+        {"retry-base-ms", required_argument, NULL, OPT_RETRY_BASE_MS},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"http-timeout", required_argument, NULL, OPT_HTTP_TIMEOUT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_sandbox sb;
+    cli_sandbox_init(&sb);
+    const char *provider = NULL, *model = NULL, *base_url = NULL, *system_file = NULL,
+               *transcript_file = NULL;
+    bool json = false;
+    long max_tokens = AGENT_DEFAULT_MAX_TOKENS, max_attempts = AGENT_DEFAULT_MAX_ATTEMPTS,
+         max_turns = AGENT_DEFAULT_MAX_TURNS, retries = AGENT_DEFAULT_RETRIES,
+         retry_base = AGENT_DEFAULT_RETRY_BASE_MS;
+    double connect_timeout = AGENT_DEFAULT_CONNECT_TIMEOUT,
+           http_timeout = AGENT_DEFAULT_HTTP_TIMEOUT;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "h", longopts, NULL)) != -1) {
+        int r = cli_sandbox_option(&sb, c, optarg);
+        if (r < 0)
+            return EXIT_EXECBOX;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case OPT_PROVIDER: provider = optarg; break;
+        case OPT_MODEL: model = optarg; break;
+        case OPT_BASE_URL: base_url = optarg; break;
+        case OPT_SYSTEM: system_file = optarg; break;
+        case OPT_JSON: json = true; break;
+        case OPT_TRANSCRIPT: transcript_file = optarg; break;
+        case OPT_MAX_TOKENS: r = parse_long("max-tokens", optarg, 1, 1000000, &max_tokens); break;
+        case OPT_MAX_ATTEMPTS: r = parse_long("max-attempts", optarg, 1, 100, &max_attempts); break;
+        case OPT_MAX_TURNS: r = parse_long("max-turns", optarg, 1, 1000, &max_turns); break;
+        case OPT_RETRIES: r = parse_long("retries", optarg, 0, 20, &retries); break;
+        case OPT_RETRY_BASE_MS:
+            r = parse_long("retry-base-ms", optarg, 0, 60000, &retry_base);
+            break;
+        case OPT_CONNECT_TIMEOUT:
+            r = parse_secs("connect-timeout", optarg, &connect_timeout);
+            break;
+        case OPT_HTTP_TIMEOUT: r = parse_secs("http-timeout", optarg, &http_timeout); break;
+        case 'h': help(stdout); return 0;
+        default:
+            fprintf(stderr, "execbox agent: see 'execbox agent --help'\n");
+            return EXIT_EXECBOX;
+        }
+        if (r < 0)
+            return EXIT_EXECBOX;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "execbox agent: no task: give it as arguments, or '-' for stdin\n");
+        return EXIT_EXECBOX;
+    }
+    const char *akey = getenv("ANTHROPIC_API_KEY"), *okey = getenv("OPENAI_API_KEY");
+    if (akey && !*akey)
+        akey = NULL;
+    if (okey && !*okey)
+        okey = NULL;
+    if (!provider)
+        provider = !akey && okey ? "openai" : "anthropic";
+    struct agent a = {.prov = agent_provider_find(provider)};
+    if (!a.prov) {
+        fprintf(stderr, "execbox agent: --provider: '%s' is not one of anthropic, openai\n",
+                provider);
+        return EXIT_EXECBOX;
+    }
+    const char *key = a.prov == &agent_anthropic ? akey : okey;
+    /* A compatible local server (llama.cpp, Ollama) needs no key; the real APIs do. */
+    if (!key && (a.prov == &agent_anthropic || !base_url)) {
+        fprintf(stderr, "execbox agent: no API key: set %s (the key for --provider %s)%s\n",
+                a.prov->key_env, a.prov->name,
+                a.prov == &agent_openai ? ", or give --base-url of a server that needs none" : "");
+        return EXIT_EXECBOX;
+    }
+    a.model = model ? model : a.prov->default_model;
+    a.official = !base_url;
+    a.max_tokens = max_tokens;
+    a.max_attempts = max_attempts;
+    a.max_turns = max_turns;
+    a.http = (struct agent_http_options){
+        .connect_timeout_ms = (long)(connect_timeout * 1000),
+        .timeout_ms = (long)(http_timeout * 1000),
+        .max_retries = (int)retries,
+        .retry_base_ms = retry_base,
+        .retry_max_ms = AGENT_RETRY_MAX_MS,
+    };
+    int status = EXIT_EXECBOX;
+    char *task = read_task(argc - optind, argv + optind);
+    char *answer = NULL;
+    if (!task)
+        goto out;
+    if (!*task) {
+        fprintf(stderr, "execbox agent: the task is empty\n");
+        goto out;
+    }
+    const char *base = base_url ? base_url : a.prov->default_base;
+    size_t blen = strlen(base);
+    while (blen && base[blen - 1] == '/')
+        blen--;
+    if (asprintf(&a.url, "%.*s%s", (int)blen, base, a.prov->path) < 0) {
+        a.url = NULL;
+        goto out;
+    }
+    if (cli_sandbox_policy(&sb, &a.policy) < 0)
+        goto out;
+    if (system_file) {
+        size_t len = 0;
+        int r = cli_read_path(system_file, AGENT_TEXT_MAX, &a.system, &len);
+        if (r < 0) {
+            fprintf(stderr, "execbox agent: --system: cannot read '%s': %s\n", system_file,
+                    execbox_strerror(r));
+            goto out;
+        }
+    } else if (!(a.system = default_system(&a.policy)))
+        goto out;
+    struct execbox_tool_options topt = {.policy = &a.policy};
+    char *schema = NULL;
+    struct execbox_error err = {0};
+    if (execbox_tool_schema(a.prov->schema, &topt, &schema, &err) < 0) {
+        cli_error("agent", &err);
+        goto out;
+    }
+    json_t *tool = json_loads(schema, 0, NULL);
+    execbox_free(schema);
+    const char *tname =
+        a.prov == &agent_anthropic
+            ? json_string_value(json_object_get(tool, "name"))
+            : json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
+    a.tools = tool ? json_pack("[o]", tool) : NULL;
+    a.tool_name = tname;
+    a.history = a.prov->start(a.system, task);
+    a.runs = json_array();
+    if (!a.tools || !a.tool_name || !a.history || !a.runs) {
+        fprintf(stderr, "execbox agent: out of memory\n");
+        goto out;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "execbox agent: cannot initialise libcurl\n");
+        goto out;
+    }
+    a.headers = a.prov->headers(key);
+    if (!a.headers) {
+        fprintf(stderr, "execbox agent: out of memory\n");
+        goto cleanup_curl;
+    }
+    if (cli_sandbox_executor(&sb, &a.ex) < 0)
+        goto cleanup_curl;
+    if (execbox_cancel_new(&a.cancel, &err) < 0) {
+        cli_error("agent", &err);
+        goto cleanup_curl;
+    }
+    /* A vanished reader of our output must not kill us before the sandbox is torn down. */
+    signal(SIGPIPE, SIG_IGN);
+    /* Ctrl-C stops the sandbox and the request cleanly; a second one kills at once. */
+    cancel_token = a.cancel;
+    a.http.stop = &interrupted;
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    enum outcome o = loop(&a, &answer);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    cancel_token = NULL;
+    if (transcript_file && save_transcript(&a, transcript_file) < 0 && o != OUT_ERROR)
+        o = OUT_ERROR;
+    if (o == OUT_INTERRUPTED) {
+        fprintf(stderr, "execbox agent: interrupted\n");
+        status = 128 + interrupted;
+    } else if (o != OUT_ERROR) {
+        if (o != OUT_ANSWERED)
+            fprintf(stderr, "execbox agent: gave up: %s\n",
+                    o == OUT_MAX_ATTEMPTS ? "too many failed runs" : "too many turns");
+        if (json) {
+            if (print_json(&a, answer, o) < 0) {
+                fprintf(stderr, "execbox agent: out of memory\n");
+                goto cleanup_curl;
+            }
+        } else {
+            size_t len = strlen(answer);
+            fputs(answer, stdout);
+            if (!len || answer[len - 1] != '\n')
+                fputc('\n', stdout);
+        }
+        fflush(stdout);
+        status = o == OUT_ANSWERED ? 0 : 1;
+    }
+cleanup_curl:
+    curl_global_cleanup();
+out:
+    free(answer);
+    free(task);
+    agent_clear(&a);
+    return status;
+}
