@@ -581,6 +581,53 @@ static void test_workspace_files(void **state)
     execbox_result_free(r);
 }
 
+static void test_workspace_limits(void **state)
+{
+    (void)state;
+    /* More files than are listed, deeper than is walked; and a planted link to a directory
+     * of ours, which the cleanup of the fresh workspace must not follow. */
+    char canary_dir[512], canary[600], code[2048];
+    snprintf(canary_dir, sizeof(canary_dir), "%s/canary", tmpdir);
+    assert_int_equal(mkdir(canary_dir, 0700), 0);
+    snprintf(canary, sizeof(canary), "%s/keep.txt", canary_dir);
+    FILE *f = fopen(canary, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(code, sizeof(code),
+             "import os\n"
+             "for i in range(300): open('f%%03d.txt' %% i, 'w').close()\n"
+             "os.symlink('%s', 'outside')\n"
+             "os.mkfifo('fifo.png')\n",
+             canary_dir);
+    struct execbox_policy p = quick_policy(10);
+    struct execbox_request req = {.code = code, .policy = &p, .inline_files_max = 1 << 20};
+    struct execbox_result *r = run_req(&req);
+    assert_int_equal(r->exit_code, 0);
+    assert_int_equal(r->n_files, 256);
+    assert_true(r->files_truncated);
+    for (size_t i = 0; i < r->n_files; i++) {
+        assert_int_equal(strncmp(r->files[i].path, "f", 1), 0);
+        assert_null(r->files[i].data);
+    }
+    execbox_result_free(r);
+    assert_int_equal(access(canary, F_OK), 0);
+
+    req.code = "import os\nd = '.'\n"
+               "for i in range(12):\n"
+               "    d = os.path.join(d, 'd%d' % i)\n"
+               "    os.mkdir(d)\n"
+               "    open(os.path.join(d, 'x.txt'), 'w').close()\n";
+    r = run_req(&req);
+    assert_int_equal(r->exit_code, 0);
+    /* EB_FILES_DEPTH (8) directory levels are walked: d0/x.txt .. d0/../d7/x.txt. */
+    assert_int_equal(r->n_files, 8);
+    assert_string_equal(r->files[0].path, "d0/d1/d2/d3/d4/d5/d6/d7/x.txt"); /* sorted */
+    assert_false(r->files_truncated);
+    execbox_result_free(r);
+    unlink(canary);
+    rmdir(canary_dir);
+}
+
 static void test_given_workspace(void **state)
 {
     (void)state;
@@ -880,6 +927,7 @@ int main(void)
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_traceback),
         cmocka_unit_test(test_workspace_files),
+        cmocka_unit_test(test_workspace_limits),
         cmocka_unit_test(test_given_workspace),
         cmocka_unit_test(test_environment_scrubbed),
         cmocka_unit_test(test_leftover_detector),
