@@ -218,6 +218,25 @@ class CliTests(Tests):
                     proc.communicate()
             self.nothing_left()
 
+    def test_stalled_reader(self):
+        # A reader that never reads our output must not keep the run alive past its deadline:
+        # the program is still killed on time and execbox exits 124.
+        for stream in ("stdout", "stderr"):
+            proc = subprocess.Popen(
+                [EXECBOX, "run"] + SP + ["-t", "1", "-c",
+                                         f"import sys\nwhile True: sys.{stream}.write('x' * 65536)"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+            try:
+                rc = proc.wait(timeout=30)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                proc.stdout.close()
+                proc.stderr.close()
+            eq(rc, 124, f"{stream} never read")
+            self.nothing_left()
+
     def test_warning_once(self):
         for args in (["-c", "print(1)"], ["--json", "-c", "print(1)"],
                      ["-c", "import sys; sys.exit(3)"]):
