@@ -172,7 +172,7 @@ class CliTests(Tests):
         eq(p.returncode, 77)
 
     def test_timeout(self):
-        p = self.run("-t", "0.5", "-c", "import time\nprint('partial', flush=True)\n"
+        p = self.run("-t", "1", "-c", "import time\nprint('partial', flush=True)\n"
                      "time.sleep(30)")
         eq(p.returncode, 124, p.stderr)
         eq(p.stdout, "partial\n")
@@ -322,8 +322,8 @@ class CliTests(Tests):
                   f"{flag} {value}: value not quoted")
 
     def test_policy_file(self):
-        pol = self.path("policy.json", json.dumps({"timeout": 0.5, "output_limit": 100}))
-        sleeper = "import time\nprint('x' * 1000, flush=True)\ntime.sleep(2)\nprint('done')"
+        pol = self.path("policy.json", json.dumps({"timeout": 1, "output_limit": 100}))
+        sleeper = "import time\nprint('x' * 1000, flush=True)\ntime.sleep(1.5)\nprint('done')"
         r, p = self.run_json("--policy", pol, "-c", sleeper)
         eq(p.returncode, 124)
         check(r["stdout_truncated"])

@@ -242,8 +242,8 @@ static void test_timeout_busy_loop(void **state)
     (void)state;
     struct execbox_result *r = run_py("import sys\nprint('started')\n"
                                       "print('err started', file=sys.stderr)\nwhile True: pass",
-                                      0.5);
-    check_timeout(r, 0.5);
+                                      1.0);
+    check_timeout(r, 1.0);
     execbox_result_free(r);
 }
 
@@ -252,8 +252,8 @@ static void test_timeout_sleep(void **state)
     (void)state;
     struct execbox_result *r = run_py("import sys, time\nprint('started')\n"
                                       "print('err started', file=sys.stderr)\ntime.sleep(100)",
-                                      0.5);
-    check_timeout(r, 0.5);
+                                      1.0);
+    check_timeout(r, 1.0);
     execbox_result_free(r);
 }
 
@@ -272,8 +272,8 @@ static void test_timeout_ignores_sigterm(void **state)
              "print('started')\nprint('err started', file=sys.stderr)\n"
              "import time\ntime.sleep(100)\n",
              m);
-    struct execbox_result *r = run_py(code, 0.7);
-    check_timeout(r, 0.7);
+    struct execbox_result *r = run_py(code, 1.0);
+    check_timeout(r, 1.0);
     assert_nothing_left(m);
     execbox_result_free(r);
 }
@@ -305,8 +305,8 @@ static void test_timeout_double_fork(void **state)
     char m[64], code[2048];
     marker(m, sizeof(m), "daemon");
     daemon_code(code, sizeof(code), m, true, "time.sleep(100)");
-    struct execbox_result *r = run_py(code, 0.7);
-    check_timeout(r, 0.7);
+    struct execbox_result *r = run_py(code, 1.0);
+    check_timeout(r, 1.0);
     assert_nothing_left(m);
     execbox_result_free(r);
 }
