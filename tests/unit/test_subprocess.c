@@ -628,6 +628,39 @@ static void test_workspace_limits(void **state)
     rmdir(canary_dir);
 }
 
+static void test_workspace_swapped_for_link(void **state)
+{
+    (void)state;
+    /* The code replaces its workspace and its TMPDIR with links to a directory of ours:
+     * listing the files and removing the run's temp dir must not follow them. */
+    char canary_dir[512], canary[600], code[2048];
+    snprintf(canary_dir, sizeof(canary_dir), "%s/canary2", tmpdir);
+    assert_int_equal(mkdir(canary_dir, 0700), 0);
+    snprintf(canary, sizeof(canary), "%s/keep.png", canary_dir);
+    FILE *f = fopen(canary, "w");
+    assert_non_null(f);
+    fputs("\x89PNG\r\n\x1a\n", f);
+    fclose(f);
+    snprintf(code, sizeof(code),
+             "import os, shutil\n"
+             "ws, tmp = os.getcwd(), os.environ['TMPDIR']\n"
+             "os.chdir('/')\n"
+             "shutil.rmtree(ws); os.symlink('%s', ws)\n"
+             "shutil.rmtree(tmp); os.symlink('%s', tmp)\n"
+             "print('swapped')\n",
+             canary_dir, canary_dir);
+    struct execbox_policy p = quick_policy(10);
+    struct execbox_request req = {.code = code, .policy = &p, .inline_files_max = 4096};
+    struct execbox_result *r = run_req(&req);
+    assert_int_equal(r->exit_code, 0);
+    assert_string_equal(r->stdout_data, "swapped\n");
+    assert_int_equal(r->n_files, 0);
+    execbox_result_free(r);
+    assert_int_equal(access(canary, F_OK), 0);
+    unlink(canary);
+    assert_int_equal(rmdir(canary_dir), 0);
+}
+
 static void test_given_workspace(void **state)
 {
     (void)state;
@@ -928,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_traceback),
         cmocka_unit_test(test_workspace_files),
         cmocka_unit_test(test_workspace_limits),
+        cmocka_unit_test(test_workspace_swapped_for_link),
         cmocka_unit_test(test_given_workspace),
         cmocka_unit_test(test_environment_scrubbed),
         cmocka_unit_test(test_leftover_detector),
