@@ -6,7 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 execbox=${EXECBOX:-$root/build-release/execbox}
-runs=${BENCH_RUNS:-100}
+runs=${BENCH_RUNS:-200}
 out=$root/bench/results
 mkdir -p "$out"
 json=$out/subprocess.json
@@ -36,4 +36,7 @@ for name, r in (("python3 -c pass", py), ("execbox run -b subprocess -c pass", e
           f"(mean {r['mean'] * 1e3:.2f} ± {r['stddev'] * 1e3:.2f} ms, {len(r['times'])} runs)")
 print(f"median overhead: {(eb['median'] - py['median']) * 1e3:.2f} ms "
       f"(ratio {eb['median'] / py['median']:.2f}x)")
+# The minimum is the least disturbed by other load on the machine.
+print(f"min overhead:    {(eb['min'] - py['min']) * 1e3:.2f} ms "
+      f"(python3 {py['min'] * 1e3:.2f} ms, execbox {eb['min'] * 1e3:.2f} ms)")
 PY

@@ -31,11 +31,23 @@ static void help(FILE *f)
             "for an out-of-memory kill); 125 execbox itself failed (the reason on stderr).\n");
 }
 
+/* Streaming the program's output through to ours. */
+struct passthrough {
+    uint64_t deadline_ns; /* never block writing past this */
+    bool dropped[3];      /* by fd: the reader stalled or went away; stop writing there */
+};
+
 static void stream_out(void *ud, enum execbox_stream s, const char *data, size_t len)
 {
-    (void)ud;
-    /* Best effort: a closed terminal must not stop the run. */
-    (void)cli_write_all(s == EXECBOX_STREAM_STDOUT ? 1 : 2, data, len);
+    struct passthrough *pt = ud;
+    int fd = s == EXECBOX_STREAM_STDOUT ? 1 : 2;
+    if (pt->dropped[fd])
+        return;
+    /* This runs on the thread that enforces the run's deadline: a reader that stops reading
+     * (`execbox run ... | sleep 100`) must not block it past the deadline, and a closed
+     * terminal must not stop the run. Either way the output still lands in the result. */
+    if (cli_write_until(fd, data, len, pt->deadline_ns) < 0)
+        pt->dropped[fd] = true;
 }
 
 /* The run's cancellation token, fired by SIGINT, SIGTERM or SIGHUP so that an interrupted run
@@ -172,6 +184,9 @@ int cmd_run(int argc, char **argv)
         cli_error("run", &err);
         goto out;
     }
+    /* A stalled reader may hold the run a little past its own deadline, no more. */
+    struct passthrough pt = {.deadline_ns =
+                                 cli_now_ns() + (uint64_t)(policy.timeout * 1e9) + 250000000ULL};
     struct execbox_request req = {
         .language = language,
         .code = code ? code : code_arg,
@@ -180,6 +195,7 @@ int cmd_run(int argc, char **argv)
         .stdin_len = in_len,
         .policy = &policy,
         .on_output = json ? NULL : stream_out,
+        .userdata = &pt,
         .cancel = cancel,
     };
     if (req.code_len == 0) {
@@ -202,6 +218,8 @@ int cmd_run(int argc, char **argv)
         printf("%s\n", s);
         fflush(stdout);
         execbox_free(s);
+    } else if (pt.dropped[2]) {
+        /* Our stderr's reader stopped reading: a note there would block us for good. */
     } else if (sandbox_failed) {
         fprintf(stderr, "execbox: the sandbox could not run the code: %s\n", res->error_value);
     } else if (res->timed_out) {
@@ -215,7 +233,7 @@ int cmd_run(int argc, char **argv)
     status = sandbox_failed ? EXIT_EXECBOX : res->exit_code;
     if (interrupt_signal && res->killed_reason == EXECBOX_KILLED_CANCELLED) {
         /* As a shell reports a command killed by that signal. */
-        if (!json)
+        if (!json && !pt.dropped[2])
             fprintf(stderr, "execbox: interrupted; the sandbox was killed\n");
         status = 128 + interrupt_signal;
     }

@@ -4,8 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int cli_write_all(int fd, const void *buf, size_t len)
@@ -15,6 +18,45 @@ int cli_write_all(int fd, const void *buf, size_t len)
         ssize_t n = write(fd, p, len);
         if (n < 0) {
             if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+uint64_t cli_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int cli_write_until(int fd, const void *buf, size_t len, uint64_t deadline_ns)
+{
+    const char *p = buf;
+    while (len) {
+        /* Past the deadline, a reader with room still gets the bytes; only waiting ends. */
+        uint64_t now = cli_now_ns();
+        int wait_ms = now >= deadline_ns ? 0 : (int)((deadline_ns - now + 999999) / 1000000);
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        int pr = poll(&pfd, 1, wait_ms);
+        if (pr < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (pr == 0)
+            return -ETIMEDOUT;
+        if (pfd.revents & (POLLERR | POLLNVAL))
+            return -EPIPE;
+        /* Room for PIPE_BUF bytes is what POLLOUT promises on a pipe: a larger write
+         * could block again. */
+        ssize_t n = write(fd, p, len < PIPE_BUF ? len : PIPE_BUF);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
                 continue;
             return -errno;
         }

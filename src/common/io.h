@@ -4,10 +4,20 @@
 #define EBCLI_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Writes all of buf to fd, retrying on EINTR. 0 or -errno. */
 int cli_write_all(int fd, const void *buf, size_t len);
+
+/* Like cli_write_all, but never blocks past deadline_ns (CLOCK_MONOTONIC): waits for room
+ * with poll() and writes at most PIPE_BUF bytes at a time, so that a reader that stops
+ * reading cannot hold us; past the deadline it still writes while there is room. -ETIMEDOUT
+ * when the reader has no room by then (some bytes may have been written). */
+int cli_write_until(int fd, const void *buf, size_t len, uint64_t deadline_ns);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t cli_now_ns(void);
 
 /* Reads fd to EOF, at most max bytes (-EFBIG past that). NUL-terminated. 0 or -errno. */
 int cli_read_fd(int fd, size_t max, char **ret, size_t *ret_len);

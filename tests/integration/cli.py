@@ -123,6 +123,11 @@ class CliTests(Tests):
         self.bad([f, "extra"], "extra")
         self.bad(["-i", "-"], "stdin", input="print(1)\n")
         self.bad([self.path("missing.py")], "missing.py")
+        self.bad([self.dir], "is a directory")
+        big = self.path("big.py", "#" * (17 << 20))  # over EXECBOX_CODE_MAX (16 MiB)
+        self.bad([big], "too large")
+        os.unlink(big)
+        self.bad(["-i", "-c", "print(1)"], "stdin", input="x" * (17 << 20))
         self.bad(["--no-such-flag", "-c", "1"], "--help")
         p = self.run("-c")
         eq(p.returncode, 125, p.stderr)
@@ -172,7 +177,7 @@ class CliTests(Tests):
         eq(p.returncode, 77)
 
     def test_timeout(self):
-        p = self.run("-t", "0.5", "-c", "import time\nprint('partial', flush=True)\n"
+        p = self.run("-t", "1", "-c", "import time\nprint('partial', flush=True)\n"
                      "time.sleep(30)")
         eq(p.returncode, 124, p.stderr)
         eq(p.stdout, "partial\n")
@@ -216,6 +221,25 @@ class CliTests(Tests):
                 if proc.poll() is None:
                     proc.kill()
                     proc.communicate()
+            self.nothing_left()
+
+    def test_stalled_reader(self):
+        # A reader that never reads our output must not keep the run alive past its deadline:
+        # the program is still killed on time and execbox exits 124.
+        for stream in ("stdout", "stderr"):
+            proc = subprocess.Popen(
+                [EXECBOX, "run"] + SP + ["-t", "1", "-c",
+                                         f"import sys\nwhile True: sys.{stream}.write('x' * 65536)"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+            try:
+                rc = proc.wait(timeout=30)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                proc.stdout.close()
+                proc.stderr.close()
+            eq(rc, 124, f"{stream} never read")
             self.nothing_left()
 
     def test_warning_once(self):
@@ -303,8 +327,8 @@ class CliTests(Tests):
                   f"{flag} {value}: value not quoted")
 
     def test_policy_file(self):
-        pol = self.path("policy.json", json.dumps({"timeout": 0.5, "output_limit": 100}))
-        sleeper = "import time\nprint('x' * 1000, flush=True)\ntime.sleep(2)\nprint('done')"
+        pol = self.path("policy.json", json.dumps({"timeout": 1, "output_limit": 100}))
+        sleeper = "import time\nprint('x' * 1000, flush=True)\ntime.sleep(1.5)\nprint('done')"
         r, p = self.run_json("--policy", pol, "-c", sleeper)
         eq(p.returncode, 124)
         check(r["stdout_truncated"])

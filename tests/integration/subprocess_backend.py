@@ -117,12 +117,12 @@ class SubprocessTests(Tests):
                        "print('started', flush=True)\ntime.sleep(100)",
         }
         for name, code in cases.items():
-            r, p = self.rj("-t", "0.5", "-c", code)
+            r, p = self.rj("-t", "1", "-c", code)
             eq((p.returncode, r["exit_code"], r["timed_out"], r["killed_reason"]),
                (124, 124, True, "timeout"), name)
             eq(r["stdout"], "started\n", name)
         m = self.marker()
-        r, p = self.rj("-t", "0.7", "-c", DAEMON.replace("MARK", m) + "time.sleep(100)")
+        r, p = self.rj("-t", "1", "-c", DAEMON.replace("MARK", m) + "time.sleep(100)")
         eq((p.returncode, r["timed_out"], r["stdout"]), (124, True, "started\n"))
         self.nothing_left(m)
 

@@ -242,8 +242,8 @@ static void test_timeout_busy_loop(void **state)
     (void)state;
     struct execbox_result *r = run_py("import sys\nprint('started')\n"
                                       "print('err started', file=sys.stderr)\nwhile True: pass",
-                                      0.5);
-    check_timeout(r, 0.5);
+                                      1.0);
+    check_timeout(r, 1.0);
     execbox_result_free(r);
 }
 
@@ -252,8 +252,8 @@ static void test_timeout_sleep(void **state)
     (void)state;
     struct execbox_result *r = run_py("import sys, time\nprint('started')\n"
                                       "print('err started', file=sys.stderr)\ntime.sleep(100)",
-                                      0.5);
-    check_timeout(r, 0.5);
+                                      1.0);
+    check_timeout(r, 1.0);
     execbox_result_free(r);
 }
 
@@ -272,8 +272,8 @@ static void test_timeout_ignores_sigterm(void **state)
              "print('started')\nprint('err started', file=sys.stderr)\n"
              "import time\ntime.sleep(100)\n",
              m);
-    struct execbox_result *r = run_py(code, 0.7);
-    check_timeout(r, 0.7);
+    struct execbox_result *r = run_py(code, 1.0);
+    check_timeout(r, 1.0);
     assert_nothing_left(m);
     execbox_result_free(r);
 }
@@ -305,8 +305,8 @@ static void test_timeout_double_fork(void **state)
     char m[64], code[2048];
     marker(m, sizeof(m), "daemon");
     daemon_code(code, sizeof(code), m, true, "time.sleep(100)");
-    struct execbox_result *r = run_py(code, 0.7);
-    check_timeout(r, 0.7);
+    struct execbox_result *r = run_py(code, 1.0);
+    check_timeout(r, 1.0);
     assert_nothing_left(m);
     execbox_result_free(r);
 }
@@ -579,6 +579,86 @@ static void test_workspace_files(void **state)
     for (size_t i = 0; i < r->n_files; i++)
         assert_null(r->files[i].data);
     execbox_result_free(r);
+}
+
+static void test_workspace_limits(void **state)
+{
+    (void)state;
+    /* More files than are listed, deeper than is walked; and a planted link to a directory
+     * of ours, which the cleanup of the fresh workspace must not follow. */
+    char canary_dir[512], canary[600], code[2048];
+    snprintf(canary_dir, sizeof(canary_dir), "%s/canary", tmpdir);
+    assert_int_equal(mkdir(canary_dir, 0700), 0);
+    snprintf(canary, sizeof(canary), "%s/keep.txt", canary_dir);
+    FILE *f = fopen(canary, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(code, sizeof(code),
+             "import os\n"
+             "for i in range(300): open('f%%03d.txt' %% i, 'w').close()\n"
+             "os.symlink('%s', 'outside')\n"
+             "os.mkfifo('fifo.png')\n",
+             canary_dir);
+    struct execbox_policy p = quick_policy(10);
+    struct execbox_request req = {.code = code, .policy = &p, .inline_files_max = 1 << 20};
+    struct execbox_result *r = run_req(&req);
+    assert_int_equal(r->exit_code, 0);
+    assert_int_equal(r->n_files, 256);
+    assert_true(r->files_truncated);
+    for (size_t i = 0; i < r->n_files; i++) {
+        assert_int_equal(strncmp(r->files[i].path, "f", 1), 0);
+        assert_null(r->files[i].data);
+    }
+    execbox_result_free(r);
+    assert_int_equal(access(canary, F_OK), 0);
+
+    req.code = "import os\nd = '.'\n"
+               "for i in range(12):\n"
+               "    d = os.path.join(d, 'd%d' % i)\n"
+               "    os.mkdir(d)\n"
+               "    open(os.path.join(d, 'x.txt'), 'w').close()\n";
+    r = run_req(&req);
+    assert_int_equal(r->exit_code, 0);
+    /* EB_FILES_DEPTH (8) directory levels are walked: d0/x.txt .. d0/../d7/x.txt. */
+    assert_int_equal(r->n_files, 8);
+    assert_string_equal(r->files[0].path, "d0/d1/d2/d3/d4/d5/d6/d7/x.txt"); /* sorted */
+    assert_false(r->files_truncated);
+    execbox_result_free(r);
+    unlink(canary);
+    rmdir(canary_dir);
+}
+
+static void test_workspace_swapped_for_link(void **state)
+{
+    (void)state;
+    /* The code replaces its workspace and its TMPDIR with links to a directory of ours:
+     * listing the files and removing the run's temp dir must not follow them. */
+    char canary_dir[512], canary[600], code[2048];
+    snprintf(canary_dir, sizeof(canary_dir), "%s/canary2", tmpdir);
+    assert_int_equal(mkdir(canary_dir, 0700), 0);
+    snprintf(canary, sizeof(canary), "%s/keep.png", canary_dir);
+    FILE *f = fopen(canary, "w");
+    assert_non_null(f);
+    fputs("\x89PNG\r\n\x1a\n", f);
+    fclose(f);
+    snprintf(code, sizeof(code),
+             "import os, shutil\n"
+             "ws, tmp = os.getcwd(), os.environ['TMPDIR']\n"
+             "os.chdir('/')\n"
+             "shutil.rmtree(ws); os.symlink('%s', ws)\n"
+             "shutil.rmtree(tmp); os.symlink('%s', tmp)\n"
+             "print('swapped')\n",
+             canary_dir, canary_dir);
+    struct execbox_policy p = quick_policy(10);
+    struct execbox_request req = {.code = code, .policy = &p, .inline_files_max = 4096};
+    struct execbox_result *r = run_req(&req);
+    assert_int_equal(r->exit_code, 0);
+    assert_string_equal(r->stdout_data, "swapped\n");
+    assert_int_equal(r->n_files, 0);
+    execbox_result_free(r);
+    assert_int_equal(access(canary, F_OK), 0);
+    unlink(canary);
+    assert_int_equal(rmdir(canary_dir), 0);
 }
 
 static void test_given_workspace(void **state)
@@ -880,6 +960,8 @@ int main(void)
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_traceback),
         cmocka_unit_test(test_workspace_files),
+        cmocka_unit_test(test_workspace_limits),
+        cmocka_unit_test(test_workspace_swapped_for_link),
         cmocka_unit_test(test_given_workspace),
         cmocka_unit_test(test_environment_scrubbed),
         cmocka_unit_test(test_leftover_detector),
