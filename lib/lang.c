@@ -143,6 +143,12 @@ const struct eb_language *eb_language_find(const char *name)
     return NULL;
 }
 
+const char *execbox_language_name(const char *name)
+{
+    const struct eb_language *l = eb_language_find(name);
+    return l ? l->name : NULL;
+}
+
 int eb_env_add(struct eb_env *e, const char *name, const char *value)
 {
     if (e->n >= EB_ENV_MAX)

@@ -131,8 +131,9 @@ enum execbox_stream {
     EXECBOX_STREAM_STDERR = 2,
 };
 
-/* Called from the running thread as the guest produces output, before caps are applied (so a
- * terminal sees everything the guest wrote, up to EXECBOX_STREAM_MAX bytes per stream). */
+/* Called from the running thread as the guest produces output, with every byte it writes,
+ * before the output_limit caps are applied (so a terminal sees all of it). The callback must
+ * not block for long: the run's deadline keeps running while it does. */
 typedef void (*execbox_output_fn)(void *userdata, enum execbox_stream stream, const char *data,
                                   size_t len);
 
@@ -303,6 +304,10 @@ int execbox_check_backend(const char *backend, const struct execbox_executor_opt
 
 /* The supported language names, NULL-terminated, static. */
 const char *const *execbox_languages(void);
+
+/* The canonical name of a language or one of its aliases ("py", "python3" -> "python",
+ * "js", "node" -> "javascript", "sh" -> "bash"; NULL -> "python"), or NULL when unknown. */
+const char *execbox_language_name(const char *name);
 
 /* ---- the tool definition (DESIGN.md section 5) ------------------------------------------- */
 

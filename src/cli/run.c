@@ -143,15 +143,10 @@ int cmd_run(int argc, char **argv)
     }
     if (!language)
         language = language_from_path(path);
-    if (language) {
-        bool known = false;
-        for (const char *const *l = execbox_languages(); *l; l++)
-            known |= strcmp(*l, language) == 0;
-        if (!known) {
-            fprintf(stderr, "execbox run: unknown language '%s' (python, javascript, bash)\n",
-                    language);
-            return EXIT_EXECBOX;
-        }
+    if (language && !execbox_language_name(language)) {
+        fprintf(stderr, "execbox run: unknown language '%s' (python, javascript, bash)\n",
+                language);
+        return EXIT_EXECBOX;
     }
 
     char *code = NULL, *in = NULL;

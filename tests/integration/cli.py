@@ -92,6 +92,9 @@ class CliTests(Tests):
             p = self.run("-l", "javascript", "-c", "console.log('js', 6*7)")
             eq((p.returncode, p.stdout), (0, "js 42\n"), p.stderr)
         self.bad(["-l", "cobol", "-c", "x"], "cobol")
+        # The library's aliases are accepted as well.
+        eq(self.run("-l", "py", "-c", "print('alias')").stdout, "alias\n")
+        eq(self.run("-l", "sh", "-c", "echo sh-alias").stdout, "sh-alias\n")
 
     def test_language_from_extension(self):
         f = self.path("prog.sh", "echo \"shell ${BASH_VERSION:+yes}\"\n")
