@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* render.c - a run's result as an MCP CallToolResult: the text a model reads, the images a
+ * host shows, and the result record as structuredContent (checked against the outputSchema by
+ * clients). The text is built from the record's JSON, whose strings the library has already
+ * made valid UTF-8, never from the raw guest bytes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp.h"
+
+char *mcp_base64(const unsigned char *data, size_t len)
+{
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc((len + 2) / 3 * 4 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)data[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned)data[i + 1] << 8;
+        if (i + 2 < len)
+            v |= data[i + 2];
+        out[o++] = tbl[(v >> 18) & 63];
+        out[o++] = tbl[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? tbl[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* A growing text buffer; on allocation failure it stays failed and the render returns NULL. */
+struct text {
+    char *s;
+    size_t len, cap;
+    bool failed;
+};
+
+static void put(struct text *t, const char *s, size_t n)
+{
+    if (t->failed)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 1024;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *ns = realloc(t->s, cap);
+        if (!ns) {
+            t->failed = true;
+            return;
+        }
+        t->s = ns;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+static void puts_(struct text *t, const char *s)
+{
+    put(t, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void putf(struct text *t, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        put(t, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* A section "--- name ---\n<text>" with a final newline, skipped when the text is empty. */
+static void section(struct text *t, const char *name, json_t *str)
+{
+    size_t n = json_string_length(str);
+    if (!json_is_string(str) || n == 0)
+        return;
+    putf(t, "--- %s ---\n", name);
+    put(t, json_string_value(str), n);
+    if (json_string_value(str)[n - 1] != '\n')
+        put(t, "\n", 1);
+}
+
+static void human(uint64_t b, char *out, size_t n)
+{
+    if (b >= (1ULL << 20))
+        snprintf(out, n, "%.1f MiB", (double)b / (1 << 20));
+    else if (b >= (1ULL << 10))
+        snprintf(out, n, "%.1f KiB", (double)b / (1 << 10));
+    else
+        snprintf(out, n, "%llu bytes", (unsigned long long)b);
+}
+
+/* The image types a host can show: PNG, JPEG, GIF, SVG. */
+static bool showable(const char *mime)
+{
+    static const char *const types[] = {"image/png", "image/jpeg", "image/gif", "image/svg+xml"};
+    for (size_t i = 0; mime && i < sizeof(types) / sizeof(types[0]); i++)
+        if (strcmp(mime, types[i]) == 0)
+            return true;
+    return false;
+}
+
+static void notes(struct text *t, const struct execbox_result *res, json_t *rec, double timeout)
+{
+    if (res->stdout_truncated)
+        putf(t, "note: stdout was truncated: the program wrote %llu bytes; the head and the tail "
+                "are kept\n",
+             (unsigned long long)res->stdout_bytes);
+    if (res->stderr_truncated)
+        putf(t, "note: stderr was truncated: the program wrote %llu bytes; the head and the tail "
+                "are kept\n",
+             (unsigned long long)res->stderr_bytes);
+    if (res->timed_out)
+        putf(t, "note: timed out after %g s; the sandbox was killed\n", timeout);
+    else if (res->oom_killed)
+        puts_(t, "note: killed for exceeding the memory limit\n");
+    else if (res->killed_reason == EXECBOX_KILLED_OUTPUT_LIMIT)
+        putf(t, "note: killed for writing too much output\n");
+    else if (res->killed_reason == EXECBOX_KILLED_CPU)
+        putf(t, "note: killed for exceeding the CPU time limit\n");
+    else if (res->killed_reason == EXECBOX_KILLED_CANCELLED)
+        putf(t, "note: cancelled; the sandbox was killed\n");
+    else if (res->signal)
+        putf(t, "note: killed by signal %d\n", res->signal);
+    json_t *files = json_object_get(rec, "files");
+    if (json_array_size(files) == 0)
+        return;
+    puts_(t, "files left in /workspace:\n");
+    for (size_t i = 0; i < res->n_files; i++) {
+        const struct execbox_file *f = &res->files[i];
+        const char *path = json_string_value(json_object_get(json_array_get(files, i), "path"));
+        char size[32];
+        human(f->size, size, sizeof(size));
+        putf(t, "  %s (%s, %s)%s\n", path ? path : "?", f->mime ? f->mime : "?", size,
+             f->data && showable(f->mime) ? ", shown below" : "");
+    }
+    if (res->files_truncated)
+        puts_(t, "  ... more files were left than are listed\n");
+}
+
+json_t *mcp_render_result(const struct execbox_result *res, double timeout)
+{
+    char *js = NULL;
+    struct execbox_error err = {0};
+    if (execbox_result_to_json(res, EXECBOX_JSON_NO_FILE_DATA, &js, &err) < 0)
+        return NULL;
+    json_t *rec = json_loads(js, JSON_ALLOW_NUL, NULL);
+    execbox_free(js);
+    if (!rec)
+        return NULL;
+
+    struct text t = {0};
+    putf(&t, "exit_code: %d%s\n", res->exit_code, res->exit_code ? " (failed)" : "");
+    putf(&t, "execution_time: %.3f s\n", res->execution_time);
+    json_t *out = json_object_get(rec, "stdout"), *errs = json_object_get(rec, "stderr");
+    if (json_string_length(out) == 0 && json_string_length(errs) == 0)
+        puts_(&t, "(no output)\n");
+    section(&t, "stdout", out);
+    section(&t, "stderr", errs);
+    json_t *e = json_object_get(rec, "error");
+    if (json_is_object(e)) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *value = json_string_value(json_object_get(e, "value"));
+        putf(&t, "--- error ---\n%s%s%.400s\n", name ? name : "", value && *value ? ": " : "",
+             value ? value : "");
+        /* The traceback is already in stderr unless stderr lost it to truncation. */
+        if (res->stderr_truncated)
+            section(&t, "traceback", json_object_get(e, "traceback"));
+    }
+    notes(&t, res, rec, timeout);
+
+    json_t *content = json_array();
+    json_t *result = json_object();
+    if (t.failed || !content || !result) {
+        free(t.s);
+        json_decref(content);
+        json_decref(result);
+        json_decref(rec);
+        return NULL;
+    }
+    json_array_append_new(content,
+                          json_pack("{s:s, s:s%}", "type", "text", "text", t.s, t.len));
+    free(t.s);
+    for (size_t i = 0; i < res->n_files; i++) {
+        const struct execbox_file *f = &res->files[i];
+        if (!f->data || !showable(f->mime))
+            continue;
+        char *b64 = mcp_base64(f->data, f->data_len);
+        if (b64)
+            json_array_append_new(content, json_pack("{s:s, s:s, s:s}", "type", "image", "data",
+                                                     b64, "mimeType", f->mime));
+        free(b64);
+    }
+    json_object_set_new(result, "content", content);
+    json_object_set_new(result, "structuredContent", rec);
+    json_object_set_new(result, "isError", json_boolean(res->exit_code != 0));
+    return result;
+}
+
+json_t *mcp_tool_error(const char *message)
+{
+    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", message,
+                     "isError", 1);
+}
