@@ -107,8 +107,7 @@ int jrpc_parse(const char *line, size_t len, json_t **ret_root, char *msg, size_
     json_error_t e;
     json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
     if (!root) {
-        snprintf(msg, msg_size, "parse error at line %d, column %d: %s", e.line, e.column,
-                 e.text);
+        snprintf(msg, msg_size, "parse error at line %d, column %d: %s", e.line, e.column, e.text);
         return JRPC_PARSE_ERROR;
     }
     *ret_root = root;
@@ -186,8 +185,7 @@ json_t *jrpc_error_new(json_t *id, int code, const char *message, json_t *data)
         json_decref(data);
     if (!e)
         return NULL;
-    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
-                     e);
+    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", e);
 }
 
 char *jrpc_frame_dump(const json_t *m, size_t *ret_len)

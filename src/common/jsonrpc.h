@@ -52,8 +52,8 @@ int jrpc_reader_finish(struct jrpc_reader *r, jrpc_frame_fn fn, void *userdata);
 /* ---- messages ----------------------------------------------------------------------------- */
 
 enum jrpc_kind {
-    JRPC_KIND_INVALID = 0, /* answer with error_code / error_msg (and the id, if it was valid) */
-    JRPC_KIND_REQUEST,     /* method + id: must be answered */
+    JRPC_KIND_INVALID = 0,  /* answer with error_code / error_msg (and the id, if it was valid) */
+    JRPC_KIND_REQUEST,      /* method + id: must be answered */
     JRPC_KIND_NOTIFICATION, /* method, no id: never answered */
     JRPC_KIND_RESPONSE,     /* result or error + id: a reply to a request we sent */
 };

@@ -10,6 +10,10 @@
 
 #include "mcp.h"
 
+/* Each of stdout and stderr is quoted in the text up to this size (head and tail). */
+#define MCP_TEXT_SECTION_MAX (64U << 10)
+#define MCP_TEXT_TAIL (16U << 10)
+
 char *mcp_base64(const unsigned char *data, size_t len)
 {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -76,16 +80,39 @@ __attribute__((format(printf, 2, 3))) static void putf(struct text *t, const cha
         put(t, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
-/* A section "--- name ---\n<text>" with a final newline, skipped when the text is empty. */
-static void section(struct text *t, const char *name, json_t *str)
+/* Backs up from a cut at off to the start of a UTF-8 character. */
+static size_t utf8_floor(const char *s, size_t off)
+{
+    while (off > 0 && ((unsigned char)s[off] & 0xC0) == 0x80)
+        off--;
+    return off;
+}
+
+/* A section "--- name ---\n<text>" with a final newline, skipped when the text is empty. Text
+ * past MCP_TEXT_SECTION_MAX keeps its head and tail: the whole kept output is in
+ * structuredContent, and the text stays small enough for clients' frame limits. Returns true
+ * when something was left out. */
+static bool section(struct text *t, const char *name, json_t *str)
 {
     size_t n = json_string_length(str);
     if (!json_is_string(str) || n == 0)
-        return;
+        return false;
+    const char *v = json_string_value(str);
     putf(t, "--- %s ---\n", name);
-    put(t, json_string_value(str), n);
-    if (json_string_value(str)[n - 1] != '\n')
+    bool cut = n > MCP_TEXT_SECTION_MAX;
+    if (!cut) {
+        put(t, v, n);
+    } else {
+        size_t head = utf8_floor(v, MCP_TEXT_SECTION_MAX - MCP_TEXT_TAIL);
+        size_t tail = utf8_floor(v, n - MCP_TEXT_TAIL);
+        put(t, v, head);
+        putf(t, "\n[... %zu bytes left out here; structuredContent.%s has them ...]\n", tail - head,
+             name);
+        put(t, v + tail, n - tail);
+    }
+    if (v[n - 1] != '\n')
         put(t, "\n", 1);
+    return cut;
 }
 
 static void human(uint64_t b, char *out, size_t n)
@@ -108,15 +135,28 @@ static bool showable(const char *mime)
     return false;
 }
 
-static void notes(struct text *t, const struct execbox_result *res, json_t *rec, double timeout)
+/* True when file f goes into the reply as an image: a showable type, inline, and within what
+ * is left of the reply's image budget (which it then uses up). */
+static bool shown(const struct execbox_file *f, size_t *budget)
+{
+    if (!f->data || !showable(f->mime) || f->data_len > *budget)
+        return false;
+    *budget -= f->data_len;
+    return true;
+}
+
+static void notes(struct text *t, const struct execbox_result *res, json_t *rec, double timeout,
+                  size_t images_budget)
 {
     if (res->stdout_truncated)
-        putf(t, "note: stdout was truncated: the program wrote %llu bytes; the head and the tail "
-                "are kept\n",
+        putf(t,
+             "note: stdout was truncated: the program wrote %llu bytes; the head and the tail "
+             "are kept\n",
              (unsigned long long)res->stdout_bytes);
     if (res->stderr_truncated)
-        putf(t, "note: stderr was truncated: the program wrote %llu bytes; the head and the tail "
-                "are kept\n",
+        putf(t,
+             "note: stderr was truncated: the program wrote %llu bytes; the head and the tail "
+             "are kept\n",
              (unsigned long long)res->stderr_bytes);
     if (res->timed_out)
         putf(t, "note: timed out after %g s; the sandbox was killed\n", timeout);
@@ -140,13 +180,15 @@ static void notes(struct text *t, const struct execbox_result *res, json_t *rec,
         char size[32];
         human(f->size, size, sizeof(size));
         putf(t, "  %s (%s, %s)%s\n", path ? path : "?", f->mime ? f->mime : "?", size,
-             f->data && showable(f->mime) ? ", shown below" : "");
+             shown(f, &images_budget)       ? ", shown below as an image"
+             : f->data && showable(f->mime) ? ", not shown: the reply's image budget is used up"
+                                            : "");
     }
     if (res->files_truncated)
         puts_(t, "  ... more files were left than are listed\n");
 }
 
-json_t *mcp_render_result(const struct execbox_result *res, double timeout)
+json_t *mcp_render_result(const struct execbox_result *res, double timeout, size_t images_budget)
 {
     char *js = NULL;
     struct execbox_error err = {0};
@@ -164,7 +206,7 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout)
     if (json_string_length(out) == 0 && json_string_length(errs) == 0)
         puts_(&t, "(no output)\n");
     section(&t, "stdout", out);
-    section(&t, "stderr", errs);
+    bool stderr_cut = section(&t, "stderr", errs);
     json_t *e = json_object_get(rec, "error");
     if (json_is_object(e)) {
         const char *name = json_string_value(json_object_get(e, "name"));
@@ -172,10 +214,10 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout)
         putf(&t, "--- error ---\n%s%s%.400s\n", name ? name : "", value && *value ? ": " : "",
              value ? value : "");
         /* The traceback is already in stderr unless stderr lost it to truncation. */
-        if (res->stderr_truncated)
+        if (res->stderr_truncated || stderr_cut)
             section(&t, "traceback", json_object_get(e, "traceback"));
     }
-    notes(&t, res, rec, timeout);
+    notes(&t, res, rec, timeout, images_budget);
 
     json_t *content = json_array();
     json_t *result = json_object();
@@ -186,12 +228,12 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout)
         json_decref(rec);
         return NULL;
     }
-    json_array_append_new(content,
-                          json_pack("{s:s, s:s%}", "type", "text", "text", t.s, t.len));
+    json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text", t.s, t.len));
     free(t.s);
+    size_t budget = images_budget;
     for (size_t i = 0; i < res->n_files; i++) {
         const struct execbox_file *f = &res->files[i];
-        if (!f->data || !showable(f->mime))
+        if (!shown(f, &budget))
             continue;
         char *b64 = mcp_base64(f->data, f->data_len);
         if (b64)
@@ -207,6 +249,6 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout)
 
 json_t *mcp_tool_error(const char *message)
 {
-    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", message,
-                     "isError", 1);
+    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", message, "isError",
+                     1);
 }

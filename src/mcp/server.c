@@ -43,15 +43,18 @@ static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "202
 
 #define MCP_DEFAULT_FRAME_LIMIT ((size_t)EXECBOX_CODE_MAX + (4U << 20))
 #define MCP_DEFAULT_INLINE_MAX (2U << 20)
-#define MCP_MAX_JOBS 64     /* largest --jobs */
-#define MCP_MAX_PENDING 64  /* queued calls beyond the running ones; more get "busy" */
+#define MCP_MAX_JOBS 64    /* largest --jobs */
+#define MCP_MAX_PENDING 64 /* queued calls beyond the running ones; more get "busy" */
 #define MCP_READ_CHUNK 65536
+/* Image bytes one reply may carry: base64 grows them by 4/3, and the official clients drop a
+ * connection whose frame passes 10 MiB. */
+#define MCP_IMAGES_BUDGET (4U << 20)
 #define MCP_DRAIN_POLL_MS 200
 
 struct tool {
     char *name;
-    bool multi;   /* takes a "language" argument */
-    json_t *def;  /* the definition tools/list returns */
+    bool multi;    /* takes a "language" argument */
+    json_t *def;   /* the definition tools/list returns */
     json_t *langs; /* multi: the allowed languages (strings) */
 };
 
@@ -92,8 +95,8 @@ struct server {
     pthread_cond_t work; /* a job was queued, or the state changed */
     struct job *jobs;    /* queued and running calls, oldest first */
     unsigned n_jobs, n_running;
-    bool draining; /* EOF: finish what is queued, accept nothing new */
-    bool stopping; /* signal or broken output: cancel everything */
+    bool draining;    /* EOF: finish what is queued, accept nothing new */
+    bool stopping;    /* signal or broken output: cancel everything */
     char version[16]; /* negotiated protocol version; "" before initialize */
 };
 
@@ -303,10 +306,9 @@ static void *worker(void *arg)
             snprintf(msg, sizeof(msg), "execbox could not run the code: %s", err.msg);
             result = mcp_tool_error(msg);
         } else {
-            result = mcp_render_result(res, j->policy.timeout);
+            result = mcp_render_result(res, j->policy.timeout, MCP_IMAGES_BUDGET);
             if (s->verbose)
-                logmsg("call %s: exit_code %d in %.3f s", idt, res->exit_code,
-                       res->execution_time);
+                logmsg("call %s: exit_code %d in %.3f s", idt, res->exit_code, res->execution_time);
             execbox_result_free(res);
         }
 
@@ -374,8 +376,8 @@ static json_t *do_initialize(struct server *s, json_t *params, int *code, char *
              execbox_executor_backend(s->ex), s->policy.timeout);
     return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", chosen,
                      "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "execbox",
-                     "title", "execbox code sandbox", "version", execbox_version(),
-                     "instructions", instructions);
+                     "title", "execbox code sandbox", "version", execbox_version(), "instructions",
+                     instructions);
 }
 
 static json_t *do_tools_list(struct server *s)
@@ -396,13 +398,11 @@ static const struct tool *tool_find(struct server *s, const char *name)
 
 /* Checks a call's arguments against the tool's inputSchema and fills the job. 0, or -1 with
  * the reason in msg. */
-static int parse_arguments(const struct tool *t, json_t *args, struct job *j, char *msg,
-                           size_t n)
+static int parse_arguments(const struct tool *t, json_t *args, struct job *j, char *msg, size_t n)
 {
     const char *key;
     json_t *v;
-    json_object_foreach(args, key, v)
-    {
+    json_object_foreach (args, key, v) {
         if (strcmp(key, "code") != 0 && strcmp(key, "timeout") != 0 &&
             !(t->multi && strcmp(key, "language") == 0)) {
             snprintf(msg, n, "unknown argument '%.60s' (%s)", key,
@@ -465,8 +465,7 @@ static json_t *do_tools_call(struct server *s, json_t *id, json_t *params, struc
     char msg[512];
     if (!json_is_object(params))
         return jrpc_error_new(id, JRPC_INVALID_PARAMS,
-                              "tools/call: params must be an object with name and arguments",
-                              NULL);
+                              "tools/call: params must be an object with name and arguments", NULL);
     json_t *name = json_object_get(params, "name");
     if (!json_is_string(name))
         return jrpc_error_new(id, JRPC_INVALID_PARAMS, "tools/call: params.name must be a string",
@@ -636,8 +635,8 @@ static void handle_batch(struct server *s, json_t *arr)
     pthread_mutex_unlock(&s->lock);
     char text[240];
     if (json_array_size(arr) == 0) {
-        send_frame(s, jrpc_error_new(NULL, JRPC_INVALID_REQUEST, "invalid request: empty batch",
-                                     NULL));
+        send_frame(
+            s, jrpc_error_new(NULL, JRPC_INVALID_REQUEST, "invalid request: empty batch", NULL));
         return;
     }
     if (!version[0] || strcmp(version, "2025-06-18") >= 0) {
@@ -657,7 +656,8 @@ static void handle_batch(struct server *s, json_t *arr)
     b->pending = 1; /* our own hold while dispatching, so that no worker sends it early */
     size_t i;
     json_t *m;
-    json_array_foreach(arr, i, m) handle_message(s, m, b);
+    json_array_foreach (arr, i, m)
+        handle_message(s, m, b);
     batch_put(s, b, NULL);
 }
 
@@ -755,22 +755,21 @@ static int parse_size_opt(const char *flag, const char *arg, size_t min, size_t 
 
 static void help(FILE *f)
 {
-    fprintf(f,
-            "Usage: execbox mcp [OPTIONS]\n\n"
-            "Serves the code tool over the Model Context Protocol on stdin/stdout\n"
-            "(newline-delimited JSON-RPC 2.0). Logs go to stderr. The sandbox options set each\n"
-            "call's limits and the maximum a call's 'timeout' argument may ask for.\n\n"
-            "  -n, --tool-name NAME     rename the tool (default execute_python)\n"
-            "      --languages L        also offer execute_code with a language enum,\n"
-            "                           e.g. python,javascript,bash\n"
-            "  -j, --jobs N             calls run in parallel (default: CPUs, at most 8)\n"
-            "      --inline-images SIZE largest image returned as image content (default 2M;\n"
-            "                           0: none)\n"
-            "      --frame-limit SIZE   largest JSON-RPC frame accepted (default 20M)\n"
-            "  -v, --verbose            log every call to stderr\n"
-            "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
-            "\nStops on EOF (after finishing calls in progress) and on SIGTERM/SIGINT (after\n"
-            "cancelling them). See docs/mcp.md.\n");
+    fprintf(f, "Usage: execbox mcp [OPTIONS]\n\n"
+               "Serves the code tool over the Model Context Protocol on stdin/stdout\n"
+               "(newline-delimited JSON-RPC 2.0). Logs go to stderr. The sandbox options set each\n"
+               "call's limits and the maximum a call's 'timeout' argument may ask for.\n\n"
+               "  -n, --tool-name NAME     rename the tool (default execute_python)\n"
+               "      --languages L        also offer execute_code with a language enum,\n"
+               "                           e.g. python,javascript,bash\n"
+               "  -j, --jobs N             calls run in parallel (default: CPUs, at most 8)\n"
+               "      --inline-images SIZE largest image returned as image content (default 2M;\n"
+               "                           0: none)\n"
+               "      --frame-limit SIZE   largest JSON-RPC frame accepted (default 20M)\n"
+               "  -v, --verbose            log every call to stderr\n"
+               "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
+               "\nStops on EOF (after finishing calls in progress) and on SIGTERM/SIGINT (after\n"
+               "cancelling them). See docs/mcp.md.\n");
 }
 
 static int parse_languages(char *buf, const char **langs, size_t max)
@@ -828,7 +827,8 @@ static int serve(struct server *s, int sig_rd)
     char *chunk = malloc(MCP_READ_CHUNK);
     int eof = 0;
     while (chunk) {
-        struct pollfd pf[2] = {{.fd = sig_rd, .events = POLLIN}, {.fd = s->in_fd, .events = POLLIN}};
+        struct pollfd pf[2] = {{.fd = sig_rd, .events = POLLIN},
+                               {.fd = s->in_fd, .events = POLLIN}};
         if (poll(pf, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -838,8 +838,7 @@ static int serve(struct server *s, int sig_rd)
         if (pf[0].revents) {
             char c = 0;
             if (read(sig_rd, &c, 1) == 1)
-                logmsg("%s: cancelling calls in progress and stopping",
-                       c ? strsignal(c) : "stop");
+                logmsg("%s: cancelling calls in progress and stopping", c ? strsignal(c) : "stop");
             break;
         }
         if (!pf[1].revents)
@@ -930,8 +929,9 @@ int cmd_mcp(int argc, char **argv)
         switch (c) {
         case 'n':
             if (!tool_name_ok(optarg)) {
-                fprintf(stderr, "execbox mcp: --tool-name: '%s' is not 1-128 characters of "
-                                "A-Z a-z 0-9 _ - .\n",
+                fprintf(stderr,
+                        "execbox mcp: --tool-name: '%s' is not 1-128 characters of "
+                        "A-Z a-z 0-9 _ - .\n",
                         optarg);
                 goto out;
             }
@@ -949,8 +949,8 @@ int cmd_mcp(int argc, char **argv)
             errno = 0;
             long v = strtol(optarg, &end, 10);
             if (errno || !end || *end || v < 1 || v > MCP_MAX_JOBS) {
-                fprintf(stderr, "execbox mcp: --jobs: '%s' is not a number from 1 to %d\n",
-                        optarg, MCP_MAX_JOBS);
+                fprintf(stderr, "execbox mcp: --jobs: '%s' is not a number from 1 to %d\n", optarg,
+                        MCP_MAX_JOBS);
                 goto out;
             }
             s.n_workers = (unsigned)v;
@@ -1028,8 +1028,8 @@ int cmd_mcp(int argc, char **argv)
         fprintf(stderr, "execbox mcp: cannot start worker threads\n");
     } else {
         logmsg("ready: backend '%s', %u parallel call(s), timeout %g s, tools:%s%s%s%s",
-               execbox_executor_backend(s.ex), started, s.policy.timeout, " ",
-               s.tools[0].name, s.n_tools > 1 ? " " : "", s.n_tools > 1 ? s.tools[1].name : "");
+               execbox_executor_backend(s.ex), started, s.policy.timeout, " ", s.tools[0].name,
+               s.n_tools > 1 ? " " : "", s.n_tools > 1 ? s.tools[1].name : "");
         if (serve(&s, sig_pipe[0]))
             drain(&s, sig_pipe[0]);
         request_stop(&s);
