@@ -24,6 +24,8 @@ void jrpc_reader_release(struct jrpc_reader *r)
 /* Appends to the current line; 1 when it would pass the limit (nothing appended). */
 static int append(struct jrpc_reader *r, const char *data, size_t n)
 {
+    if (n == 0)
+        return 0; /* (found by the fuzzer: NULL + 0 before the first allocation) */
     if (n > r->max - r->len)
         return 1;
     if (r->len + n > r->cap) {
@@ -105,9 +107,10 @@ int jrpc_reader_finish(struct jrpc_reader *r, jrpc_frame_fn fn, void *userdata)
 int jrpc_parse(const char *line, size_t len, json_t **ret_root, char *msg, size_t msg_size)
 {
     json_error_t e;
-    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
+    json_t *root =
+        json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &e);
     if (!root) {
-        snprintf(msg, msg_size, "parse error at line %d, column %d: %s", e.line, e.column, e.text);
+        snprintf(msg, msg_size, "parse error at byte %d: %s", e.position, e.text);
         return JRPC_PARSE_ERROR;
     }
     *ret_root = root;

@@ -69,8 +69,9 @@ struct jrpc_msg {
 };
 
 /* Parses one frame. On success *ret_root is the message (an object, or an array for a batch;
- * the caller owns it). On failure returns JRPC_PARSE_ERROR with the position in msg. The
- * parser rejects duplicate keys; NUL characters inside strings are allowed. */
+ * any other JSON value too, for jrpc_classify to refuse); the caller owns it. On failure
+ * returns JRPC_PARSE_ERROR with the position in msg. Duplicate keys are a parse error (two
+ * readers could disagree on which one counts); NUL characters inside strings are allowed. */
 int jrpc_parse(const char *line, size_t len, json_t **ret_root, char *msg, size_t msg_size);
 
 /* Classifies one message (one element of a batch, or a whole non-batch frame). MCP's rules

@@ -60,7 +60,8 @@ static int on_frame(void *ud, const char *line, size_t len, size_t dropped)
     if (json_is_array(root)) {
         size_t i;
         json_t *m;
-        json_array_foreach(root, i, m) answer(m);
+        json_array_foreach (root, i, m)
+            answer(m);
     } else {
         answer(root);
     }
