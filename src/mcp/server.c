@@ -255,6 +255,10 @@ static void request_stop(struct server *s)
     }
     pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->lock);
+    /* Wake the main loop if it is waiting for input (a worker saw stdout go away). */
+    char c = 0;
+    if (wake_fd >= 0)
+        (void)!write(wake_fd, &c, 1);
     while (dropped) {
         struct job *j = dropped;
         dropped = j->next;
@@ -908,6 +912,8 @@ int cmd_mcp(int argc, char **argv)
     };
     struct cli_sandbox sb;
     cli_sandbox_init(&sb);
+    /* jansson seeds its hash function on first use; do it now, before any thread exists. */
+    json_object_seed(0);
     struct server s = {.in_fd = -1, .out_fd = -1};
     s.inline_max = MCP_DEFAULT_INLINE_MAX;
     s.frame_limit = MCP_DEFAULT_FRAME_LIMIT;

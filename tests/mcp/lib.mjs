@@ -27,8 +27,12 @@ export function sdkRequire() {
     return createRequire(path.join(dir, 'package.json'));
 }
 
+// A host directory to mount as /workspace; world-writable, as a sandbox may map the guest to
+// another uid.
 export function tmpdir(tag) {
-    return fs.mkdtempSync(path.join(os.tmpdir(), `execbox-mcp-${tag}-`));
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), `execbox-mcp-${tag}-`));
+    fs.chmodSync(d, 0o777);
+    return d;
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
