@@ -7,6 +7,13 @@ set(EB_MCP_ENV
   "EXECBOX=$<TARGET_FILE:execbox_cli>"
   "EXECBOX_SOURCE=${PROJECT_SOURCE_DIR}"
   "MCP_NODE_DIR=${CMAKE_CURRENT_BINARY_DIR}/mcp-node")
+# The framing and classifier of src/common/jsonrpc.c, as a cmocka unit test.
+add_executable(test_jsonrpc unit/test_jsonrpc.c ${PROJECT_SOURCE_DIR}/src/common/jsonrpc.c)
+target_include_directories(test_jsonrpc PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(test_jsonrpc PRIVATE PkgConfig::JANSSON PkgConfig::CMOCKA)
+add_test(NAME unit.jsonrpc COMMAND test_jsonrpc)
+set_tests_properties(unit.jsonrpc PROPERTIES TIMEOUT 60)
+
 foreach(t sdk1 sdk2 raw)
   add_test(NAME mcp.${t} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mcp/run.sh ${t}.mjs)
   set_tests_properties(mcp.${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
