@@ -43,8 +43,9 @@ static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "202
 
 #define MCP_DEFAULT_FRAME_LIMIT ((size_t)EXECBOX_CODE_MAX + (4U << 20))
 #define MCP_DEFAULT_INLINE_MAX (2U << 20)
-#define MCP_MAX_JOBS 64    /* largest --jobs */
-#define MCP_MAX_PENDING 64 /* queued calls beyond the running ones; more get "busy" */
+#define MCP_MAX_JOBS 64                /* largest --jobs */
+#define MCP_MAX_PENDING 64             /* queued calls beyond the running ones; more get "busy" */
+#define MCP_CODE_BYTES_MAX (64U << 20) /* code held by calls in progress; more get "busy" */
 #define MCP_READ_CHUNK 65536
 /* Image bytes one reply may carry: base64 grows them by 4/3, and the official clients drop a
  * connection whose frame passes 10 MiB. */
@@ -95,9 +96,10 @@ struct server {
     pthread_cond_t work; /* a job was queued, or the state changed */
     struct job *jobs;    /* queued and running calls, oldest first */
     unsigned n_jobs, n_running;
-    bool draining;    /* EOF: finish what is queued, accept nothing new */
-    bool stopping;    /* signal or broken output: cancel everything */
-    char version[16]; /* negotiated protocol version; "" before initialize */
+    size_t code_bytes; /* sum of the jobs' code_len */
+    bool draining;     /* EOF: finish what is queued, accept nothing new */
+    bool stopping;     /* signal or broken output: cancel everything */
+    char version[16];  /* negotiated protocol version; "" before initialize */
 };
 
 /* Written by the signal handler, read by the main loop: the only global, as a handler has no
@@ -222,6 +224,7 @@ static void job_unlink(struct server *s, struct job *j)
         if (*p == j) {
             *p = j->next;
             s->n_jobs--;
+            s->code_bytes -= j->code_len;
             return;
         }
 }
@@ -249,6 +252,7 @@ static void request_stop(struct server *s)
         } else {
             *p = j->next;
             s->n_jobs--;
+            s->code_bytes -= j->code_len;
             j->next = dropped;
             dropped = j;
         }
@@ -516,7 +520,8 @@ static json_t *do_tools_call(struct server *s, json_t *id, json_t *params, struc
     if (job_find(s, id)) {
         refused = jrpc_error_new(id, JRPC_INVALID_REQUEST,
                                  "invalid request: the id is in use by a call in progress", NULL);
-    } else if (s->n_jobs >= s->n_workers + MCP_MAX_PENDING) {
+    } else if (s->n_jobs >= s->n_workers + MCP_MAX_PENDING ||
+               j->code_len > MCP_CODE_BYTES_MAX - s->code_bytes) {
         refused = jrpc_error_new(id, JRPC_SERVER_BUSY,
                                  "server busy: too many calls in progress; retry later", NULL);
     } else {
@@ -526,6 +531,7 @@ static json_t *do_tools_call(struct server *s, json_t *id, json_t *params, struc
             p = &(*p)->next;
         *p = j;
         s->n_jobs++;
+        s->code_bytes += j->code_len;
         pthread_cond_signal(&s->work);
     }
     pthread_mutex_unlock(&s->lock);
