@@ -23,7 +23,20 @@ endforeach()
 # The frame parser under libFuzzer. It needs clang (with compiler-rt's libFuzzer); the project
 # itself may be built with gcc, so the target is one clang command of its own.
 find_program(EB_CLANG NAMES clang clang-14)
-if(EB_CLANG)
+if(EB_CLANG AND NOT DEFINED EB_CLANG_LIBFUZZER)
+  # clang without compiler-rt's libFuzzer (libclang-rt-14-dev) must not break the build.
+  set(_probe ${CMAKE_CURRENT_BINARY_DIR}/libfuzzer-probe)
+  file(WRITE ${_probe}.c "#include <stddef.h>\n#include <stdint.h>\n"
+       "int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n")
+  execute_process(COMMAND ${EB_CLANG} -fsanitize=fuzzer,address ${_probe}.c -o ${_probe}
+                  RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  if(_rc EQUAL 0)
+    set(EB_CLANG_LIBFUZZER ON CACHE INTERNAL "clang can link libFuzzer")
+  else()
+    set(EB_CLANG_LIBFUZZER OFF CACHE INTERNAL "clang can link libFuzzer")
+  endif()
+endif()
+if(EB_CLANG AND EB_CLANG_LIBFUZZER)
   set(EB_FUZZ_MCP ${CMAKE_CURRENT_BINARY_DIR}/fuzz_mcp_frame)
   add_custom_command(OUTPUT ${EB_FUZZ_MCP}
     COMMAND ${EB_CLANG} -g -O1 -std=gnu11 -D_GNU_SOURCE
@@ -48,5 +61,6 @@ if(EB_CLANG)
   set_tests_properties(fuzz.mcp_frame PROPERTIES TIMEOUT 120
     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1")
 else()
-  message(STATUS "clang not found: the MCP frame fuzzer is not built (scripts/deps/mcp.apt)")
+  message(STATUS "clang with libFuzzer not found: the MCP frame fuzzer is not built "
+                 "(scripts/deps/mcp.apt lists clang and libclang-rt-14-dev)")
 endif()

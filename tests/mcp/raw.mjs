@@ -141,6 +141,22 @@ const tests = {
         await t.close();
     },
 
+    async test_large_output_stays_under_client_frame_limits() {
+        const s = new RawServer();
+        await s.initialize();
+        let bytes = 0;
+        s.proc.stdout.on('data', (d) => { bytes += Buffer.byteLength(d); });
+        const r = await s.request(1, 'tools/call', { name: 'execute_python', arguments: { code: 'import sys\nsys.stdout.write("x" * 3000000)\nsys.stderr.write("e" * 200000)' } });
+        const sc = r.result.structuredContent;
+        assertEq(sc.stdout_truncated, true, 'stdout_truncated');
+        assertEq(sc.stdout_bytes, 3000000, 'stdout_bytes');
+        const text = r.result.content[0].text;
+        assert(text.includes('left out here') && text.includes('truncated'), 'the text says what was left out');
+        assert(text.length < 200000, `text kept small: ${text.length}`);
+        assert(bytes < 10 * 1024 * 1024, `reply ${bytes} bytes, under the SDKs' 10 MiB frame limit`);
+        await s.close();
+    },
+
     async test_batches() {
         // 2025-11-25 (and 2025-06-18) removed JSON-RPC batching: refused, clearly.
         const s = new RawServer();
