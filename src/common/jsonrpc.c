@@ -198,7 +198,7 @@ char *jrpc_frame_dump(const json_t *m, size_t *ret_len)
     size_t n = json_dumpb(m, NULL, 0, JSON_COMPACT);
     if (n == 0)
         return NULL;
-    char *s = malloc(n + 1);
+    char *s = malloc(n + 2);
     if (!s)
         return NULL;
     if (json_dumpb(m, s, n, JSON_COMPACT) != n) {
@@ -206,6 +206,7 @@ char *jrpc_frame_dump(const json_t *m, size_t *ret_len)
         return NULL;
     }
     s[n] = '\n';
+    s[n + 1] = '\0';
     *ret_len = n + 1;
     return s;
 }

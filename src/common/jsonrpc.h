@@ -86,7 +86,8 @@ json_t *jrpc_result_new(json_t *id, json_t *result);
 json_t *jrpc_error_new(json_t *id, int code, const char *message, json_t *data);
 
 /* The message as one compact line ending in '\n' (JSON escapes every newline inside), ready to
- * write. NULL when out of memory. Free with free(). */
+ * write, NUL-terminated after the newline (*ret_len excludes the NUL). NULL when out of memory.
+ * Free with free(). */
 char *jrpc_frame_dump(const json_t *m, size_t *ret_len);
 
 #endif
