@@ -235,7 +235,7 @@ const tests = {
             s.proc.kill('SIGTERM');
             const ex = await s.exited;
             assertEq(ex.code, 0, `exit status (signal ${ex.signal})`);
-            assert(Date.now() - t0 < 3000, 'stopped promptly');
+            assert(Date.now() - t0 < 10000, 'stopped without waiting for the run');
             await sleep(4500);
             assert(!fs.existsSync(path.join(ws, 'finished')), 'the run was killed');
             assert(s.stderr.includes('cancelling'), s.stderr);
