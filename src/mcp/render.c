@@ -69,15 +69,30 @@ static void puts_(struct text *t, const char *s)
     put(t, s, strlen(s));
 }
 
+/* The length of s[0..len) without a last character that the cut left incomplete. */
+static size_t utf8_trim(const char *s, size_t len)
+{
+    for (size_t back = 1; back <= 4 && back <= len; back++) {
+        unsigned char c = (unsigned char)s[len - back];
+        if ((c & 0xC0) == 0x80)
+            continue; /* a continuation byte: look further back for its lead */
+        size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+        return need > back ? len - back : len;
+    }
+    return len;
+}
+
+/* Formatted text of at most 1 KiB (longer is cut at a character boundary). Strings from the
+ * guest go through put() instead. */
 __attribute__((format(printf, 2, 3))) static void putf(struct text *t, const char *fmt, ...)
 {
-    char line[512];
+    char line[1024];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     if (n > 0)
-        put(t, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+        put(t, line, utf8_trim(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1));
 }
 
 /* Backs up from a cut at off to the start of a UTF-8 character. */
@@ -179,7 +194,9 @@ static void notes(struct text *t, const struct execbox_result *res, json_t *rec,
         const char *path = json_string_value(json_object_get(json_array_get(files, i), "path"));
         char size[32];
         human(f->size, size, sizeof(size));
-        putf(t, "  %s (%s, %s)%s\n", path ? path : "?", f->mime ? f->mime : "?", size,
+        puts_(t, "  ");
+        puts_(t, path ? path : "?");
+        putf(t, " (%s, %s)%s\n", f->mime ? f->mime : "?", size,
              shown(f, &images_budget)       ? ", shown below as an image"
              : f->data && showable(f->mime) ? ", not shown: the reply's image budget is used up"
                                             : "");
@@ -211,8 +228,13 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout, size
     if (json_is_object(e)) {
         const char *name = json_string_value(json_object_get(e, "name"));
         const char *value = json_string_value(json_object_get(e, "value"));
-        putf(&t, "--- error ---\n%s%s%.400s\n", name ? name : "", value && *value ? ": " : "",
-             value ? value : "");
+        puts_(&t, "--- error ---\n");
+        puts_(&t, name ? name : "");
+        if (value && *value) {
+            puts_(&t, ": ");
+            put(&t, value, utf8_trim(value, strnlen(value, 1000)));
+        }
+        puts_(&t, "\n");
         /* The traceback is already in stderr unless stderr lost it to truncation. */
         if (res->stderr_truncated || stderr_cut)
             section(&t, "traceback", json_object_get(e, "traceback"));
@@ -228,8 +250,12 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout, size
         json_decref(rec);
         return NULL;
     }
-    json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text", t.s, t.len));
+    json_t *text = json_pack("{s:s, s:s%}", "type", "text", "text", t.s, t.len);
     free(t.s);
+    if (!text) /* not reached: every piece is valid UTF-8; but never send an empty result */
+        text = json_pack("{s:s, s:s}", "type", "text", "text",
+                         "(the output could not be rendered; see structuredContent)");
+    json_array_append_new(content, text);
     size_t budget = images_budget;
     for (size_t i = 0; i < res->n_files; i++) {
         const struct execbox_file *f = &res->files[i];

@@ -197,6 +197,15 @@ const tests = {
         assert(r.structuredContent.stdout.includes('\ufffd'), 'invalid UTF-8 replaced');
     },
 
+    async test12b_unicode_file_names_and_long_errors() {
+        const r = await call({ code: 'open("résumé ✓.txt", "w").write("x")\nraise RuntimeError("é" * 3000)' });
+        assertEq(r.isError, true, 'isError');
+        assertEq(r.structuredContent.error.value, 'é'.repeat(3000), 'the whole value in structuredContent');
+        const text = textOf(r);
+        assert(text.includes('résumé ✓.txt'), `file name in text: ${text.slice(-300)}`);
+        assert(text.includes('RuntimeError: éé'), 'the error in text');
+    },
+
     async test13_cancellation() {
         // A server of its own, with a host workspace so that the test can see the files.
         const ws = tmpdir('cancel');
