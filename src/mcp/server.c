@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -51,6 +52,7 @@ static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "202
  * connection whose frame passes 10 MiB. */
 #define MCP_IMAGES_BUDGET (4U << 20)
 #define MCP_DRAIN_POLL_MS 200
+#define MCP_STOP_GRACE_S 10 /* after cancelling everything, how long workers may take */
 
 struct tool {
     char *name;
@@ -1014,15 +1016,16 @@ int cmd_mcp(int argc, char **argv)
     if (cli_sandbox_executor(&sb, &s.ex) < 0)
         goto out;
 
-    /* SIGTERM and SIGINT wake the main loop through a pipe; SIGPIPE is ignored so that a
-     * vanished client shows up as EPIPE on write, not as sudden death mid-run. */
+    /* SIGTERM and SIGINT wake the main loop through a pipe (a second one has the default
+     * effect, should the server be stuck); SIGPIPE is ignored so that a vanished client shows
+     * up as EPIPE on write, not as sudden death mid-run. */
     int sig_pipe[2];
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
         fprintf(stderr, "execbox mcp: pipe: %s\n", strerror(errno));
         goto out;
     }
     wake_fd = sig_pipe[1];
-    struct sigaction sa = {.sa_handler = on_signal};
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -1047,8 +1050,18 @@ int cmd_mcp(int argc, char **argv)
         request_stop(&s);
         status = 0;
     }
+    /* The runs are cancelled by now, but a worker can still be blocked writing a reply to a
+     * client that stopped reading. Wait a bounded time, then leave without it. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += MCP_STOP_GRACE_S;
     for (unsigned i = 0; i < started; i++)
-        pthread_join(threads[i], NULL);
+        if (pthread_timedjoin_np(threads[i], NULL, &deadline) != 0) {
+            logmsg("a reply is still blocked on stdout after %d s; exiting without it",
+                   MCP_STOP_GRACE_S);
+            fflush(stderr);
+            _exit(status); /* the thread still uses s, so no cleanup can run */
+        }
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     wake_fd = -1;
