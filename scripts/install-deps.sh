@@ -6,10 +6,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t want < <(cat scripts/deps/*.apt | sed 's/#.*//' | tr -s ' \t' '\n' | sed '/^$/d' | sort -u)
+# Virtual packages that installed packages provide count as present (NodeSource's nodejs
+# provides npm and conflicts with Debian's).
+mapfile -t provided < <(dpkg-query -W -f='${Status}|${Provides}\n' 2>/dev/null |
+    sed -n 's/^install ok installed|//p' | tr ',' '\n' | sed 's/(.*//; s/[[:space:]]//g; /^$/d' | sort -u)
 missing=()
 for p in "${want[@]}"; do
     status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-    [[ "$status" == "install ok installed" ]] || missing+=("$p")
+    [[ "$status" == "install ok installed" ]] && continue
+    printf '%s\n' "${provided[@]}" | grep -qxF -- "$p" || missing+=("$p")
 done
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 echo "install-deps: installing ${missing[*]}" >&2

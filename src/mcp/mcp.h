@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* mcp.h - internals of `execbox mcp` shared by its files: how a run's result becomes an MCP
+ * CallToolResult (render.c). The server itself is server.c. */
+#ifndef EBCLI_MCP_H
+#define EBCLI_MCP_H
+
+#include <jansson.h>
+
+#include "execbox/execbox.h"
+
+/* The CallToolResult for one finished run: a compact text rendering (exit code, stdout and
+ * stderr (head and tail past 64 KiB each), the error, truncation and kill notes, the files),
+ * PNG/JPEG/GIF/SVG files that came back inline as `image` content while their bytes fit in
+ * images_budget (other files are listed by name and size), structuredContent = the result
+ * record (without inline file data: the images are already in content), and isError when
+ * exit_code != 0. timeout is the run's wall-clock limit, quoted when it expired. NULL when out
+ * of memory. */
+json_t *mcp_render_result(const struct execbox_result *res, double timeout, size_t images_budget);
+
+/* A tool execution error: {content: [{type: text, text: message}], isError: true}. The model
+ * reads it and can correct its call. NULL when out of memory. */
+json_t *mcp_tool_error(const char *message);
+
+/* Base64 (RFC 4648, padded) of len bytes; free(). NULL when out of memory. */
+char *mcp_base64(const unsigned char *data, size_t len);
+
+#endif

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/* render.c - a run's result as an MCP CallToolResult: the text a model reads, the images a
+ * host shows, and the result record as structuredContent (checked against the outputSchema by
+ * clients). The text is built from the record's JSON, whose strings the library has already
+ * made valid UTF-8, never from the raw guest bytes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp.h"
+
+/* Each of stdout and stderr is quoted in the text up to this size (head and tail). */
+#define MCP_TEXT_SECTION_MAX (64U << 10)
+#define MCP_TEXT_TAIL (16U << 10)
+
+char *mcp_base64(const unsigned char *data, size_t len)
+{
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc((len + 2) / 3 * 4 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)data[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned)data[i + 1] << 8;
+        if (i + 2 < len)
+            v |= data[i + 2];
+        out[o++] = tbl[(v >> 18) & 63];
+        out[o++] = tbl[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? tbl[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* A growing text buffer; on allocation failure it stays failed and the render returns NULL. */
+struct text {
+    char *s;
+    size_t len, cap;
+    bool failed;
+};
+
+static void put(struct text *t, const char *s, size_t n)
+{
+    if (t->failed)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 1024;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *ns = realloc(t->s, cap);
+        if (!ns) {
+            t->failed = true;
+            return;
+        }
+        t->s = ns;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+static void puts_(struct text *t, const char *s)
+{
+    put(t, s, strlen(s));
+}
+
+/* The length of s[0..len) without a last character that the cut left incomplete. */
+static size_t utf8_trim(const char *s, size_t len)
+{
+    for (size_t back = 1; back <= 4 && back <= len; back++) {
+        unsigned char c = (unsigned char)s[len - back];
+        if ((c & 0xC0) == 0x80)
+            continue; /* a continuation byte: look further back for its lead */
+        size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+        return need > back ? len - back : len;
+    }
+    return len;
+}
+
+/* Formatted text of at most 1 KiB (longer is cut at a character boundary). Strings from the
+ * guest go through put() instead. */
+__attribute__((format(printf, 2, 3))) static void putf(struct text *t, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        put(t, line, utf8_trim(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1));
+}
+
+/* Backs up from a cut at off to the start of a UTF-8 character. */
+static size_t utf8_floor(const char *s, size_t off)
+{
+    while (off > 0 && ((unsigned char)s[off] & 0xC0) == 0x80)
+        off--;
+    return off;
+}
+
+/* A section "--- name ---\n<text>" with a final newline, skipped when the text is empty. Text
+ * past MCP_TEXT_SECTION_MAX keeps its head and tail: the whole kept output is in
+ * structuredContent, and the text stays small enough for clients' frame limits. Returns true
+ * when something was left out. */
+static bool section(struct text *t, const char *name, json_t *str)
+{
+    size_t n = json_string_length(str);
+    if (!json_is_string(str) || n == 0)
+        return false;
+    const char *v = json_string_value(str);
+    putf(t, "--- %s ---\n", name);
+    bool cut = n > MCP_TEXT_SECTION_MAX;
+    if (!cut) {
+        put(t, v, n);
+    } else {
+        size_t head = utf8_floor(v, MCP_TEXT_SECTION_MAX - MCP_TEXT_TAIL);
+        size_t tail = utf8_floor(v, n - MCP_TEXT_TAIL);
+        put(t, v, head);
+        putf(t, "\n[... %zu bytes left out here; structuredContent.%s has them ...]\n", tail - head,
+             name);
+        put(t, v + tail, n - tail);
+    }
+    if (v[n - 1] != '\n')
+        put(t, "\n", 1);
+    return cut;
+}
+
+static void human(uint64_t b, char *out, size_t n)
+{
+    if (b >= (1ULL << 20))
+        snprintf(out, n, "%.1f MiB", (double)b / (1 << 20));
+    else if (b >= (1ULL << 10))
+        snprintf(out, n, "%.1f KiB", (double)b / (1 << 10));
+    else
+        snprintf(out, n, "%llu bytes", (unsigned long long)b);
+}
+
+/* The image types a host can show: PNG, JPEG, GIF, SVG. */
+static bool showable(const char *mime)
+{
+    static const char *const types[] = {"image/png", "image/jpeg", "image/gif", "image/svg+xml"};
+    for (size_t i = 0; mime && i < sizeof(types) / sizeof(types[0]); i++)
+        if (strcmp(mime, types[i]) == 0)
+            return true;
+    return false;
+}
+
+/* True when file f goes into the reply as an image: a showable type, inline, and within what
+ * is left of the reply's image budget (which it then uses up). */
+static bool shown(const struct execbox_file *f, size_t *budget)
+{
+    if (!f->data || !showable(f->mime) || f->data_len > *budget)
+        return false;
+    *budget -= f->data_len;
+    return true;
+}
+
+static void notes(struct text *t, const struct execbox_result *res, json_t *rec, double timeout,
+                  size_t images_budget)
+{
+    if (res->stdout_truncated)
+        putf(t,
+             "note: stdout was truncated: the program wrote %llu bytes; the head and the tail "
+             "are kept\n",
+             (unsigned long long)res->stdout_bytes);
+    if (res->stderr_truncated)
+        putf(t,
+             "note: stderr was truncated: the program wrote %llu bytes; the head and the tail "
+             "are kept\n",
+             (unsigned long long)res->stderr_bytes);
+    if (res->timed_out)
+        putf(t, "note: timed out after %g s; the sandbox was killed\n", timeout);
+    else if (res->oom_killed)
+        puts_(t, "note: killed for exceeding the memory limit\n");
+    else if (res->killed_reason == EXECBOX_KILLED_OUTPUT_LIMIT)
+        putf(t, "note: killed for writing too much output\n");
+    else if (res->killed_reason == EXECBOX_KILLED_CPU)
+        putf(t, "note: killed for exceeding the CPU time limit\n");
+    else if (res->killed_reason == EXECBOX_KILLED_CANCELLED)
+        putf(t, "note: cancelled; the sandbox was killed\n");
+    else if (res->signal)
+        putf(t, "note: killed by signal %d\n", res->signal);
+    json_t *files = json_object_get(rec, "files");
+    if (json_array_size(files) == 0)
+        return;
+    puts_(t, "files left in /workspace:\n");
+    for (size_t i = 0; i < res->n_files; i++) {
+        const struct execbox_file *f = &res->files[i];
+        const char *path = json_string_value(json_object_get(json_array_get(files, i), "path"));
+        char size[32];
+        human(f->size, size, sizeof(size));
+        puts_(t, "  ");
+        puts_(t, path ? path : "?");
+        putf(t, " (%s, %s)%s\n", f->mime ? f->mime : "?", size,
+             shown(f, &images_budget)       ? ", shown below as an image"
+             : f->data && showable(f->mime) ? ", not shown: the reply's image budget is used up"
+                                            : "");
+    }
+    if (res->files_truncated)
+        puts_(t, "  ... more files were left than are listed\n");
+}
+
+json_t *mcp_render_result(const struct execbox_result *res, double timeout, size_t images_budget)
+{
+    char *js = NULL;
+    struct execbox_error err = {0};
+    if (execbox_result_to_json(res, EXECBOX_JSON_NO_FILE_DATA, &js, &err) < 0)
+        return NULL;
+    json_t *rec = json_loads(js, JSON_ALLOW_NUL, NULL);
+    execbox_free(js);
+    if (!rec)
+        return NULL;
+
+    struct text t = {0};
+    putf(&t, "exit_code: %d%s\n", res->exit_code, res->exit_code ? " (failed)" : "");
+    putf(&t, "execution_time: %.3f s\n", res->execution_time);
+    json_t *out = json_object_get(rec, "stdout"), *errs = json_object_get(rec, "stderr");
+    if (json_string_length(out) == 0 && json_string_length(errs) == 0)
+        puts_(&t, "(no output)\n");
+    section(&t, "stdout", out);
+    bool stderr_cut = section(&t, "stderr", errs);
+    json_t *e = json_object_get(rec, "error");
+    if (json_is_object(e)) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *value = json_string_value(json_object_get(e, "value"));
+        puts_(&t, "--- error ---\n");
+        puts_(&t, name ? name : "");
+        if (value && *value) {
+            puts_(&t, ": ");
+            put(&t, value, utf8_trim(value, strnlen(value, 1000)));
+        }
+        puts_(&t, "\n");
+        /* The traceback is already in stderr unless stderr lost it to truncation. */
+        if (res->stderr_truncated || stderr_cut)
+            section(&t, "traceback", json_object_get(e, "traceback"));
+    }
+    notes(&t, res, rec, timeout, images_budget);
+
+    json_t *content = json_array();
+    json_t *result = json_object();
+    if (t.failed || !content || !result) {
+        free(t.s);
+        json_decref(content);
+        json_decref(result);
+        json_decref(rec);
+        return NULL;
+    }
+    json_t *text = json_pack("{s:s, s:s%}", "type", "text", "text", t.s, t.len);
+    free(t.s);
+    if (!text) /* not reached: every piece is valid UTF-8; but never send an empty result */
+        text = json_pack("{s:s, s:s}", "type", "text", "text",
+                         "(the output could not be rendered; see structuredContent)");
+    json_array_append_new(content, text);
+    size_t budget = images_budget;
+    for (size_t i = 0; i < res->n_files; i++) {
+        const struct execbox_file *f = &res->files[i];
+        if (!shown(f, &budget))
+            continue;
+        char *b64 = mcp_base64(f->data, f->data_len);
+        if (b64)
+            json_array_append_new(content, json_pack("{s:s, s:s, s:s}", "type", "image", "data",
+                                                     b64, "mimeType", f->mime));
+        free(b64);
+    }
+    json_object_set_new(result, "content", content);
+    json_object_set_new(result, "structuredContent", rec);
+    json_object_set_new(result, "isError", json_boolean(res->exit_code != 0));
+    return result;
+}
+
+json_t *mcp_tool_error(const char *message)
+{
+    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", message, "isError",
+                     1);
+}
