@@ -19,6 +19,11 @@ foreach(t sdk1 sdk2 raw)
   set_tests_properties(mcp.${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "${EB_MCP_ENV}")
 endforeach()
+# The same SDK suite with every call served from the warm pool (numpy preloaded): nothing an
+# MCP client sees may differ.
+add_test(NAME mcp.sdk1_pool COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mcp/run.sh sdk1.mjs)
+set_tests_properties(mcp.sdk1_pool PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+  ENVIRONMENT "${EB_MCP_ENV};EXECBOX_MCP_EXTRA=--pool 2 --preload numpy")
 
 # The frame parser under libFuzzer. It needs clang (with compiler-rt's libFuzzer); the project
 # itself may be built with gcc, so the target is one clang command of its own.

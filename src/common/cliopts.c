@@ -66,6 +66,28 @@ int cli_sandbox_option(struct cli_sandbox *s, int opt, const char *arg)
             return -1;
         }
         return 1;
+    case CLI_OPT_POOL: {
+        char *end;
+        unsigned long n = strtoul(arg, &end, 10);
+        if (!*arg || *end || n > 64) {
+            fprintf(stderr, "execbox: --pool: '%s' is not a whole number from 0 to 64\n", arg);
+            return -1;
+        }
+        s->exec.pool_size = (unsigned)n;
+        return 1;
+    }
+    case CLI_OPT_PRELOAD: s->exec.pool_preload = arg; return 1;
+    case CLI_OPT_POOL_IDLE: {
+        char *end;
+        double v = strtod(arg, &end);
+        if (!*arg || *end || !(v > 0) || v > 86400) {
+            fprintf(stderr, "execbox: --pool-idle: '%s' is not a number of seconds (0 to 86400]\n",
+                    arg);
+            return -1;
+        }
+        s->exec.pool_idle = v;
+        return 1;
+    }
     default: return 0;
     }
 }

@@ -779,7 +779,7 @@ static void help(FILE *f)
                "                           0: none)\n"
                "      --frame-limit SIZE   largest JSON-RPC frame accepted (default 20M)\n"
                "  -v, --verbose            log every call to stderr\n"
-               "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
+               "  -h, --help               this text\n\n" CLI_SANDBOX_HELP CLI_POOL_HELP
                "\nStops on EOF (after finishing calls in progress) and on SIGTERM/SIGINT (after\n"
                "cancelling them). See docs/mcp.md.\n");
 }
@@ -909,6 +909,7 @@ int cmd_mcp(int argc, char **argv)
     enum { OPT_LANGUAGES = CLI_OPT__LAST + 1, OPT_INLINE, OPT_FRAME_LIMIT };
     static const struct option longopts[] = {
         CLI_SANDBOX_LONGOPTS,
+        CLI_POOL_LONGOPTS,
         {"tool-name", required_argument, NULL, 'n'},
         {"languages", required_argument, NULL, OPT_LANGUAGES},
         {"jobs", required_argument, NULL, 'j'},
@@ -1015,6 +1016,13 @@ int cmd_mcp(int argc, char **argv)
         goto out;
     if (cli_sandbox_executor(&sb, &s.ex) < 0)
         goto out;
+    /* With --pool, Python sandboxes for the host's own policy start now, before the first call
+     * (a call asking for a shorter timeout is another policy: its pool fills after it). */
+    if (sb.exec.pool_size > 0) {
+        struct execbox_error perr = {0};
+        if (execbox_executor_prewarm(s.ex, &s.policy, "python", &perr) < 0)
+            fprintf(stderr, "execbox mcp: warm pool: %s\n", perr.msg);
+    }
 
     /* SIGTERM and SIGINT wake the main loop through a pipe (a second one has the default
      * effect, should the server be stuck); SIGPIPE is ignored so that a vanished client shows

@@ -17,7 +17,9 @@ export const SKIP = 77;
 // The backend under test: the default one unless EXECBOX_TEST_BACKEND names another.
 export function serverArgs(extra = []) {
     const b = process.env.EXECBOX_TEST_BACKEND;
-    return ['mcp', ...(b ? ['--backend', b] : []), ...extra];
+    // EXECBOX_MCP_EXTRA: more server flags for a whole suite (e.g. the warm pool).
+    const more = (process.env.EXECBOX_MCP_EXTRA || '').split(' ').filter(Boolean);
+    return ['mcp', ...(b ? ['--backend', b] : []), ...more, ...extra];
 }
 
 // require() rooted at the node_modules that run.sh installed (the packages' CommonJS builds).
