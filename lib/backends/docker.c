@@ -1,0 +1,1000 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * docker.c - the `docker` backend: one fresh container per run through the Docker Engine API
+ * (HTTP over the engine's unix socket, or tcp://) with libcurl. Podman's compatible service
+ * works as well. No Docker CLI, no shell, no host bind mount: the engine may be remote.
+ *
+ * A run: create (the policy as HostConfig; the program travels base64-encoded in the create's
+ * Env and a fixed Python bootstrap in Cmd writes it to /tmp and execs the interpreter on it),
+ * start, follow the logs until the container stops or the deadline passes (demultiplexing the
+ * 8-byte frame headers into capped stdout/stderr), kill at the deadline, wait, inspect, remove.
+ * The container is removed on every path out of run() once it was created.
+ *
+ * Thread safety: the state is read-only after open(); each run uses its own CURL easy handle.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../backend.h"
+#include "../buf.h"
+#include "../cancel.h"
+#include "../error.h"
+#include "../lang.h"
+#include "../result.h"
+#include "../util.h"
+
+/* Limits of this backend (kept here rather than in limits.h: they only make sense for it). */
+#define DK_DEFAULT_SOCKET "/var/run/docker.sock"
+#define DK_DEFAULT_IMAGE "execbox-python:bookworm"
+#define DK_API_MIN_MAJOR 1 /* oldest Engine API we speak: 1.30 (wait conditions, NanoCpus) */
+#define DK_API_MIN_MINOR 30
+#define DK_API_MAX "1.41"                /* the newest we need; we ask for no more */
+#define DK_CONNECT_MS 3000L              /* connecting to the engine */
+#define DK_CALL_MS 30000L                /* any single API call but pull and the run's logs */
+#define DK_PING_MS 5000L                 /* probe: /_ping, /version, /info */
+#define DK_PULL_MS 600000L               /* pulling a missing image */
+#define DK_KILL_WAIT_MS 10000L           /* after a kill, waiting for the container to stop */
+#define DK_BODY_MAX (4U << 20)           /* largest JSON reply we accept */
+#define DK_PAYLOAD_MAX (1U << 20)        /* program + stdin bytes: they travel in the Env */
+#define DK_CHUNK_RAW (72U << 10)         /* raw bytes per Env variable (96 KiB in base64) */
+#define DK_LOG_KILL_FACTOR 16            /* output past 16 x output_limit (per stream) ... */
+#define DK_LOG_KILL_MIN (64ULL << 20)    /* ... and past 64 MiB in all kills the container */
+#define DK_GUEST_USER "65534:65534"      /* nobody:nogroup, no home, no privileges */
+#define DK_STACK (8ULL << 20)            /* RLIMIT_STACK: the usual 8 MiB */
+/* RLIMIT_NPROC counts every process of the uid on the host, across containers, so it cannot
+ * be the pids wall (PidsLimit is); it is set explicitly only because an engine's default
+ * (podman asks for 4194304) may be above what the host lets it set. */
+#define DK_NPROC 16384
+#define DK_LABEL "org.execbox.run"       /* every container we create carries this label */
+
+/* The bootstrap (python3 -I -S -c BOOT INTERPRETER ARGS...): rebuilds the program (and
+ * stdin) from the Env chunks, drops them from the environment, writes the program to a
+ * private directory on the /tmp tmpfs and execs the interpreter on it. No shell anywhere. */
+static const char bootstrap[] =
+    "import os,sys,base64\n"
+    "e=os.environ\n"
+    "def take(k):\n"
+    "    n=int(e.pop(k+'_N','0'))\n"
+    "    return b''.join(base64.b64decode(e.pop('%s_%d'%(k,i))) for i in range(n))\n"
+    "d='/tmp/.execbox'\n"
+    "os.mkdir(d,0o700)\n"
+    "p=d+'/'+e.pop('EXECBOX_FILE')\n"
+    "with open(os.open(p,os.O_WRONLY|os.O_CREAT|os.O_EXCL,0o400),'wb') as f:\n"
+    "    f.write(take('EXECBOX_CODE'))\n"
+    "if 'EXECBOX_STDIN_N' in e:\n"
+    "    s=d+'/stdin'\n"
+    "    with open(os.open(s,os.O_WRONLY|os.O_CREAT|os.O_EXCL,0o400),'wb') as f:\n"
+    "        f.write(take('EXECBOX_STDIN'))\n"
+    "    i=os.open(s,os.O_RDONLY)\n"
+    "    os.dup2(i,0)\n"
+    "    os.close(i)\n"
+    "a=sys.argv[1:]+[p]\n"
+    "try:\n"
+    "    os.execv(a[0],a)\n"
+    "except OSError as x:\n"
+    "    sys.stderr.write('execbox: cannot execute interpreter %r in the image: %s\\n'%(a[0],"
+    "x.strerror))\n"
+    "    sys.exit(127)\n";
+
+struct docker_state {
+    char host[EXECBOX_PATH_MAX];   /* as given, for messages */
+    char socket[EXECBOX_PATH_MAX]; /* unix socket path, "" for tcp */
+    char root[512];                /* "http://localhost" (unix) or "http://host:port" */
+    char base[512];                /* root + "/v1.41", once negotiated */
+    char image[256];
+    char runtime[64]; /* "" = the engine's default */
+    int pull;
+    char engine[128]; /* "podman 4.3.1 (API 1.41)" */
+};
+
+/* ---- HTTP over the engine socket ----------------------------------------------------------- */
+
+struct body {
+    char *data;
+    size_t len;
+    size_t max;
+    bool overflow;
+};
+
+static size_t body_write(char *p, size_t size, size_t n, void *ud)
+{
+    struct body *b = ud;
+    size_t len = size * n;
+    if (b->len + len > b->max) {
+        b->overflow = true;
+        return 0; /* aborts the transfer: an engine reply this large is not one we expect */
+    }
+    char *d = realloc(b->data, b->len + len + 1);
+    if (!d)
+        return 0;
+    memcpy(d + b->len, p, len);
+    b->data = d;
+    b->len += len;
+    b->data[b->len] = '\0';
+    return len;
+}
+
+static size_t discard_write(char *p, size_t size, size_t n, void *ud)
+{
+    /* Keeps the last bytes (a pull's progress stream ends with its error, if any). */
+    struct body *b = ud;
+    size_t len = size * n;
+    if (!b->data) {
+        b->data = malloc(b->max + 1);
+        if (!b->data)
+            return 0;
+    }
+    if (len >= b->max) {
+        memcpy(b->data, p + len - b->max, b->max);
+        b->len = b->max;
+    } else {
+        if (b->len + len > b->max) {
+            size_t drop = b->len + len - b->max;
+            memmove(b->data, b->data + drop, b->len - drop);
+            b->len -= drop;
+        }
+        memcpy(b->data + b->len, p, len);
+        b->len += len;
+    }
+    b->data[b->len] = '\0';
+    return len;
+}
+
+/* The engine's error message from a JSON reply ({"message": ...}), else the raw text. */
+static void engine_message(const struct body *b, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (!b->data)
+        return;
+    json_t *j = json_loadb(b->data, b->len, 0, NULL);
+    const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+    snprintf(out, size, "%s", m ? m : b->data);
+    json_decref(j);
+    size_t n = strlen(out);
+    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        out[--n] = '\0';
+}
+
+struct call {
+    const char *method; /* GET, POST, DELETE */
+    const char *path;   /* below the API base, e.g. "/containers/create" */
+    bool versioned;     /* prefix the negotiated /vX.Y */
+    const char *json;   /* request body, or NULL */
+    long timeout_ms;
+    curl_write_callback writer; /* NULL: body_write into *reply */
+    void *writer_data;
+    curl_xferinfo_callback progress; /* optional: non-zero return aborts */
+    void *progress_data;
+};
+
+/* Performs one call; 0 with *status set (any HTTP status), or -errno with a message. */
+static int http(CURL *h, const struct docker_state *s, const struct call *c, struct body *reply,
+                long *status, struct execbox_error *err)
+{
+    char url[1024];
+    if (snprintf(url, sizeof(url), "%s%s", c->versioned ? s->base : s->root, c->path) >=
+        (int)sizeof(url))
+        return eb_error_set(err, -ENAMETOOLONG, "request URL too long");
+    curl_easy_reset(h);
+    struct curl_slist *hdrs = NULL;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    if (s->socket[0])
+        curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, s->socket);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* thread-safe timeouts: no SIGALRM */
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, DK_CONNECT_MS);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms > 0 ? c->timeout_ms : 1L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+    if (strcmp(c->method, "POST") == 0) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->json ? c->json : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)(c->json ? strlen(c->json) : 0));
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        if (!hdrs)
+            return eb_error_set(err, -ENOMEM, "out of memory");
+        hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip */
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    } else if (strcmp(c->method, "GET") == 0) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, c->writer ? c->writer : body_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, c->writer ? c->writer_data : (void *)reply);
+    if (c->progress) {
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, c->progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, c->progress_data);
+    }
+    CURLcode cr = curl_easy_perform(h);
+    curl_slist_free_all(hdrs);
+    if (cr != CURLE_OK) {
+        long oserr = 0;
+        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &oserr);
+        int code = cr == CURLE_OPERATION_TIMEDOUT     ? -ETIMEDOUT
+                   : cr == CURLE_ABORTED_BY_CALLBACK ? -ECANCELED
+                   : cr == CURLE_WRITE_ERROR         ? -EMSGSIZE
+                   : oserr                           ? -(int)oserr
+                                                     : -EIO;
+        if (cr == CURLE_COULDNT_CONNECT && s->socket[0]) {
+            if (oserr == ENOENT)
+                return eb_error_set(err, -ENOENT,
+                                    "no Docker engine socket at '%s' (is the engine running? "
+                                    "set DOCKER_HOST or --docker-host)",
+                                    s->socket);
+            if (oserr == EACCES || oserr == EPERM)
+                return eb_error_set(err, -EACCES,
+                                    "permission denied on the Docker socket '%s' (run as a "
+                                    "member of its group, or as root)",
+                                    s->socket);
+            if (oserr == ECONNREFUSED)
+                return eb_error_set(err, -ECONNREFUSED,
+                                    "nothing listens on the Docker socket '%s' (the engine is "
+                                    "not running)",
+                                    s->socket);
+        }
+        if (cr == CURLE_WRITE_ERROR && !c->writer && reply && reply->overflow)
+            return eb_error_set(err, -EMSGSIZE, "%s %s: the engine's reply exceeds %u bytes",
+                                c->method, c->path, DK_BODY_MAX);
+        return eb_error_set(err, code, "%s %s at '%s': %s", c->method, c->path, s->host,
+                            curl_easy_strerror(cr));
+    }
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    return 0;
+}
+
+/* A call whose reply is a bounded JSON body; 0 with *status, and *ret (may be NULL if the
+ * body is not JSON). */
+static int http_json(CURL *h, const struct docker_state *s, const struct call *c, long *status,
+                     json_t **ret, char *msg, size_t msg_size, struct execbox_error *err)
+{
+    struct body b = {.max = DK_BODY_MAX};
+    int r = http(h, s, c, &b, status, err);
+    if (r < 0) {
+        free(b.data);
+        return r;
+    }
+    if (msg)
+        engine_message(&b, msg, msg_size);
+    *ret = b.data ? json_loadb(b.data, b.len, 0, NULL) : NULL;
+    free(b.data);
+    return 0;
+}
+
+/* ---- options, negotiation, probe ----------------------------------------------------------- */
+
+static bool valid_name(const char *s, const char *extra)
+{
+    if (!*s)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr(extra, *p)))
+            return false;
+    return true;
+}
+
+static int parse_options(const struct execbox_executor_options *o, struct docker_state *s,
+                         struct execbox_error *err)
+{
+    memset(s, 0, sizeof(*s));
+    const char *host = o->docker_host && *o->docker_host ? o->docker_host : NULL;
+    if (!host)
+        host = secure_getenv("DOCKER_HOST");
+    if (!host || !*host)
+        host = "unix://" DK_DEFAULT_SOCKET;
+    snprintf(s->host, sizeof(s->host), "%s", host);
+    if (strncmp(host, "unix://", 7) == 0) {
+        if (host[7] != '/' || strlen(host + 7) >= sizeof(s->socket))
+            return eb_error_set(err, -EINVAL, "docker host '%s': need unix:///absolute/path",
+                                host);
+        snprintf(s->socket, sizeof(s->socket), "%s", host + 7);
+        snprintf(s->root, sizeof(s->root), "http://localhost");
+    } else if (strncmp(host, "tcp://", 6) == 0 || strncmp(host, "http://", 7) == 0) {
+        /* A remote engine over plain HTTP (no TLS here): only on a network you trust. */
+        const char *hp = host + (host[0] == 't' ? 6 : 7);
+        if (!valid_name(hp, ".-:[]") || strlen(hp) > 256)
+            return eb_error_set(err, -EINVAL, "docker host '%s': need tcp://HOST:PORT", host);
+        snprintf(s->root, sizeof(s->root), "http://%s", hp);
+    } else {
+        return eb_error_set(err, -EINVAL,
+                            "docker host '%s' is not supported (use unix:///path/to/socket or "
+                            "tcp://host:port)",
+                            host);
+    }
+    const char *image = o->docker_image && *o->docker_image ? o->docker_image : DK_DEFAULT_IMAGE;
+    if (strlen(image) >= sizeof(s->image) || !valid_name(image, "._-/:@"))
+        return eb_error_set(err, -EINVAL, "bad image name '%s'", image);
+    snprintf(s->image, sizeof(s->image), "%s", image);
+    if (o->docker_runtime && *o->docker_runtime) {
+        if (strlen(o->docker_runtime) >= sizeof(s->runtime) ||
+            !valid_name(o->docker_runtime, "._-"))
+            return eb_error_set(err, -EINVAL, "bad runtime name '%s'", o->docker_runtime);
+        snprintf(s->runtime, sizeof(s->runtime), "%s", o->docker_runtime);
+    }
+    s->pull = o->docker_pull;
+    return 0;
+}
+
+/* /_ping then /version: fills s->base with the API version both sides speak and s->engine. */
+static int negotiate(CURL *h, struct docker_state *s, struct execbox_error *err)
+{
+    long st = 0;
+    struct body b = {.max = 4096};
+    struct call c = {.method = "GET", .path = "/_ping", .timeout_ms = DK_PING_MS};
+    int r = http(h, s, &c, &b, &st, err);
+    free(b.data);
+    if (r < 0)
+        return r;
+    if (st != 200)
+        return eb_error_set(err, -EPROTO, "'%s' does not answer /_ping like a Docker engine "
+                                          "(HTTP %ld)",
+                            s->host, st);
+    json_t *v = NULL;
+    c = (struct call){.method = "GET", .path = "/version", .timeout_ms = DK_PING_MS};
+    r = http_json(h, s, &c, &st, &v, NULL, 0, err);
+    if (r < 0)
+        return r;
+    const char *api = json_string_value(json_object_get(v, "ApiVersion"));
+    const char *ver = json_string_value(json_object_get(v, "Version"));
+    int major = 0, minor = 0;
+    if (st != 200 || !api || sscanf(api, "%d.%d", &major, &minor) != 2) {
+        json_decref(v);
+        return eb_error_set(err, -EPROTO, "'%s': /version gave no API version (HTTP %ld)",
+                            s->host, st);
+    }
+    bool podman = false;
+    json_t *comp;
+    size_t i;
+    json_array_foreach(json_object_get(v, "Components"), i, comp)
+    {
+        const char *n = json_string_value(json_object_get(comp, "Name"));
+        if (n && strstr(n, "Podman"))
+            podman = true;
+    }
+    snprintf(s->engine, sizeof(s->engine), "%s %s (API %s)", podman ? "podman" : "docker",
+             ver ? ver : "?", api);
+    json_decref(v);
+    if (major < DK_API_MIN_MAJOR || (major == DK_API_MIN_MAJOR && minor < DK_API_MIN_MINOR))
+        return eb_error_set(err, -EPROTONOSUPPORT,
+                            "the engine at '%s' is too old: API %d.%d, execbox needs %d.%d or "
+                            "newer",
+                            s->host, major, minor, DK_API_MIN_MAJOR, DK_API_MIN_MINOR);
+    /* Speak the engine's version when older than ours, else ours. */
+    const char *use = (major == 1 && minor < 41) ? api : DK_API_MAX;
+    snprintf(s->base, sizeof(s->base), "%s/v%s", s->root, use);
+    return 0;
+}
+
+/* 1 present, 0 missing, -errno. */
+static int image_present(CURL *h, const struct docker_state *s, struct execbox_error *err)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "/images/%s/json", s->image);
+    struct call c = {.method = "GET", .path = path, .versioned = true, .timeout_ms = DK_CALL_MS};
+    long st = 0;
+    json_t *j = NULL;
+    char msg[200];
+    int r = http_json(h, s, &c, &st, &j, msg, sizeof(msg), err);
+    json_decref(j);
+    if (r < 0)
+        return r;
+    if (st == 200)
+        return 1;
+    if (st == 404)
+        return 0;
+    return eb_error_set(err, -EIO, "inspecting image '%s': HTTP %ld: %s", s->image, st, msg);
+}
+
+static int pull_image(CURL *h, const struct docker_state *s, struct execbox_error *err)
+{
+    char *q = curl_easy_escape(h, s->image, 0);
+    if (!q)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    char path[800];
+    snprintf(path, sizeof(path), "/images/create?fromImage=%s", q);
+    curl_free(q);
+    struct body tail = {.max = 2048};
+    struct call c = {.method = "POST",
+                     .path = path,
+                     .versioned = true,
+                     .timeout_ms = DK_PULL_MS,
+                     .writer = discard_write,
+                     .writer_data = &tail};
+    long st = 0;
+    int r = http(h, s, &c, &tail, &st, err);
+    char msg[200] = "";
+    engine_message(&tail, msg, sizeof(msg));
+    bool failed = tail.data && strstr(tail.data, "\"error");
+    free(tail.data);
+    if (r < 0)
+        return eb_error_prefix(err, r, "pulling image '%s'", s->image);
+    if (st != 200 || failed)
+        return eb_error_set(err, -ENOENT, "pulling image '%s' failed (HTTP %ld): %s", s->image,
+                            st, msg);
+    return 0;
+}
+
+static const char *tier_for(const char *runtime)
+{
+    if (strstr(runtime, "runsc") || strstr(runtime, "gvisor"))
+        return "container under gVisor (user-space kernel), engine-managed";
+    if (strstr(runtime, "kata"))
+        return "container in a lightweight VM (Kata), engine-managed";
+    return "container: namespaces + cgroups set up by the engine; shares the host kernel";
+}
+
+static int probe(const struct execbox_executor_options *o, struct execbox_check *c)
+{
+    struct docker_state s;
+    struct execbox_error e = {0, ""};
+    c->usable = false;
+    if (parse_options(o, &s, &e) < 0) {
+        eb_check_add(c, "engine", false, true, "%s", e.msg);
+        return -ENOTSUP;
+    }
+    if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK) {
+        eb_check_add(c, "engine", false, true, "libcurl could not initialise");
+        return -ENOTSUP;
+    }
+    CURL *h = curl_easy_init();
+    int rc = -ENOTSUP;
+    if (!h) {
+        eb_check_add(c, "engine", false, true, "out of memory");
+        goto out;
+    }
+    if (negotiate(h, &s, &e) < 0) {
+        eb_check_add(c, "engine", false, true, "%s", e.msg);
+        goto out;
+    }
+    eb_check_add(c, "engine", true, true, "%s at %s", s.engine, s.host);
+    int img = image_present(h, &s, &e);
+    if (img < 0)
+        eb_check_add(c, "image", false, true, "%s", e.msg);
+    else if (img)
+        eb_check_add(c, "image", true, true, "'%s' present", s.image);
+    else if (s.pull)
+        eb_check_add(c, "image", true, true, "'%s' missing; pulled on first use (--pull missing)",
+                     s.image);
+    else
+        eb_check_add(c, "image", false, true,
+                     "image '%s' is missing (build or pull it, or use --pull missing)", s.image);
+
+    /* What the engine says it can enforce (absent fields: it does not say; we still ask). */
+    json_t *info = NULL;
+    long st = 0;
+    struct call ci = {.method = "GET", .path = "/info", .versioned = true,
+                      .timeout_ms = DK_PING_MS};
+    if (http_json(h, &s, &ci, &st, &info, NULL, 0, &e) < 0 || st != 200) {
+        json_decref(info);
+        info = NULL;
+    }
+    const struct {
+        const char *wall, *field, *how;
+        bool required;
+    } caps[] = {
+        {"memory cap", "MemoryLimit", "HostConfig.Memory = policy memory (cgroup)", true},
+        {"swap", "SwapLimit", "MemorySwap = Memory: no swap", false},
+        {"pids cap", "PidsLimit", "HostConfig.PidsLimit = policy pids (cgroup)", true},
+        {"cpu share", "CpuCfsQuota", "HostConfig.NanoCpus = policy cpus (CFS quota)", false},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(caps); i++) {
+        json_t *f = json_object_get(info, caps[i].field);
+        bool ok = !json_is_false(f);
+        eb_check_add(c, caps[i].wall, ok, caps[i].required, "%s%s", caps[i].how,
+                     !ok ? ": the engine reports it cannot" : f ? "" : " (engine does not say)");
+    }
+    if (s.runtime[0]) {
+        json_t *rts = json_object_get(info, "Runtimes");
+        bool listed = !rts || json_object_get(rts, s.runtime);
+        eb_check_add(c, "runtime", listed, true, "%s%s", s.runtime,
+                     !rts     ? " (the engine does not list its runtimes)"
+                     : listed ? ": offered by the engine"
+                              : ": not offered by the engine");
+    } else {
+        eb_check_add(c, "runtime", true, false, "the engine's default OCI runtime");
+    }
+    json_decref(info);
+    eb_check_add(c, "network", true, true, "NetworkMode none: loopback only");
+    eb_check_add(c, "read-only root", true, true, "ReadonlyRootfs; sized tmpfs /tmp, /workspace");
+    eb_check_add(c, "capabilities", true, true, "CapDrop ALL; no-new-privileges");
+    eb_check_add(c, "user", true, true, "runs as %s, not root", DK_GUEST_USER);
+    eb_check_add(c, "ulimits", true, true, "nofile, fsize, stack, nproc and core 0 set explicitly");
+    eb_check_add(c, "kernel", false, false, "%s",
+                 s.runtime[0] && strcmp(tier_for(s.runtime), tier_for("")) != 0
+                     ? "the runtime interposes its own kernel"
+                     : "shared with the host (a container, not a VM)");
+    snprintf(c->tier, sizeof(c->tier), "%s", tier_for(s.runtime));
+    c->usable = true;
+    for (size_t i = 0; i < c->n_walls; i++)
+        if (!c->walls[i].ok && c->walls[i].required && strcmp(c->walls[i].name, "image") == 0)
+            c->usable = false; /* nothing can run without the image */
+    rc = c->usable ? 0 : -ENOTSUP;
+out:
+    curl_easy_cleanup(h);
+    curl_global_cleanup();
+    return rc;
+}
+
+static int open_backend(const struct execbox_executor_options *o,
+                        const struct execbox_check *report, void **ret_state,
+                        struct execbox_error *err)
+{
+    (void)report;
+    /* libcurl's global init is reference-counted and thread-safe in the libcurl we build
+     * against (CURL_VERSION_THREADSAFE, 7.84+); each executor takes one reference. */
+    if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
+        return eb_error_set(err, -ENOMEM, "libcurl could not initialise");
+    struct docker_state *s = calloc(1, sizeof(*s));
+    CURL *h = curl_easy_init();
+    int r = -ENOMEM;
+    if (!s || !h) {
+        eb_error_set(err, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    r = parse_options(o, s, err);
+    if (r < 0)
+        goto fail;
+    /* Version negotiation: once per executor. */
+    r = negotiate(h, s, err);
+    if (r < 0)
+        goto fail;
+    r = image_present(h, s, err);
+    if (r == 0 && s->pull)
+        r = pull_image(h, s, err);
+    else if (r == 0)
+        r = eb_error_set(err, -ENOENT,
+                         "image '%s' is missing (build or pull it, or use --pull missing)",
+                         s->image);
+    if (r < 0)
+        goto fail;
+    curl_easy_cleanup(h);
+    *ret_state = s;
+    return 0;
+fail:
+    curl_easy_cleanup(h);
+    free(s);
+    curl_global_cleanup();
+    return r;
+}
+
+static void close_backend(void *state)
+{
+    if (!state)
+        return;
+    free(state);
+    curl_global_cleanup();
+}
+
+/* ---- one run ----------------------------------------------------------------------------------- */
+
+/* Demultiplexes the engine's log stream: frames of [stream, 0, 0, 0, size (big-endian u32)]
+ * followed by size bytes. */
+struct logs {
+    const struct execbox_request *req;
+    struct eb_capbuf buf[2];
+    unsigned char hdr[8];
+    size_t hdr_len;
+    uint32_t left; /* payload bytes left in the current frame */
+    int stream;    /* 0 stdout, 1 stderr */
+    uint64_t kill_at; /* total bytes past which the container is killed */
+    bool flooded;
+    bool nomem;
+    int cancel_fd;
+    bool cancelled;
+};
+
+static size_t logs_write(char *p, size_t size, size_t n, void *ud)
+{
+    struct logs *l = ud;
+    size_t len = size * n;
+    for (size_t i = 0; i < len;) {
+        if (l->left == 0) {
+            l->hdr[l->hdr_len++] = (unsigned char)p[i++];
+            if (l->hdr_len < 8)
+                continue;
+            l->hdr_len = 0;
+            l->stream = l->hdr[0] == 2 ? 1 : 0; /* 1 stdout (0 stdin never comes) */
+            l->left = (uint32_t)l->hdr[4] << 24 | (uint32_t)l->hdr[5] << 16 |
+                      (uint32_t)l->hdr[6] << 8 | l->hdr[7];
+            continue;
+        }
+        size_t take = len - i < l->left ? len - i : l->left;
+        if (l->req->on_output)
+            l->req->on_output(l->req->userdata,
+                              l->stream ? EXECBOX_STREAM_STDERR : EXECBOX_STREAM_STDOUT, p + i,
+                              take);
+        if (eb_capbuf_append(&l->buf[l->stream], p + i, take) < 0) {
+            l->nomem = true;
+            return 0;
+        }
+        l->left -= (uint32_t)take;
+        i += take;
+    }
+    /* The engine stores every byte of the log on its disk: a flood is stopped, not drained. */
+    if (l->buf[0].total + l->buf[1].total > l->kill_at) {
+        l->flooded = true;
+        return 0;
+    }
+    return len;
+}
+
+static int logs_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    struct logs *l = ud;
+    if (l->cancel_fd >= 0) {
+        struct pollfd pfd = {.fd = l->cancel_fd, .events = POLLIN};
+        if (poll(&pfd, 1, 0) > 0) {
+            l->cancelled = true;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int add_env(json_t *env, const char *name, const char *value)
+{
+    size_t n = strlen(name) + strlen(value) + 2;
+    char *kv = malloc(n);
+    if (!kv)
+        return -ENOMEM;
+    snprintf(kv, n, "%s=%s", name, value);
+    int r = json_array_append_new(env, json_string(kv));
+    free(kv);
+    return r < 0 ? -ENOMEM : 0;
+}
+
+/* data as base64 in Env variables PREFIX_0.. PREFIX_{N-1} and PREFIX_N=N. */
+static int add_chunks(json_t *env, const char *prefix, const char *data, size_t len)
+{
+    size_t n = 0;
+    char name[64];
+    for (size_t off = 0; off < len; off += DK_CHUNK_RAW, n++) {
+        size_t take = len - off < DK_CHUNK_RAW ? len - off : DK_CHUNK_RAW;
+        _cleanup_free_ char *b64 = eb_base64((const unsigned char *)data + off, take);
+        if (!b64)
+            return -ENOMEM;
+        snprintf(name, sizeof(name), "%s_%zu", prefix, n);
+        if (add_env(env, name, b64) < 0)
+            return -ENOMEM;
+    }
+    char count[32];
+    snprintf(name, sizeof(name), "%s_N", prefix);
+    snprintf(count, sizeof(count), "%zu", n);
+    return add_env(env, name, count);
+}
+
+static json_t *ulimit(const char *name, uint64_t v)
+{
+    return json_pack("{s:s, s:I, s:I}", "Name", name, "Soft", (json_int_t)v, "Hard",
+                     (json_int_t)v);
+}
+
+/* The create body: the policy as HostConfig, every wall every time. */
+static int create_body(const struct docker_state *s, const struct eb_run *run, char **ret,
+                       struct execbox_error *err)
+{
+    const struct execbox_policy *p = run->policy;
+    struct eb_env env;
+    if (eb_env_build(&env, "/workspace", "/tmp", p->cpus) < 0)
+        return eb_error_set(err, -E2BIG, "environment too large");
+    json_t *jenv = json_array();
+    json_t *cmd = json_array();
+    json_t *hc = NULL, *body = NULL;
+    int r = -ENOMEM;
+    if (!jenv || !cmd)
+        goto fail;
+    for (size_t i = 0; env.envp[i]; i++)
+        if (json_array_append_new(jenv, json_string(env.envp[i])) < 0)
+            goto fail;
+    if (add_env(jenv, "EXECBOX_FILE", run->lang->filename) < 0 ||
+        add_chunks(jenv, "EXECBOX_CODE", run->code, run->code_len) < 0)
+        goto fail;
+    if (run->req->stdin_data &&
+        add_chunks(jenv, "EXECBOX_STDIN", run->req->stdin_data, run->req->stdin_len) < 0)
+        goto fail;
+    /* Cmd: the bootstrap, then the interpreter's argv (the program path is appended). */
+    const char *pre[] = {"-I", "-S", "-c", bootstrap, run->lang->interpreter};
+    for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
+        if (json_array_append_new(cmd, json_string(pre[i])) < 0)
+            goto fail;
+    for (size_t i = 0; run->lang->args[i]; i++)
+        if (json_array_append_new(cmd, json_string(run->lang->args[i])) < 0)
+            goto fail;
+
+    char tmp_opts[128], ws_opts[128];
+    /* Sized tmpfs mounts: the only writable places; nosuid/nodev like any untrusted mount. */
+    snprintf(tmp_opts, sizeof(tmp_opts), "rw,nosuid,nodev,size=%" PRIu64 ",mode=1777", p->tmpfs);
+    snprintf(ws_opts, sizeof(ws_opts), "rw,nosuid,nodev,size=%" PRIu64 ",mode=1777",
+             p->workspace_size);
+    hc = json_pack(
+        "{s:s, s:I, s:I, s:I, s:I, s:b, s:{s:s, s:s}, s:[s], s:[s], s:[o,o,o,o,o], s:b, s:b}",
+        "NetworkMode", "none",
+        /* Memory with MemorySwap equal: RAM only, no swap. */
+        "Memory", (json_int_t)p->memory, "MemorySwap", (json_int_t)p->memory, "NanoCpus",
+        (json_int_t)llround(p->cpus * 1e9), "PidsLimit", (json_int_t)p->pids, "ReadonlyRootfs",
+        1, "Tmpfs", "/tmp", tmp_opts, "/workspace", ws_opts,
+        /* No capabilities at all, and no way to regain any through setuid binaries. */
+        "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
+        /* Explicit ulimits: some engines' defaults cannot be applied, and no core dumps. */
+        "Ulimits", ulimit("nofile", 1024), ulimit("fsize", p->file_size), ulimit("core", 0),
+        ulimit("stack", DK_STACK), ulimit("nproc", DK_NPROC), "AutoRemove", 0, "Privileged", 0);
+    if (!hc)
+        goto fail;
+    if (s->runtime[0] && json_object_set_new(hc, "Runtime", json_string(s->runtime)) < 0)
+        goto fail;
+    body = json_pack("{s:s, s:[s], s:o, s:o, s:s, s:s, s:b, s:b, s:b, s:b, s:{s:s}, s:o}",
+                     "Image", s->image, "Entrypoint", "/usr/bin/python3", "Cmd", TAKE_PTR(cmd),
+                     "Env", TAKE_PTR(jenv), "WorkingDir", "/workspace", "User", DK_GUEST_USER,
+                     "NetworkDisabled", 1, "Tty", 0, "OpenStdin", 0, "AttachStdin", 0, "Labels",
+                     DK_LABEL, "1", "HostConfig", TAKE_PTR(hc));
+    if (!body)
+        goto fail;
+    *ret = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return *ret ? 0 : eb_error_set(err, -ENOMEM, "out of memory");
+fail:
+    json_decref(jenv);
+    json_decref(cmd);
+    json_decref(hc);
+    json_decref(body);
+    return eb_error_set(err, r, "out of memory building the container request");
+}
+
+struct container {
+    CURL *h;
+    const struct docker_state *s;
+    char id[80];
+};
+
+/* A call on /containers/ID + suffix with a bounded JSON reply. */
+static int api(struct container *k, const char *method, const char *suffix, long timeout_ms,
+               long *status, char *msg, size_t msg_size, json_t **ret,
+               struct execbox_error *err)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/containers/%s%s", k->id, suffix);
+    struct call c = {.method = method, .path = path, .versioned = true, .timeout_ms = timeout_ms};
+    json_t *j = NULL;
+    int r = http_json(k->h, k->s, &c, status, &j, msg, msg_size, err);
+    if (ret)
+        *ret = j;
+    else
+        json_decref(j);
+    return r;
+}
+
+/* Kills and removes the container (force also kills a running one). Tries twice. */
+static int remove_container(struct container *k, struct execbox_error *err)
+{
+    long st = 0;
+    char msg[200] = "";
+    struct execbox_error e = {0, ""};
+    for (int i = 0; i < 2; i++) {
+        int r = api(k, "DELETE", "?force=1&v=1", DK_CALL_MS, &st, msg,
+                    sizeof(msg), NULL, &e);
+        if (r == 0 && (st == 204 || st == 200 || st == 404))
+            return 0;
+    }
+    return eb_error_set(err, -EIO, "container %.12s could not be removed: %s", k->id,
+                        e.msg[0] ? e.msg : msg);
+}
+
+static int run(void *state, const struct eb_run *run, struct execbox_result *res,
+               struct execbox_error *err)
+{
+    const struct docker_state *s = state;
+    const struct execbox_policy *p = run->policy;
+    if (p->workspace[0])
+        return eb_error_set(err, -ENOTSUP,
+                            "the docker backend does not mount host directories (the engine "
+                            "may be remote): run without --workspace");
+    if (p->rootfs[0])
+        return eb_error_set(err, -ENOTSUP,
+                            "the docker backend runs an image, not a root directory: use "
+                            "--image instead of --rootfs");
+    size_t payload = run->code_len + (run->req->stdin_data ? run->req->stdin_len : 0);
+    if (payload > DK_PAYLOAD_MAX)
+        return eb_error_set(err, -E2BIG,
+                            "program and stdin are %zu bytes; the docker backend carries at "
+                            "most %u in the container's environment",
+                            payload, DK_PAYLOAD_MAX);
+
+    struct container k = {.s = s};
+    struct logs lg = {.req = run->req, .cancel_fd = eb_cancel_fd(run->req->cancel)};
+    eb_capbuf_init(&lg.buf[0], p->output_limit);
+    eb_capbuf_init(&lg.buf[1], p->output_limit);
+    uint64_t per = p->output_limit * DK_LOG_KILL_FACTOR * 2;
+    lg.kill_at = per > DK_LOG_KILL_MIN ? per : DK_LOG_KILL_MIN;
+    _cleanup_free_ char *body = NULL;
+    json_t *j = NULL;
+    char msg[256] = "";
+    long st = 0;
+    int r = create_body(s, run, &body, err);
+    if (r < 0)
+        goto out;
+    k.h = curl_easy_init();
+    if (!k.h) {
+        r = eb_error_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+
+    /* create */
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+        r = eb_error_set(err, -errno, "getrandom: %s", execbox_strerror(-errno));
+        goto out;
+    }
+    char path[128];
+    snprintf(path, sizeof(path), "/containers/create?name=execbox-%02x%02x%02x%02x%02x%02x%02x%02x",
+             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    struct call cc = {.method = "POST", .path = path, .versioned = true, .json = body,
+                      .timeout_ms = DK_CALL_MS};
+    r = http_json(k.h, s, &cc, &st, &j, msg, sizeof(msg), err);
+    if (r < 0)
+        goto out;
+    const char *id = json_string_value(json_object_get(j, "Id"));
+    if (st != 201 || !id || !valid_name(id, "")) {
+        r = st == 404 ? eb_error_set(err, -ENOENT, "image '%s' is missing: %s", s->image, msg)
+                      : eb_error_set(err, -EIO, "creating the container: HTTP %ld: %s", st, msg);
+        goto out;
+    }
+    snprintf(k.id, sizeof(k.id), "%s", id);
+    json_decref(j);
+    j = NULL;
+
+    /* start; the deadline counts from here (create is the engine's setup, bounded apart) */
+    r = api(&k, "POST", "/start", DK_CALL_MS, &st, msg, sizeof(msg), NULL, err);
+    if (r < 0)
+        goto out;
+    if (st != 204 && st != 304) {
+        r = eb_error_set(err, -EIO, "starting the container: HTTP %ld: %s", st, msg);
+        goto out;
+    }
+    uint64_t t0 = eb_now_ns();
+    uint64_t deadline = t0 + (uint64_t)(p->timeout * 1e9);
+
+    /* logs, followed until the container stops, the deadline, a cancel or a flood */
+    snprintf(path, sizeof(path), "/containers/%s/logs?follow=1&stdout=1&stderr=1", k.id);
+    struct call lc = {.method = "GET",
+                      .path = path,
+                      .versioned = true,
+                      .timeout_ms = (long)((deadline - eb_now_ns()) / 1000000) + 1,
+                      .writer = logs_write,
+                      .writer_data = &lg,
+                      .progress = logs_progress,
+                      .progress_data = &lg};
+    struct execbox_error lerr = {0, ""};
+    int lr = http(k.h, s, &lc, NULL, &st, &lerr);
+    bool timed_out = lr == -ETIMEDOUT || (lr == 0 && eb_now_ns() >= deadline);
+    if (lg.nomem) {
+        r = eb_error_set(err, -ENOMEM, "out of memory buffering output");
+        goto out;
+    }
+    if (lr < 0 && !timed_out && !lg.cancelled && !lg.flooded) {
+        r = eb_error_prefix(&lerr, lr, "following the container's output");
+        *err = lerr;
+        goto out;
+    }
+    bool we_killed = false;
+    if (lr < 0) {
+        /* deadline, cancel or flood: SIGKILL to the whole container */
+        we_killed = true;
+        api(&k, "POST", "/kill?signal=KILL", DK_CALL_MS, &st, NULL, 0, NULL,
+            &lerr);
+    }
+    uint64_t t1 = eb_now_ns();
+    /* wait until it is not running (a stream can end a moment before the state does) */
+    long wait_ms = we_killed ? DK_KILL_WAIT_MS
+                             : (deadline > t1 ? (long)((deadline - t1) / 1000000) : 0) +
+                                   DK_KILL_WAIT_MS;
+    r = api(&k, "POST", "/wait?condition=not-running", wait_ms, &st, msg,
+            sizeof(msg), NULL, err);
+    if (r < 0)
+        goto out;
+    r = api(&k, "GET", "/json", DK_CALL_MS, &st, msg, sizeof(msg), &j, err);
+    if (r < 0)
+        goto out;
+    json_t *state_obj = json_object_get(j, "State");
+    json_t *code = json_object_get(state_obj, "ExitCode");
+    if (st != 200 || !json_is_integer(code)) {
+        r = eb_error_set(err, -EIO, "inspecting the container: HTTP %ld: %s", st, msg);
+        goto out;
+    }
+    const char *serr = json_string_value(json_object_get(state_obj, "Error"));
+    bool running = json_is_true(json_object_get(state_obj, "Running"));
+    if (running) {
+        r = eb_error_set(err, -EIO, "the container is still running after its kill");
+        goto out;
+    }
+    int exit_code = (int)json_integer_value(code);
+    bool engine_oom = json_is_true(json_object_get(state_obj, "OOMKilled"));
+    res->execution_time = (double)(t1 - t0) / 1e9;
+    res->cpu_time = -1;
+
+    if (lg.cancelled) {
+        res->exit_code = 128 + SIGKILL;
+        res->signal = SIGKILL;
+        res->killed_reason = EXECBOX_KILLED_CANCELLED;
+        r = eb_result_set_error(res, "Cancelled", "the run was cancelled by the caller", "");
+    } else if (timed_out) {
+        res->timed_out = true;
+        res->exit_code = 124;
+        res->killed_reason = EXECBOX_KILLED_TIMEOUT;
+        char m[160];
+        snprintf(m, sizeof(m), "execution exceeded the time limit of %g seconds and was killed",
+                 p->timeout);
+        r = eb_result_set_error(res, "Timeout", m, "");
+    } else if (lg.flooded) {
+        res->exit_code = 128 + SIGKILL;
+        res->signal = SIGKILL;
+        res->killed_reason = EXECBOX_KILLED_OUTPUT_LIMIT;
+        char m[160];
+        snprintf(m, sizeof(m), "the program wrote more than %" PRIu64 " bytes and was killed",
+                 lg.kill_at);
+        r = eb_result_set_error(res, "OutputLimit", m, "");
+    } else if (exit_code == 127 && serr && *serr) {
+        r = eb_error_set(err, -EIO, "the engine could not run the container: %s", serr);
+        goto out;
+    } else {
+        res->exit_code = exit_code;
+        /* Engines report death by signal N as 128+N. */
+        if (exit_code > 128 && exit_code < 128 + 65)
+            res->signal = exit_code - 128;
+        /* OOM: only when the status is a SIGKILL we did not send AND the engine recorded the
+         * cgroup's OOM kill; State.OOMKilled alone is not trusted (see docs/backends.md). */
+        if (exit_code == 128 + SIGKILL && engine_oom) {
+            res->oom_killed = true;
+            res->killed_reason = EXECBOX_KILLED_MEMORY;
+            char m[160];
+            snprintf(m, sizeof(m), "the program exceeded the memory limit of %" PRIu64
+                                   " bytes and was killed",
+                     p->memory);
+            r = eb_result_set_error(res, "MemoryLimit", m, "");
+        }
+    }
+out:
+    if (k.id[0]) {
+        struct execbox_error rerr = {0, ""};
+        if (remove_container(&k, &rerr) < 0 && r >= 0) {
+            r = rerr.code;
+            if (err)
+                *err = rerr;
+        }
+    }
+    res->stdout_truncated = eb_capbuf_truncated(&lg.buf[0]);
+    res->stderr_truncated = eb_capbuf_truncated(&lg.buf[1]);
+    res->stdout_bytes = lg.buf[0].total;
+    res->stderr_bytes = lg.buf[1].total;
+    if (!res->stdout_data && !res->stderr_data &&
+        (eb_capbuf_finish(&lg.buf[0], &res->stdout_data, &res->stdout_len) < 0 ||
+         eb_capbuf_finish(&lg.buf[1], &res->stderr_data, &res->stderr_len) < 0) &&
+        r >= 0)
+        r = eb_error_set(err, -ENOMEM, "out of memory");
+    eb_capbuf_free(&lg.buf[0]);
+    eb_capbuf_free(&lg.buf[1]);
+    json_decref(j);
+    if (k.h)
+        curl_easy_cleanup(k.h);
+    return r < 0 ? r : 0;
+}
+
+const struct eb_backend_ops eb_backend_docker = {
+    .name = "docker",
+    .probe = probe,
+    .open = open_backend,
+    .run = run,
+    .close = close_backend,
+};
