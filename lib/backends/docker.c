@@ -39,31 +39,48 @@
 #define DK_DEFAULT_IMAGE "execbox-python:bookworm"
 #define DK_API_MIN_MAJOR 1 /* oldest Engine API we speak: 1.30 (wait conditions, NanoCpus) */
 #define DK_API_MIN_MINOR 30
-#define DK_API_MAX "1.41"                /* the newest we need; we ask for no more */
-#define DK_CONNECT_MS 3000L              /* connecting to the engine */
-#define DK_CALL_MS 30000L                /* any single API call but pull and the run's logs */
-#define DK_PING_MS 5000L                 /* probe: /_ping, /version, /info */
-#define DK_PULL_MS 600000L               /* pulling a missing image */
-#define DK_KILL_WAIT_MS 10000L           /* after a kill, waiting for the container to stop */
-#define DK_BODY_MAX (4U << 20)           /* largest JSON reply we accept */
-#define DK_PAYLOAD_MAX (1U << 20)        /* program + stdin bytes: they travel in the Env */
-#define DK_CHUNK_RAW (72U << 10)         /* raw bytes per Env variable (96 KiB in base64) */
-#define DK_LOG_KILL_FACTOR 16            /* output past 16 x output_limit (per stream) ... */
-#define DK_LOG_KILL_MIN (64ULL << 20)    /* ... and past 64 MiB in all kills the container */
-#define DK_GUEST_USER "65534:65534"      /* nobody:nogroup, no home, no privileges */
-#define DK_STACK (8ULL << 20)            /* RLIMIT_STACK: the usual 8 MiB */
+#define DK_API_MAX "1.41"             /* the newest we need; we ask for no more */
+#define DK_CONNECT_MS 3000L           /* connecting to the engine */
+#define DK_CALL_MS 30000L             /* any single API call but pull and the run's logs */
+#define DK_PING_MS 5000L              /* probe: /_ping, /version, /info */
+#define DK_PULL_MS 600000L            /* pulling a missing image */
+#define DK_KILL_WAIT_MS 10000L        /* after a kill, waiting for the container to stop */
+#define DK_BODY_MAX (4U << 20)        /* largest JSON reply we accept */
+#define DK_PAYLOAD_MAX (1U << 20)     /* program + stdin bytes: they travel in the Env */
+#define DK_CHUNK_RAW (72U << 10)      /* raw bytes per Env variable (96 KiB in base64) */
+#define DK_LOG_KILL_FACTOR 16         /* output past 16 x output_limit (per stream) ... */
+#define DK_LOG_KILL_MIN (64ULL << 20) /* ... and past 64 MiB in all kills the container */
+#define DK_GUEST_USER "65534:65534"   /* nobody:nogroup, no home, no privileges */
+#define DK_STACK (8ULL << 20)         /* RLIMIT_STACK: the usual 8 MiB */
 /* RLIMIT_NPROC counts every process of the uid on the host, across containers, so it cannot
  * be the pids wall (PidsLimit is); it is set explicitly only because an engine's default
  * (podman asks for 4194304) may be above what the host lets it set. */
 #define DK_NPROC 16384
-#define DK_LABEL "org.execbox.run"       /* every container we create carries this label */
+#define DK_LABEL "org.execbox.run" /* every container we create carries this label */
 
-/* The bootstrap (python3 -I -S -c BOOT INTERPRETER ARGS...): rebuilds the program (and
- * stdin) from the Env chunks, drops them from the environment, writes the program to a
- * private directory on the /tmp tmpfs and execs the interpreter on it. No shell anywhere. */
+/* The bootstrap (python3 -I -S -c BOOT INTERPRETER ARGS...), the container's pid 1:
+ *  - rebuilds the program (and stdin) from the Env chunks and drops them from the environment;
+ *  - makes itself non-dumpable, so the guest (same uid) cannot read its memory or environ and
+ *    so cannot learn the nonce;
+ *  - writes the program to a private directory on the /tmp tmpfs; forks the guest, which
+ *    offers itself to the OOM killer first (oom_score_adj 1000) and execs the interpreter;
+ *  - when the guest ends, kills every other process of the container (pid 1 of its pid
+ *    namespace: kill(-1) reaches exactly those), reaps them, and reads the memory cgroup's
+ *    oom_kill counter again: an OOM kill is proven when the guest died of SIGKILL and the
+ *    counter went up;
+ *  - writes one status line (nonce, exit code, signal, oom, CPU us, max RSS KiB) to stderr,
+ *    which the log demultiplexer takes out of the output, and exits with the guest's status.
+ * No shell anywhere. */
 static const char bootstrap[] =
-    "import os,sys,base64\n"
+    "import os,sys,base64,signal,resource\n"
     "e=os.environ\n"
+    "nonce=e.pop('EXECBOX_NONCE')\n"
+    "try:\n"
+    "    import ctypes\n"
+    "    ctypes.CDLL(None).prctl(4,0,0,0,0)\n"
+    "    safe=True\n"
+    "except Exception:\n"
+    "    safe=False\n"
     "def take(k):\n"
     "    n=int(e.pop(k+'_N','0'))\n"
     "    return b''.join(base64.b64decode(e.pop('%s_%d'%(k,i))) for i in range(n))\n"
@@ -72,20 +89,75 @@ static const char bootstrap[] =
     "p=d+'/'+e.pop('EXECBOX_FILE')\n"
     "with open(os.open(p,os.O_WRONLY|os.O_CREAT|os.O_EXCL,0o400),'wb') as f:\n"
     "    f.write(take('EXECBOX_CODE'))\n"
-    "if 'EXECBOX_STDIN_N' in e:\n"
+    "stdin=take('EXECBOX_STDIN') if 'EXECBOX_STDIN_N' in e else None\n"
+    "if stdin is not None:\n"
     "    s=d+'/stdin'\n"
     "    with open(os.open(s,os.O_WRONLY|os.O_CREAT|os.O_EXCL,0o400),'wb') as f:\n"
-    "        f.write(take('EXECBOX_STDIN'))\n"
-    "    i=os.open(s,os.O_RDONLY)\n"
-    "    os.dup2(i,0)\n"
-    "    os.close(i)\n"
+    "        f.write(stdin)\n"
+    "def ooms():\n"
+    "    for q in ('/sys/fs/cgroup/memory/memory.oom_control','/sys/fs/cgroup/memory.events'):\n"
+    "        try:\n"
+    "            for l in open(q):\n"
+    "                if l.startswith('oom_kill '):\n"
+    "                    return int(l.split()[1])\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    return -1\n"
+    "o0=ooms()\n"
     "a=sys.argv[1:]+[p]\n"
-    "try:\n"
-    "    os.execv(a[0],a)\n"
-    "except OSError as x:\n"
-    "    sys.stderr.write('execbox: cannot execute interpreter %r in the image: %s\\n'%(a[0],"
-    "x.strerror))\n"
-    "    sys.exit(127)\n";
+    "pid=os.fork()\n"
+    "if pid==0:\n"
+    "    try:\n"
+    "        if stdin is not None:\n"
+    "            i=os.open(s,os.O_RDONLY)\n"
+    "            os.dup2(i,0)\n"
+    "            os.close(i)\n"
+    "        with open('/proc/self/oom_score_adj','w') as f:\n"
+    "            f.write('1000')\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    for g in (signal.SIGPIPE,signal.SIGXFSZ,signal.SIGINT):\n"
+    "        signal.signal(g,signal.SIG_DFL)\n"
+    "    try:\n"
+    "        os.execv(a[0],a)\n"
+    "    except OSError as x:\n"
+    "        os.write(2,('execbox: cannot execute interpreter %r in the image: "
+    "%s\\n'%(a[0],x.strerror)).encode())\n"
+    "    os._exit(127)\n"
+    "while True:\n"
+    "    try:\n"
+    "        w,st=os.waitpid(-1,0)\n"
+    "    except ChildProcessError:\n"
+    "        st=0\n"
+    "        break\n"
+    "    except InterruptedError:\n"
+    "        continue\n"
+    "    if w==pid:\n"
+    "        break\n"
+    "while True:\n"
+    "    try:\n"
+    "        os.kill(-1,signal.SIGKILL)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    try:\n"
+    "        os.waitpid(-1,0)\n"
+    "    except ChildProcessError:\n"
+    "        break\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "ru=resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "if os.WIFSIGNALED(st):\n"
+    "    sig=os.WTERMSIG(st)\n"
+    "    code=128+sig\n"
+    "else:\n"
+    "    sig=0\n"
+    "    code=os.WEXITSTATUS(st)\n"
+    "o1=ooms()\n"
+    "oom=int(sig==9 and o0>=0 and o1>o0)\n"
+    "if safe:\n"
+    "    os.write(2,('\\x1eEXECBOX-STATUS %s %d %d %d %d "
+    "%d\\n'%(nonce,code,sig,oom,int((ru.ru_utime+ru.ru_stime)*1e6),ru.ru_maxrss)).encode())\n"
+    "sys.exit(code)\n";
 
 struct docker_state {
     char host[EXECBOX_PATH_MAX];   /* as given, for messages */
@@ -222,7 +294,7 @@ static int http(CURL *h, const struct docker_state *s, const struct call *c, str
     if (cr != CURLE_OK) {
         long oserr = 0;
         curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &oserr);
-        int code = cr == CURLE_OPERATION_TIMEDOUT     ? -ETIMEDOUT
+        int code = cr == CURLE_OPERATION_TIMEDOUT    ? -ETIMEDOUT
                    : cr == CURLE_ABORTED_BY_CALLBACK ? -ECANCELED
                    : cr == CURLE_WRITE_ERROR         ? -EMSGSIZE
                    : oserr                           ? -(int)oserr
@@ -297,8 +369,7 @@ static int parse_options(const struct execbox_executor_options *o, struct docker
     snprintf(s->host, sizeof(s->host), "%s", host);
     if (strncmp(host, "unix://", 7) == 0) {
         if (host[7] != '/' || strlen(host + 7) >= sizeof(s->socket))
-            return eb_error_set(err, -EINVAL, "docker host '%s': need unix:///absolute/path",
-                                host);
+            return eb_error_set(err, -EINVAL, "docker host '%s': need unix:///absolute/path", host);
         snprintf(s->socket, sizeof(s->socket), "%s", host + 7);
         snprintf(s->root, sizeof(s->root), "http://localhost");
     } else if (strncmp(host, "tcp://", 6) == 0 || strncmp(host, "http://", 7) == 0) {
@@ -338,8 +409,9 @@ static int negotiate(CURL *h, struct docker_state *s, struct execbox_error *err)
     if (r < 0)
         return r;
     if (st != 200)
-        return eb_error_set(err, -EPROTO, "'%s' does not answer /_ping like a Docker engine "
-                                          "(HTTP %ld)",
+        return eb_error_set(err, -EPROTO,
+                            "'%s' does not answer /_ping like a Docker engine "
+                            "(HTTP %ld)",
                             s->host, st);
     json_t *v = NULL;
     c = (struct call){.method = "GET", .path = "/version", .timeout_ms = DK_PING_MS};
@@ -351,14 +423,13 @@ static int negotiate(CURL *h, struct docker_state *s, struct execbox_error *err)
     int major = 0, minor = 0;
     if (st != 200 || !api || sscanf(api, "%d.%d", &major, &minor) != 2) {
         json_decref(v);
-        return eb_error_set(err, -EPROTO, "'%s': /version gave no API version (HTTP %ld)",
-                            s->host, st);
+        return eb_error_set(err, -EPROTO, "'%s': /version gave no API version (HTTP %ld)", s->host,
+                            st);
     }
     bool podman = false;
     json_t *comp;
     size_t i;
-    json_array_foreach(json_object_get(v, "Components"), i, comp)
-    {
+    json_array_foreach (json_object_get(v, "Components"), i, comp) {
         const char *n = json_string_value(json_object_get(comp, "Name"));
         if (n && strstr(n, "Podman"))
             podman = true;
@@ -421,8 +492,8 @@ static int pull_image(CURL *h, const struct docker_state *s, struct execbox_erro
     if (r < 0)
         return eb_error_prefix(err, r, "pulling image '%s'", s->image);
     if (st != 200 || failed)
-        return eb_error_set(err, -ENOENT, "pulling image '%s' failed (HTTP %ld): %s", s->image,
-                            st, msg);
+        return eb_error_set(err, -ENOENT, "pulling image '%s' failed (HTTP %ld): %s", s->image, st,
+                            msg);
     return 0;
 }
 
@@ -474,8 +545,8 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
     /* What the engine says it can enforce (absent fields: it does not say; we still ask). */
     json_t *info = NULL;
     long st = 0;
-    struct call ci = {.method = "GET", .path = "/info", .versioned = true,
-                      .timeout_ms = DK_PING_MS};
+    struct call ci = {
+        .method = "GET", .path = "/info", .versioned = true, .timeout_ms = DK_PING_MS};
     if (http_json(h, &s, &ci, &st, &info, NULL, 0, &e) < 0 || st != 200) {
         json_decref(info);
         info = NULL;
@@ -493,7 +564,9 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
         json_t *f = json_object_get(info, caps[i].field);
         bool ok = !json_is_false(f);
         eb_check_add(c, caps[i].wall, ok, caps[i].required, "%s%s", caps[i].how,
-                     !ok ? ": the engine reports it cannot" : f ? "" : " (engine does not say)");
+                     !ok ? ": the engine reports it cannot"
+                     : f ? ""
+                         : " (engine does not say)");
     }
     if (s.runtime[0]) {
         json_t *rts = json_object_get(info, "Runtimes");
@@ -577,7 +650,18 @@ static void close_backend(void *state)
     curl_global_cleanup();
 }
 
-/* ---- one run ----------------------------------------------------------------------------------- */
+/* ---- one run -----------------------------------------------------------------------------------
+ */
+
+/* The bootstrap's status line, when it came. */
+struct guest_status {
+    bool have;
+    int code, sig;
+    bool oom;
+    int64_t cpu_us, maxrss_kb;
+};
+
+#define DK_HOLD_MAX 4096 /* small stderr frames are held whole to find the status line */
 
 /* Demultiplexes the engine's log stream: frames of [stream, 0, 0, 0, size (big-endian u32)]
  * followed by size bytes. */
@@ -586,14 +670,53 @@ struct logs {
     struct eb_capbuf buf[2];
     unsigned char hdr[8];
     size_t hdr_len;
-    uint32_t left; /* payload bytes left in the current frame */
-    int stream;    /* 0 stdout, 1 stderr */
+    uint32_t left;   /* payload bytes left in the current frame */
+    int stream;      /* 0 stdout, 1 stderr */
+    char marker[64]; /* "\x1e" "EXECBOX-STATUS <nonce> " */
+    char hold[DK_HOLD_MAX];
+    size_t hold_len;
+    bool holding; /* the current frame is a small stderr one, held until complete */
+    struct guest_status status;
     uint64_t kill_at; /* total bytes past which the container is killed */
     bool flooded;
     bool nomem;
     int cancel_fd;
     bool cancelled;
 };
+
+static int deliver(struct logs *l, int stream, const char *p, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (l->req->on_output)
+        l->req->on_output(l->req->userdata, stream ? EXECBOX_STREAM_STDERR : EXECBOX_STREAM_STDOUT,
+                          p, n);
+    return eb_capbuf_append(&l->buf[stream], p, n);
+}
+
+/* A complete held stderr frame: the status line (always the end of a frame) is taken out. */
+static int deliver_held(struct logs *l)
+{
+    size_t mlen = strlen(l->marker);
+    char *m = memmem(l->hold, l->hold_len, l->marker, mlen);
+    if (!m || l->status.have)
+        return deliver(l, 1, l->hold, l->hold_len);
+    size_t before = (size_t)(m - l->hold);
+    char line[DK_HOLD_MAX + 1];
+    size_t rest = l->hold_len - before - mlen;
+    memcpy(line, m + mlen, rest);
+    line[rest] = '\0';
+    struct guest_status g = {0};
+    int oom = 0, end = 0;
+    if (sscanf(line, "%d %d %d %" SCNd64 " %" SCNd64 "\n%n", &g.code, &g.sig, &oom, &g.cpu_us,
+               &g.maxrss_kb, &end) != 5 ||
+        (size_t)end != rest)
+        return deliver(l, 1, l->hold, l->hold_len); /* not ours after all: pass it on */
+    g.oom = oom == 1;
+    g.have = true;
+    l->status = g;
+    return deliver(l, 1, l->hold, before);
+}
 
 static size_t logs_write(char *p, size_t size, size_t n, void *ud)
 {
@@ -608,14 +731,21 @@ static size_t logs_write(char *p, size_t size, size_t n, void *ud)
             l->stream = l->hdr[0] == 2 ? 1 : 0; /* 1 stdout (0 stdin never comes) */
             l->left = (uint32_t)l->hdr[4] << 24 | (uint32_t)l->hdr[5] << 16 |
                       (uint32_t)l->hdr[6] << 8 | l->hdr[7];
+            l->holding = l->stream == 1 && l->left <= DK_HOLD_MAX;
+            l->hold_len = 0;
             continue;
         }
         size_t take = len - i < l->left ? len - i : l->left;
-        if (l->req->on_output)
-            l->req->on_output(l->req->userdata,
-                              l->stream ? EXECBOX_STREAM_STDERR : EXECBOX_STREAM_STDOUT, p + i,
-                              take);
-        if (eb_capbuf_append(&l->buf[l->stream], p + i, take) < 0) {
+        int r = 0;
+        if (l->holding) {
+            memcpy(l->hold + l->hold_len, p + i, take);
+            l->hold_len += take;
+            if (take == l->left)
+                r = deliver_held(l);
+        } else {
+            r = deliver(l, l->stream, p + i, take);
+        }
+        if (r < 0) {
             l->nomem = true;
             return 0;
         }
@@ -678,13 +808,12 @@ static int add_chunks(json_t *env, const char *prefix, const char *data, size_t 
 
 static json_t *ulimit(const char *name, uint64_t v)
 {
-    return json_pack("{s:s, s:I, s:I}", "Name", name, "Soft", (json_int_t)v, "Hard",
-                     (json_int_t)v);
+    return json_pack("{s:s, s:I, s:I}", "Name", name, "Soft", (json_int_t)v, "Hard", (json_int_t)v);
 }
 
 /* The create body: the policy as HostConfig, every wall every time. */
-static int create_body(const struct docker_state *s, const struct eb_run *run, char **ret,
-                       struct execbox_error *err)
+static int create_body(const struct docker_state *s, const struct eb_run *run, const char *nonce,
+                       char **ret, struct execbox_error *err)
 {
     const struct execbox_policy *p = run->policy;
     struct eb_env env;
@@ -700,6 +829,7 @@ static int create_body(const struct docker_state *s, const struct eb_run *run, c
         if (json_array_append_new(jenv, json_string(env.envp[i])) < 0)
             goto fail;
     if (add_env(jenv, "EXECBOX_FILE", run->lang->filename) < 0 ||
+        add_env(jenv, "EXECBOX_NONCE", nonce) < 0 ||
         add_chunks(jenv, "EXECBOX_CODE", run->code, run->code_len) < 0)
         goto fail;
     if (run->req->stdin_data &&
@@ -724,8 +854,8 @@ static int create_body(const struct docker_state *s, const struct eb_run *run, c
         "NetworkMode", "none",
         /* Memory with MemorySwap equal: RAM only, no swap. */
         "Memory", (json_int_t)p->memory, "MemorySwap", (json_int_t)p->memory, "NanoCpus",
-        (json_int_t)llround(p->cpus * 1e9), "PidsLimit", (json_int_t)p->pids, "ReadonlyRootfs",
-        1, "Tmpfs", "/tmp", tmp_opts, "/workspace", ws_opts,
+        (json_int_t)llround(p->cpus * 1e9), "PidsLimit", (json_int_t)p->pids, "ReadonlyRootfs", 1,
+        "Tmpfs", "/tmp", tmp_opts, "/workspace", ws_opts,
         /* No capabilities at all, and no way to regain any through setuid binaries. */
         "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
         /* Explicit ulimits: some engines' defaults cannot be applied, and no core dumps. */
@@ -735,9 +865,9 @@ static int create_body(const struct docker_state *s, const struct eb_run *run, c
         goto fail;
     if (s->runtime[0] && json_object_set_new(hc, "Runtime", json_string(s->runtime)) < 0)
         goto fail;
-    body = json_pack("{s:s, s:[s], s:o, s:o, s:s, s:s, s:b, s:b, s:b, s:b, s:{s:s}, s:o}",
-                     "Image", s->image, "Entrypoint", "/usr/bin/python3", "Cmd", TAKE_PTR(cmd),
-                     "Env", TAKE_PTR(jenv), "WorkingDir", "/workspace", "User", DK_GUEST_USER,
+    body = json_pack("{s:s, s:[s], s:o, s:o, s:s, s:s, s:b, s:b, s:b, s:b, s:{s:s}, s:o}", "Image",
+                     s->image, "Entrypoint", "/usr/bin/python3", "Cmd", TAKE_PTR(cmd), "Env",
+                     TAKE_PTR(jenv), "WorkingDir", "/workspace", "User", DK_GUEST_USER,
                      "NetworkDisabled", 1, "Tty", 0, "OpenStdin", 0, "AttachStdin", 0, "Labels",
                      DK_LABEL, "1", "HostConfig", TAKE_PTR(hc));
     if (!body)
@@ -761,8 +891,7 @@ struct container {
 
 /* A call on /containers/ID + suffix with a bounded JSON reply. */
 static int api(struct container *k, const char *method, const char *suffix, long timeout_ms,
-               long *status, char *msg, size_t msg_size, json_t **ret,
-               struct execbox_error *err)
+               long *status, char *msg, size_t msg_size, json_t **ret, struct execbox_error *err)
 {
     char path[256];
     snprintf(path, sizeof(path), "/containers/%s%s", k->id, suffix);
@@ -783,13 +912,25 @@ static int remove_container(struct container *k, struct execbox_error *err)
     char msg[200] = "";
     struct execbox_error e = {0, ""};
     for (int i = 0; i < 2; i++) {
-        int r = api(k, "DELETE", "?force=1&v=1", DK_CALL_MS, &st, msg,
-                    sizeof(msg), NULL, &e);
+        int r = api(k, "DELETE", "?force=1&v=1", DK_CALL_MS, &st, msg, sizeof(msg), NULL, &e);
         if (r == 0 && (st == 204 || st == 200 || st == 404))
             return 0;
     }
     return eb_error_set(err, -EIO, "container %.12s could not be removed: %s", k->id,
                         e.msg[0] ? e.msg : msg);
+}
+
+static int set_oom(struct execbox_result *res, const struct execbox_policy *p)
+{
+    char m[160];
+    res->oom_killed = true;
+    res->killed_reason = EXECBOX_KILLED_MEMORY;
+    res->signal = SIGKILL;
+    res->exit_code = 128 + SIGKILL;
+    snprintf(m, sizeof(m),
+             "the program exceeded the memory limit of %" PRIu64 " bytes and was killed",
+             p->memory);
+    return eb_result_set_error(res, "MemoryLimit", m, "");
 }
 
 static int run(void *state, const struct eb_run *run, struct execbox_result *res,
@@ -822,7 +963,23 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     json_t *j = NULL;
     char msg[256] = "";
     long st = 0;
-    int r = create_body(s, run, &body, err);
+    int r = 0;
+    /* A fresh random name, and a nonce only the bootstrap learns (it marks its status line). */
+    unsigned char rnd[24];
+    if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+        r = eb_error_set(err, -errno, "getrandom: %s", execbox_strerror(-errno));
+        goto out;
+    }
+    char name[17], nonce[33];
+    for (int i = 0; i < 8; i++)
+        snprintf(name + 2 * i, 3, "%02x", rnd[i]);
+    for (int i = 0; i < 16; i++)
+        snprintf(nonce + 2 * i, 3, "%02x", rnd[8 + i]);
+    snprintf(lg.marker, sizeof(lg.marker),
+             "\x1e"
+             "EXECBOX-STATUS %s ",
+             nonce);
+    r = create_body(s, run, nonce, &body, err);
     if (r < 0)
         goto out;
     k.h = curl_easy_init();
@@ -832,16 +989,10 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     }
 
     /* create */
-    unsigned char rnd[8];
-    if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
-        r = eb_error_set(err, -errno, "getrandom: %s", execbox_strerror(-errno));
-        goto out;
-    }
     char path[128];
-    snprintf(path, sizeof(path), "/containers/create?name=execbox-%02x%02x%02x%02x%02x%02x%02x%02x",
-             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-    struct call cc = {.method = "POST", .path = path, .versioned = true, .json = body,
-                      .timeout_ms = DK_CALL_MS};
+    snprintf(path, sizeof(path), "/containers/create?name=execbox-%s", name);
+    struct call cc = {
+        .method = "POST", .path = path, .versioned = true, .json = body, .timeout_ms = DK_CALL_MS};
     r = http_json(k.h, s, &cc, &st, &j, msg, sizeof(msg), err);
     if (r < 0)
         goto out;
@@ -889,19 +1040,17 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
         goto out;
     }
     bool we_killed = false;
+    uint64_t t1 = eb_now_ns();
     if (lr < 0) {
         /* deadline, cancel or flood: SIGKILL to the whole container */
         we_killed = true;
-        api(&k, "POST", "/kill?signal=KILL", DK_CALL_MS, &st, NULL, 0, NULL,
-            &lerr);
+        api(&k, "POST", "/kill?signal=KILL", DK_CALL_MS, &st, NULL, 0, NULL, &lerr);
     }
-    uint64_t t1 = eb_now_ns();
     /* wait until it is not running (a stream can end a moment before the state does) */
-    long wait_ms = we_killed ? DK_KILL_WAIT_MS
-                             : (deadline > t1 ? (long)((deadline - t1) / 1000000) : 0) +
-                                   DK_KILL_WAIT_MS;
-    r = api(&k, "POST", "/wait?condition=not-running", wait_ms, &st, msg,
-            sizeof(msg), NULL, err);
+    long wait_ms = we_killed
+                       ? DK_KILL_WAIT_MS
+                       : (deadline > t1 ? (long)((deadline - t1) / 1000000) : 0) + DK_KILL_WAIT_MS;
+    r = api(&k, "POST", "/wait?condition=not-running", wait_ms, &st, msg, sizeof(msg), NULL, err);
     if (r < 0)
         goto out;
     r = api(&k, "GET", "/json", DK_CALL_MS, &st, msg, sizeof(msg), &j, err);
@@ -945,25 +1094,28 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
         snprintf(m, sizeof(m), "the program wrote more than %" PRIu64 " bytes and was killed",
                  lg.kill_at);
         r = eb_result_set_error(res, "OutputLimit", m, "");
-    } else if (exit_code == 127 && serr && *serr) {
+    } else if (!lg.status.have && exit_code == 127 && serr && *serr) {
         r = eb_error_set(err, -EIO, "the engine could not run the container: %s", serr);
         goto out;
+    } else if (lg.status.have) {
+        /* The bootstrap saw the guest end: its exact status, and OOM proven by the memory
+         * cgroup's oom_kill counter going up while the guest died of SIGKILL. */
+        res->exit_code = lg.status.code;
+        res->signal = lg.status.sig;
+        res->cpu_time = (double)lg.status.cpu_us / 1e6;
+        res->peak_memory_bytes = (uint64_t)lg.status.maxrss_kb * 1024;
+        if (lg.status.oom)
+            r = set_oom(res, p);
     } else {
+        /* No status line (the bootstrap itself died): only the engine's word. Engines report
+         * death by signal N as 128+N; an OOM kill is claimed only when that is a SIGKILL we did
+         * not send AND the engine recorded the OOM kill (State.OOMKilled alone is not trusted,
+         * see docs/backends.md). */
         res->exit_code = exit_code;
-        /* Engines report death by signal N as 128+N. */
         if (exit_code > 128 && exit_code < 128 + 65)
             res->signal = exit_code - 128;
-        /* OOM: only when the status is a SIGKILL we did not send AND the engine recorded the
-         * cgroup's OOM kill; State.OOMKilled alone is not trusted (see docs/backends.md). */
-        if (exit_code == 128 + SIGKILL && engine_oom) {
-            res->oom_killed = true;
-            res->killed_reason = EXECBOX_KILLED_MEMORY;
-            char m[160];
-            snprintf(m, sizeof(m), "the program exceeded the memory limit of %" PRIu64
-                                   " bytes and was killed",
-                     p->memory);
-            r = eb_result_set_error(res, "MemoryLimit", m, "");
-        }
+        if (exit_code == 128 + SIGKILL && engine_oom)
+            r = set_oom(res, p);
     }
 out:
     if (k.id[0]) {
