@@ -31,8 +31,10 @@
 #include "../cancel.h"
 #include "../error.h"
 #include "../lang.h"
+#include "../limits.h"
 #include "../result.h"
 #include "../util.h"
+#include "../workspace.h"
 
 /* Limits of this backend (kept here rather than in limits.h: they only make sense for it). */
 #define DK_DEFAULT_SOCKET "/var/run/docker.sock"
@@ -58,6 +60,9 @@
 #define DK_NPROC 16384
 #define DK_LABEL "org.execbox.run" /* every container we create carries this label */
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 /* The bootstrap (python3 -I -S -c BOOT INTERPRETER ARGS...), the container's pid 1:
  *  - rebuilds the program (and stdin) from the Env chunks and drops them from the environment;
  *  - makes itself non-dumpable, so the guest (same uid) cannot read its memory or environ and
@@ -68,8 +73,11 @@
  *    namespace: kill(-1) reaches exactly those), reaps them, and reads the memory cgroup's
  *    oom_kill counter again: an OOM kill is proven when the guest died of SIGKILL and the
  *    counter went up;
- *  - writes one status line (nonce, exit code, signal, oom, CPU us, max RSS KiB) to stderr,
- *    which the log demultiplexer takes out of the output, and exits with the guest's status.
+ *  - lists the regular files left in /workspace (a tmpfs that dies with the container), as
+ *    workspace.c does (no symlinks followed, no mounts crossed, bounded count and depth);
+ *  - writes one line per file, then one status line (exit code, signal, oom, CPU us, max RSS
+ *    KiB, files truncated), each marked with the nonce, to stderr; the log demultiplexer
+ *    takes them out of the output. Then it exits with the guest's status.
  * No shell anywhere. */
 static const char bootstrap[] =
     "import os,sys,base64,signal,resource\n"
@@ -154,10 +162,45 @@ static const char bootstrap[] =
     "    code=os.WEXITSTATUS(st)\n"
     "o1=ooms()\n"
     "oom=int(sig==9 and o0>=0 and o1>o0)\n"
-    "if safe:\n"
-    "    os.write(2,('\\x1eEXECBOX-STATUS %s %d %d %d %d "
-    "%d\\n'%(nonce,code,sig,oom,int((ru.ru_utime+ru.ru_stime)*1e6),ru.ru_maxrss)).encode())\n"
-    "sys.exit(code)\n";
+    "import stat\n"
+    "fl=[]\n"
+    "ft=[0]\n"
+    "def walk(dp,rel,dev,depth):\n"
+    "    try:\n"
+    "        names=sorted(os.listdir(dp))\n"
+    "    except OSError:\n"
+    "        return\n"
+    "    for n in names:\n"
+    "        q=dp+'/'+n\n"
+    "        r=rel+n\n"
+    "        try:\n"
+    "            st=os.lstat(q)\n"
+    "        except OSError:\n"
+    "            continue\n"
+    "        if stat.S_ISREG(st.st_mode):\n"
+    "            if len(fl)>=" STR(
+        EB_FILES_MAX) ":\n"
+                      "                ft[0]=1\n"
+                      "                return\n"
+                      "            b=os.fsencode(r)\n"
+                      "            if len(b)<=1024:\n"
+                      "                fl.append((b,st.st_size))\n"
+                      "        elif stat.S_ISDIR(st.st_mode) and depth<" STR(
+                          EB_FILES_DEPTH) " and st.st_dev==dev:\n"
+                                          "            walk(q,r+'/',dev,depth+1)\n"
+                                          "try:\n"
+                                          "    "
+                                          "walk('/workspace','',os.lstat('/workspace').st_dev,0)\n"
+                                          "except OSError:\n"
+                                          "    pass\n"
+                                          "if safe:\n"
+                                          "    for b,z in fl:\n"
+                                          "        os.write(2,('\\x1eEXECBOX %s F %d "
+                                          "%s\\n'%(nonce,z,b.hex())).encode())\n"
+                                          "    os.write(2,('\\x1eEXECBOX %s S %d %d %d %d %d "
+                                          "%d\\n'%(nonce,code,sig,oom,int((ru.ru_utime+ru.ru_stime)"
+                                          "*1e6),ru.ru_maxrss,ft[0])).encode())\n"
+                                          "sys.exit(code)\n";
 
 struct docker_state {
     char host[EXECBOX_PATH_MAX];   /* as given, for messages */
@@ -672,11 +715,14 @@ struct logs {
     size_t hdr_len;
     uint32_t left;   /* payload bytes left in the current frame */
     int stream;      /* 0 stdout, 1 stderr */
-    char marker[64]; /* "\x1e" "EXECBOX-STATUS <nonce> " */
+    char marker[64]; /* "\x1e" "EXECBOX <nonce> " */
     char hold[DK_HOLD_MAX];
     size_t hold_len;
     bool holding; /* the current frame is a small stderr one, held until complete */
     struct guest_status status;
+    struct execbox_file *files; /* as the bootstrap listed them, trusted once status came */
+    size_t n_files;
+    bool files_truncated;
     uint64_t kill_at; /* total bytes past which the container is killed */
     bool flooded;
     bool nomem;
@@ -694,28 +740,93 @@ static int deliver(struct logs *l, int stream, const char *p, size_t n)
     return eb_capbuf_append(&l->buf[stream], p, n);
 }
 
-/* A complete held stderr frame: the status line (always the end of a frame) is taken out. */
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* One marked line (after the marker, without its newline): "F size hexpath" or "S code sig
+ * oom cpu_us maxrss_kb files_truncated". 1 taken, 0 malformed, -ENOMEM. */
+static int take_line(struct logs *l, const char *p, size_t n)
+{
+    char line[DK_HOLD_MAX + 1];
+    memcpy(line, p, n);
+    line[n] = '\0';
+    int end = 0;
+    if (line[0] == 'S') {
+        struct guest_status g = {0};
+        int oom = 0, trunc = 0;
+        if (sscanf(line, "S %d %d %d %" SCNd64 " %" SCNd64 " %d%n", &g.code, &g.sig, &oom,
+                   &g.cpu_us, &g.maxrss_kb, &trunc, &end) != 6 ||
+            (size_t)end != n)
+            return 0;
+        g.oom = oom == 1;
+        g.have = true;
+        l->status = g;
+        l->files_truncated = trunc == 1;
+        return 1;
+    }
+    uint64_t size = 0;
+    if (line[0] != 'F' || sscanf(line, "F %" SCNu64 " %n", &size, &end) != 1 ||
+        l->n_files >= EB_FILES_MAX)
+        return 0;
+    const char *hex = line + end;
+    size_t hlen = n - (size_t)end;
+    if (hlen == 0 || hlen % 2)
+        return 0;
+    char *path = malloc(hlen / 2 + 1);
+    if (!path)
+        return -ENOMEM;
+    for (size_t i = 0; i < hlen / 2; i++) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+            free(path);
+            return 0;
+        }
+        path[i] = (char)(hi << 4 | lo);
+    }
+    path[hlen / 2] = '\0';
+    struct execbox_file *f = realloc(l->files, (l->n_files + 1) * sizeof(*f));
+    if (!f) {
+        free(path);
+        return -ENOMEM;
+    }
+    l->files = f;
+    f = &l->files[l->n_files];
+    memset(f, 0, sizeof(*f));
+    const char *base = strrchr(path, '/');
+    f->mime = strdup(eb_mime_from_name(base ? base + 1 : path));
+    if (!f->mime) {
+        free(path);
+        return -ENOMEM;
+    }
+    f->path = path;
+    f->size = size;
+    l->n_files++;
+    return 1;
+}
+
+/* A complete held stderr frame: the bootstrap's marked lines are taken out, the rest is
+ * output. A marked line is whole within a frame, or it is not ours. */
 static int deliver_held(struct logs *l)
 {
+    const char *p = l->hold, *end = l->hold + l->hold_len;
     size_t mlen = strlen(l->marker);
-    char *m = memmem(l->hold, l->hold_len, l->marker, mlen);
-    if (!m || l->status.have)
-        return deliver(l, 1, l->hold, l->hold_len);
-    size_t before = (size_t)(m - l->hold);
-    char line[DK_HOLD_MAX + 1];
-    size_t rest = l->hold_len - before - mlen;
-    memcpy(line, m + mlen, rest);
-    line[rest] = '\0';
-    struct guest_status g = {0};
-    int oom = 0, end = 0;
-    if (sscanf(line, "%d %d %d %" SCNd64 " %" SCNd64 "\n%n", &g.code, &g.sig, &oom, &g.cpu_us,
-               &g.maxrss_kb, &end) != 5 ||
-        (size_t)end != rest)
-        return deliver(l, 1, l->hold, l->hold_len); /* not ours after all: pass it on */
-    g.oom = oom == 1;
-    g.have = true;
-    l->status = g;
-    return deliver(l, 1, l->hold, before);
+    while (p < end) {
+        const char *m = l->status.have ? NULL : memmem(p, (size_t)(end - p), l->marker, mlen);
+        const char *nl = m ? memchr(m, '\n', (size_t)(end - m)) : NULL;
+        if (!nl)
+            return deliver(l, 1, p, (size_t)(end - p));
+        int r = deliver(l, 1, p, (size_t)(m - p));
+        if (r >= 0)
+            r = take_line(l, m + mlen, (size_t)(nl - m) - mlen);
+        if (r == 0)
+            r = deliver(l, 1, m, (size_t)(nl + 1 - m)); /* malformed: pass it on */
+        if (r < 0)
+            return r;
+        p = nl + 1;
+    }
+    return 0;
 }
 
 static size_t logs_write(char *p, size_t size, size_t n, void *ud)
@@ -977,7 +1088,7 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
         snprintf(nonce + 2 * i, 3, "%02x", rnd[8 + i]);
     snprintf(lg.marker, sizeof(lg.marker),
              "\x1e"
-             "EXECBOX-STATUS %s ",
+             "EXECBOX %s ",
              nonce);
     r = create_body(s, run, nonce, &body, err);
     if (r < 0)
@@ -1104,6 +1215,11 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
         res->signal = lg.status.sig;
         res->cpu_time = (double)lg.status.cpu_us / 1e6;
         res->peak_memory_bytes = (uint64_t)lg.status.maxrss_kb * 1024;
+        /* The files in /workspace, as the bootstrap listed them after every process died. */
+        res->files = TAKE_PTR(lg.files);
+        res->n_files = lg.n_files;
+        res->files_truncated = lg.files_truncated;
+        lg.n_files = 0;
         if (lg.status.oom)
             r = set_oom(res, p);
     } else {
@@ -1137,6 +1253,11 @@ out:
         r = eb_error_set(err, -ENOMEM, "out of memory");
     eb_capbuf_free(&lg.buf[0]);
     eb_capbuf_free(&lg.buf[1]);
+    for (size_t i = 0; i < lg.n_files; i++) {
+        free(lg.files[i].path);
+        free(lg.files[i].mime);
+    }
+    free(lg.files);
     json_decref(j);
     if (k.h)
         curl_easy_cleanup(k.h);
