@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -281,6 +282,34 @@ static void engine_message(const struct body *b, char *out, size_t size)
         out[--n] = '\0';
 }
 
+/* The headers of /_ping that identify the engine (Docker clients negotiate from these). */
+struct ping_headers {
+    char api[16];    /* "1.41" */
+    char server[64]; /* "Libpod/4.3.1 (linux)", "Docker/24.0.7 (linux)" */
+};
+
+static void header_value(const char *line, size_t n, const char *name, char *out, size_t size)
+{
+    size_t nl = strlen(name);
+    if (n <= nl || strncasecmp(line, name, nl) != 0)
+        return;
+    const char *v = line + nl;
+    size_t vn = n - nl;
+    while (vn && (*v == ' ' || *v == '\t'))
+        v++, vn--;
+    while (vn && (v[vn - 1] == '\r' || v[vn - 1] == '\n' || v[vn - 1] == ' '))
+        vn--;
+    snprintf(out, size, "%.*s", (int)(vn < size ? vn : size - 1), v);
+}
+
+static size_t ping_header(char *p, size_t size, size_t n, void *ud)
+{
+    struct ping_headers *h = ud;
+    header_value(p, size * n, "Api-Version:", h->api, sizeof(h->api));
+    header_value(p, size * n, "Server:", h->server, sizeof(h->server));
+    return size * n;
+}
+
 struct call {
     const char *method; /* GET, POST, DELETE */
     const char *path;   /* below the API base, e.g. "/containers/create" */
@@ -291,6 +320,7 @@ struct call {
     void *writer_data;
     curl_xferinfo_callback progress; /* optional: non-zero return aborts */
     void *progress_data;
+    struct ping_headers *headers; /* optional: Api-Version and Server are kept here */
 };
 
 /* Performs one call; 0 with *status set (any HTTP status), or -errno with a message. */
@@ -327,6 +357,10 @@ static int http(CURL *h, const struct docker_state *s, const struct call *c, str
     }
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, c->writer ? c->writer : body_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, c->writer ? c->writer_data : (void *)reply);
+    if (c->headers) {
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, ping_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, c->headers);
+    }
     if (c->progress) {
         curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, c->progress);
@@ -441,53 +475,55 @@ static int parse_options(const struct execbox_executor_options *o, struct docker
     return 0;
 }
 
-/* /_ping then /version: fills s->base with the API version both sides speak and s->engine. */
+/* Version negotiation as Docker's clients do it: the API version from /_ping's Api-Version
+ * header (one cheap call), or from /version when an engine does not send it. Fills s->base
+ * with the version both sides speak and s->engine. */
 static int negotiate(CURL *h, struct docker_state *s, struct execbox_error *err)
 {
     long st = 0;
     struct body b = {.max = 4096};
-    struct call c = {.method = "GET", .path = "/_ping", .timeout_ms = DK_PING_MS};
+    struct ping_headers ph = {"", ""};
+    struct call c = {.method = "GET", .path = "/_ping", .timeout_ms = DK_PING_MS, .headers = &ph};
     int r = http(h, s, &c, &b, &st, err);
     free(b.data);
     if (r < 0)
         return r;
     if (st != 200)
         return eb_error_set(err, -EPROTO,
-                            "'%s' does not answer /_ping like a Docker engine "
-                            "(HTTP %ld)",
-                            s->host, st);
-    json_t *v = NULL;
-    c = (struct call){.method = "GET", .path = "/version", .timeout_ms = DK_PING_MS};
-    r = http_json(h, s, &c, &st, &v, NULL, 0, err);
-    if (r < 0)
-        return r;
-    const char *api = json_string_value(json_object_get(v, "ApiVersion"));
-    const char *ver = json_string_value(json_object_get(v, "Version"));
-    int major = 0, minor = 0;
-    if (st != 200 || !api || sscanf(api, "%d.%d", &major, &minor) != 2) {
-        json_decref(v);
-        return eb_error_set(err, -EPROTO, "'%s': /version gave no API version (HTTP %ld)", s->host,
+                            "'%s' does not answer /_ping like a Docker engine (HTTP %ld)", s->host,
                             st);
+    char api[16], ver[64] = "?";
+    snprintf(api, sizeof(api), "%s", ph.api);
+    bool podman = strncmp(ph.server, "Libpod/", 7) == 0;
+    const char *slash = strchr(ph.server, '/');
+    if (slash)
+        snprintf(ver, sizeof(ver), "%.*s", (int)strcspn(slash + 1, " "), slash + 1);
+    if (!api[0]) {
+        json_t *v = NULL;
+        c = (struct call){.method = "GET", .path = "/version", .timeout_ms = DK_PING_MS};
+        r = http_json(h, s, &c, &st, &v, NULL, 0, err);
+        if (r < 0)
+            return r;
+        const char *a = json_string_value(json_object_get(v, "ApiVersion"));
+        const char *vv = json_string_value(json_object_get(v, "Version"));
+        snprintf(api, sizeof(api), "%s", a ? a : "");
+        if (vv)
+            snprintf(ver, sizeof(ver), "%s", vv);
+        json_decref(v);
     }
-    bool podman = false;
-    json_t *comp;
-    size_t i;
-    json_array_foreach (json_object_get(v, "Components"), i, comp) {
-        const char *n = json_string_value(json_object_get(comp, "Name"));
-        if (n && strstr(n, "Podman"))
-            podman = true;
-    }
-    snprintf(s->engine, sizeof(s->engine), "%s %s (API %s)", podman ? "podman" : "docker",
-             ver ? ver : "?", api);
-    json_decref(v);
+    int major = 0, minor = 0;
+    if (sscanf(api, "%d.%d", &major, &minor) != 2)
+        return eb_error_set(err, -EPROTO, "'%s' tells no API version (/_ping, /version)", s->host);
+    snprintf(s->engine, sizeof(s->engine), "%s %s (API %s)", podman ? "podman" : "docker", ver,
+             api);
     if (major < DK_API_MIN_MAJOR || (major == DK_API_MIN_MAJOR && minor < DK_API_MIN_MINOR))
         return eb_error_set(err, -EPROTONOSUPPORT,
                             "the engine at '%s' is too old: API %d.%d, execbox needs %d.%d or "
                             "newer",
                             s->host, major, minor, DK_API_MIN_MAJOR, DK_API_MIN_MINOR);
     /* Speak the engine's version when older than ours, else ours. */
-    const char *use = (major == 1 && minor < 41) ? api : DK_API_MAX;
-    snprintf(s->base, sizeof(s->base), "%s/v%s", s->root, use);
+    snprintf(s->base, sizeof(s->base), "%s/v%s", s->root,
+             (major == 1 && minor < 41) ? api : DK_API_MAX);
     return 0;
 }
 

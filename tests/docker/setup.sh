@@ -45,6 +45,10 @@ if [[ $cmd == stop ]]; then
     exit 0
 fi
 
+if [[ -s $run_dir/service.pid ]] && kill -0 "$(cat "$run_dir/service.pid")" 2>/dev/null; then
+    echo "docker test engine: another one runs already (pid $(cat "$run_dir/service.pid")); callers serialise on $cache/test.lock" >&2
+    exit 1
+fi
 [[ $(id -u) -eq 0 ]] || skip "needs root (podman with runc and cgroupfs, as CI runs it)"
 command -v podman >/dev/null || skip "podman is not installed (scripts/deps/docker.apt)"
 command -v runc >/dev/null || skip "runc is not installed (scripts/deps/docker.apt)"
@@ -70,6 +74,8 @@ setsid bash -c 'exec "$@"' _ env CONTAINERS_CONF="$state/containers.conf" podman
     --events-backend file system service --time 0 "unix://$sock" \
     </dev/null >"$state/service.log" 2>&1 &
 echo $! >"$state/pid"
+mkdir -p "$run_dir"
+echo $! >"$run_dir/service.pid"
 for _ in $(seq 100); do
     [[ -S $sock ]] && curl -sf --max-time 2 --unix-socket "$sock" http://d/_ping >/dev/null && break
     sleep 0.1
