@@ -323,9 +323,10 @@ struct call {
     struct ping_headers *headers; /* optional: Api-Version and Server are kept here */
 };
 
-/* Performs one call; 0 with *status set (any HTTP status), or -errno with a message. */
-static int http(CURL *h, const struct docker_state *s, const struct call *c, struct body *reply,
-                long *status, struct execbox_error *err)
+/* Sets up h for one call (for curl_easy_perform or a multi handle). *ret_hdrs, freed by the
+ * caller after the transfer, holds the request headers. 0 or -errno. */
+static int prepare(CURL *h, const struct docker_state *s, const struct call *c, struct body *reply,
+                   struct curl_slist **ret_hdrs, struct execbox_error *err)
 {
     char url[1024];
     if (snprintf(url, sizeof(url), "%s%s", c->versioned ? s->base : s->root, c->path) >=
@@ -366,8 +367,15 @@ static int http(CURL *h, const struct docker_state *s, const struct call *c, str
         curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, c->progress);
         curl_easy_setopt(h, CURLOPT_XFERINFODATA, c->progress_data);
     }
-    CURLcode cr = curl_easy_perform(h);
-    curl_slist_free_all(hdrs);
+    *ret_hdrs = hdrs;
+    return 0;
+}
+
+/* The outcome of a finished transfer: 0 with *status (any HTTP status), or -errno with a
+ * message a user understands. */
+static int finish(CURL *h, CURLcode cr, const struct docker_state *s, const struct call *c,
+                  const struct body *reply, long *status, struct execbox_error *err)
+{
     if (cr != CURLE_OK) {
         long oserr = 0;
         curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &oserr);
@@ -401,6 +409,19 @@ static int http(CURL *h, const struct docker_state *s, const struct call *c, str
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     return 0;
+}
+
+/* Performs one call; 0 with *status set (any HTTP status), or -errno with a message. */
+static int http(CURL *h, const struct docker_state *s, const struct call *c, struct body *reply,
+                long *status, struct execbox_error *err)
+{
+    struct curl_slist *hdrs = NULL;
+    int r = prepare(h, s, c, reply, &hdrs, err);
+    if (r < 0)
+        return r;
+    CURLcode cr = curl_easy_perform(h);
+    curl_slist_free_all(hdrs);
+    return finish(h, cr, s, c, reply, status, err);
 }
 
 /* A call whose reply is a bounded JSON body; 0 with *status, and *ret (may be NULL if the
@@ -907,20 +928,6 @@ static size_t logs_write(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
-static int logs_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-    (void)dt, (void)dn, (void)ut, (void)un;
-    struct logs *l = ud;
-    if (l->cancel_fd >= 0) {
-        struct pollfd pfd = {.fd = l->cancel_fd, .events = POLLIN};
-        if (poll(&pfd, 1, 0) > 0) {
-            l->cancelled = true;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static int add_env(json_t *env, const char *name, const char *value)
 {
     size_t n = strlen(name) + strlen(value) + 2;
@@ -1067,6 +1074,123 @@ static int remove_container(struct container *k, struct execbox_error *err)
                         e.msg[0] ? e.msg : msg);
 }
 
+/* Counts the bytes of the followed log stream; past kill_at the transfer is aborted. */
+struct flood_guard {
+    uint64_t bytes, kill_at;
+    bool flooded;
+};
+
+static size_t guard_write(char *p, size_t size, size_t n, void *ud)
+{
+    (void)p;
+    struct flood_guard *g = ud;
+    g->bytes += size * n;
+    if (g->bytes > g->kill_at) {
+        g->flooded = true;
+        return 0;
+    }
+    return size * n;
+}
+
+/* Waits until the container stops (*ret_done), the deadline passes (*ret_timed_out), the
+ * cancel fd fires (*ret_cancelled) or the guard sees a flood. 0, or -errno when the engine
+ * failed. */
+static int watch(struct container *k, uint64_t deadline, int cancel_fd, struct flood_guard *guard,
+                 bool *ret_timed_out, bool *ret_cancelled, bool *ret_done,
+                 struct execbox_error *err)
+{
+    const struct docker_state *s = k->s;
+    char wpath[160], lpath[160];
+    snprintf(wpath, sizeof(wpath), "/containers/%s/wait?condition=not-running", k->id);
+    snprintf(lpath, sizeof(lpath), "/containers/%s/logs?follow=1&stdout=1&stderr=1", k->id);
+    uint64_t now = eb_now_ns();
+    long left_ms = deadline > now ? (long)((deadline - now) / 1000000) + 1 : 1;
+    struct call wc = {.method = "POST", .path = wpath, .versioned = true, .timeout_ms = left_ms};
+    struct call lc = {.method = "GET",
+                      .path = lpath,
+                      .versioned = true,
+                      .timeout_ms = left_ms,
+                      .writer = guard_write,
+                      .writer_data = guard};
+    struct body wb = {.max = DK_BODY_MAX};
+    struct curl_slist *whdrs = NULL, *lhdrs = NULL;
+    CURL *hl = curl_easy_init();
+    CURLM *m = curl_multi_init();
+    int r = 0;
+    bool added_w = false, added_l = false;
+    if (!hl || !m) {
+        r = eb_error_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    r = prepare(k->h, s, &wc, &wb, &whdrs, err);
+    if (r >= 0)
+        r = prepare(hl, s, &lc, NULL, &lhdrs, err);
+    if (r < 0)
+        goto out;
+    added_w = curl_multi_add_handle(m, k->h) == CURLM_OK;
+    added_l = curl_multi_add_handle(m, hl) == CURLM_OK;
+    if (!added_w) {
+        r = eb_error_set(err, -ENOMEM, "libcurl: cannot add a transfer");
+        goto out;
+    }
+    for (;;) {
+        int running = 0;
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            r = eb_error_set(err, -EIO, "libcurl: transfer loop failed");
+            goto out;
+        }
+        CURLMsg *msg;
+        int queued;
+        while ((msg = curl_multi_info_read(m, &queued)))
+            if (msg->msg == CURLMSG_DONE && msg->easy_handle == k->h) {
+                long st = 0;
+                r = finish(k->h, msg->data.result, s, &wc, &wb, &st, err);
+                if (r == -ETIMEDOUT) {
+                    *ret_timed_out = true;
+                    r = 0;
+                } else if (r == 0 && st == 200) {
+                    *ret_done = true;
+                } else if (r == 0) {
+                    char m2[200];
+                    engine_message(&wb, m2, sizeof(m2));
+                    r = eb_error_set(err, -EIO, "waiting for the container: HTTP %ld: %s", st, m2);
+                }
+                goto out;
+            }
+        if (guard->flooded)
+            goto out;
+        now = eb_now_ns();
+        if (now >= deadline) {
+            *ret_timed_out = true;
+            goto out;
+        }
+        struct curl_waitfd extra = {.fd = cancel_fd, .events = CURL_WAIT_POLLIN};
+        long ms = (long)((deadline - now) / 1000000) + 1;
+        if (curl_multi_poll(m, cancel_fd >= 0 ? &extra : NULL, cancel_fd >= 0 ? 1 : 0,
+                            ms > 1000 ? 1000 : (int)ms, NULL) != CURLM_OK) {
+            r = eb_error_set(err, -EIO, "libcurl: poll failed");
+            goto out;
+        }
+        if (cancel_fd >= 0 && extra.revents) {
+            *ret_cancelled = true;
+            goto out;
+        }
+    }
+out:
+    if (added_w)
+        curl_multi_remove_handle(m, k->h);
+    if (added_l)
+        curl_multi_remove_handle(m, hl);
+    curl_slist_free_all(whdrs);
+    curl_slist_free_all(lhdrs);
+    free(wb.data);
+    if (hl)
+        curl_easy_cleanup(hl);
+    if (m)
+        curl_multi_cleanup(m);
+    return r;
+}
+
 static int set_oom(struct execbox_result *res, const struct execbox_policy *p)
 {
     char m[160];
@@ -1164,42 +1288,51 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     uint64_t t0 = eb_now_ns();
     uint64_t deadline = t0 + (uint64_t)(p->timeout * 1e9);
 
-    /* logs, followed until the container stops, the deadline, a cancel or a flood */
-    snprintf(path, sizeof(path), "/containers/%s/logs?follow=1&stdout=1&stderr=1", k.id);
+    /* Until the container stops: POST wait (it returns when the container is not running)
+     * and, beside it on one multi handle, the followed log stream, which only counts bytes: the
+     * engine stores every byte on its disk, so a flood is stopped, not drained. The output
+     * itself is read once the container stopped (podman's followed logs lag by ~0.5 s). */
+    struct flood_guard guard = {.kill_at = lg.kill_at};
+    bool timed_out = false, wait_done = false;
+    r = watch(&k, deadline, lg.cancel_fd, &guard, &timed_out, &lg.cancelled, &wait_done, err);
+    if (r < 0)
+        goto out;
+    lg.flooded = guard.flooded;
+    uint64_t t1 = eb_now_ns();
+    struct execbox_error lerr = {0, ""};
+    if (!wait_done) {
+        /* deadline, cancel or flood: SIGKILL to the whole container, then wait for it */
+        api(&k, "POST", "/kill?signal=KILL", DK_CALL_MS, &st, NULL, 0, NULL, &lerr);
+        r = api(&k, "POST", "/wait?condition=not-running", DK_KILL_WAIT_MS, &st, msg, sizeof(msg),
+                NULL, err);
+        if (r < 0)
+            goto out;
+    }
+    /* The output, demultiplexed into the capped buffers (reading stops at 4x the flood limit:
+     * the guard lags behind a fast writer). */
+    lg.kill_at = guard.kill_at * 4;
+    bool was_flooded = lg.flooded;
+    lg.flooded = false;
+    snprintf(path, sizeof(path), "/containers/%s/logs?stdout=1&stderr=1", k.id);
     struct call lc = {.method = "GET",
                       .path = path,
                       .versioned = true,
-                      .timeout_ms = (long)((deadline - eb_now_ns()) / 1000000) + 1,
+                      .timeout_ms = DK_CALL_MS,
                       .writer = logs_write,
-                      .writer_data = &lg,
-                      .progress = logs_progress,
-                      .progress_data = &lg};
-    struct execbox_error lerr = {0, ""};
+                      .writer_data = &lg};
     int lr = http(k.h, s, &lc, NULL, &st, &lerr);
-    bool timed_out = lr == -ETIMEDOUT || (lr == 0 && eb_now_ns() >= deadline);
     if (lg.nomem) {
         r = eb_error_set(err, -ENOMEM, "out of memory buffering output");
         goto out;
     }
-    if (lr < 0 && !timed_out && !lg.cancelled && !lg.flooded) {
-        r = eb_error_prefix(&lerr, lr, "following the container's output");
-        *err = lerr;
+    if (lr < 0 && !lg.flooded) {
+        r = eb_error_prefix(&lerr, lr, "reading the container's output");
+        if (err)
+            *err = lerr;
         goto out;
     }
-    bool we_killed = false;
-    uint64_t t1 = eb_now_ns();
-    if (lr < 0) {
-        /* deadline, cancel or flood: SIGKILL to the whole container */
-        we_killed = true;
-        api(&k, "POST", "/kill?signal=KILL", DK_CALL_MS, &st, NULL, 0, NULL, &lerr);
-    }
-    /* wait until it is not running (a stream can end a moment before the state does) */
-    long wait_ms = we_killed
-                       ? DK_KILL_WAIT_MS
-                       : (deadline > t1 ? (long)((deadline - t1) / 1000000) : 0) + DK_KILL_WAIT_MS;
-    r = api(&k, "POST", "/wait?condition=not-running", wait_ms, &st, msg, sizeof(msg), NULL, err);
-    if (r < 0)
-        goto out;
+    lg.kill_at = guard.kill_at;
+    lg.flooded = was_flooded;
     r = api(&k, "GET", "/json", DK_CALL_MS, &st, msg, sizeof(msg), &j, err);
     if (r < 0)
         goto out;
