@@ -193,6 +193,18 @@ class DockerTests(Tests):
         assert r["stderr_truncated"] and r["stderr_bytes"] == 5000, r
         assert len(r["stdout"]) < 1200 and "bytes omitted" in r["stdout"], len(r["stdout"])
 
+    def test_output_flood_is_stopped(self):
+        # Bounded (at most 1 GiB, then it ends by itself): the engine keeps every byte of a
+        # container's output on its disk, so past 64 MiB the container is killed.
+        code = ("import sys\nfor i in range(1024):\n    sys.stdout.buffer.write(b'x' * (1 << 20))\n"
+                "sys.stderr.write('done\\n')\n")
+        r, p = docker(["--output-limit", "1K", "-t", "60", "-c", code], timeout=120)
+        assert r["killed_reason"] == "output_limit" and r["exit_code"] == 137, r
+        assert "done" not in r["stderr"] and r["stdout_truncated"], r
+        assert (64 << 20) < r["stdout_bytes"] < (1 << 30), r
+        assert len(r["stdout"]) < 2000, len(r["stdout"])
+        assert_none_left()
+
     def test_concurrent_runs(self):
         results = {}
 
