@@ -251,8 +251,12 @@ class DockerTests(Tests):
             p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                                 common.EXECBOX, "run", "-b", "docker", "--docker-host", HOST,
                                 "-c", "1"], capture_output=True, text=True, timeout=60)
-            assert p.returncode == 125 and "permission denied on the Docker socket" in p.stderr, \
-                p.stderr
+            if p.stderr.startswith("setpriv:"):
+                # The build tree is not reachable by nobody (e.g. a clone under /root).
+                print(f"note: permission check not run: {p.stderr.strip()}")
+            else:
+                assert p.returncode == 125 and \
+                    "permission denied on the Docker socket" in p.stderr, p.stderr
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
