@@ -4,6 +4,7 @@
 # image with debootstrap, about a minute; later runs reuse it from /var/cache/execbox-test).
 get_target_property(_eb_defs execbox_internal INTERFACE_COMPILE_DEFINITIONS)
 if(";${_eb_defs};" MATCHES ";HAVE_DOCKER;")
+  eb_unit_test(docker)
   eb_integration_test(docker)
   set_tests_properties(integration.docker PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE)
 endif()
