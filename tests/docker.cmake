@@ -5,6 +5,9 @@
 get_target_property(_eb_defs execbox_internal INTERFACE_COMPILE_DEFINITIONS)
 if(";${_eb_defs};" MATCHES ";HAVE_DOCKER;")
   eb_unit_test(docker)
+  # One executor, several threads, a cancel from another thread (run by docker.py).
+  add_executable(docker_threads docker/threads.c)
+  target_link_libraries(docker_threads PRIVATE execbox_internal)
   eb_integration_test(docker)
   set_tests_properties(integration.docker PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE)
 endif()

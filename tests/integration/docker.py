@@ -221,6 +221,23 @@ class DockerTests(Tests):
             assert p.returncode == 0 and r["stdout"] == f"{i * 3}\n", r
         assert_none_left()
 
+    def test_threads_on_one_executor_and_cancel(self):
+        exe = os.path.join(os.environ.get("EXECBOX_BUILD", os.path.join(common.SOURCE, "build")),
+                           "tests", "docker_threads")
+        if not os.path.exists(exe):
+            raise SkipTest(f"{exe} not built")
+        p = subprocess.run([exe, HOST], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        res = {int(line.split(" ", 1)[0]): json.loads(line.split(" ", 1)[1])
+               for line in p.stdout.splitlines()}
+        assert sorted(res) == [0, 1, 2, 3], p.stdout
+        c = res[0]
+        assert c["killed_reason"] == "cancelled" and c["exit_code"] == 137, c
+        assert c["stdout"] == "started\n" and c["execution_time"] < 20, c
+        for i in (1, 2, 3):
+            assert res[i]["exit_code"] == 0 and res[i]["stdout"] == f"{i * 11}\n", res[i]
+        assert_none_left()
+
     def test_errors_are_clear_and_fast(self):
         d = tempfile.mkdtemp(prefix="execbox-docker-")
         try:
