@@ -59,6 +59,7 @@
  * be the pids wall (PidsLimit is); it is set explicitly only because an engine's default
  * (podman asks for 4194304) may be above what the host lets it set. */
 #define DK_NPROC 16384
+#define DK_RO_TMPFS "ro,nosuid,nodev,noexec,size=4k,mode=755"
 #define DK_LABEL "org.execbox.run" /* every container we create carries this label */
 
 #define STR_(x) #x
@@ -1004,12 +1005,18 @@ static int create_body(const struct docker_state *s, const struct eb_run *run, c
     snprintf(ws_opts, sizeof(ws_opts), "rw,nosuid,nodev,size=%" PRIu64 ",mode=1777",
              p->workspace_size);
     hc = json_pack(
-        "{s:s, s:I, s:I, s:I, s:I, s:b, s:{s:s, s:s}, s:[s], s:[s], s:[o,o,o,o,o], s:b, s:b}",
+        "{s:s, s:I, s:I, s:I, s:I, s:b, s:{s:s, s:s, s:s, s:s}, s:I, s:s, s:[s], s:[s], "
+        "s:[o,o,o,o,o], s:b, s:b}",
         "NetworkMode", "none",
         /* Memory with MemorySwap equal: RAM only, no swap. */
         "Memory", (json_int_t)p->memory, "MemorySwap", (json_int_t)p->memory, "NanoCpus",
         (json_int_t)llround(p->cpus * 1e9), "PidsLimit", (json_int_t)p->pids, "ReadonlyRootfs", 1,
         "Tmpfs", "/tmp", tmp_opts, "/workspace", ws_opts,
+        /* podman mounts unsized writable tmpfs on /run and /var/tmp under a read-only root;
+         * empty read-only ones in their place keep "everything else is read-only" true. */
+        "/run", DK_RO_TMPFS, "/var/tmp", DK_RO_TMPFS,
+        /* /dev/shm (POSIX semaphores, shared memory) sized like /tmp, private to the run */
+        "ShmSize", (json_int_t)p->tmpfs, "IpcMode", "private",
         /* No capabilities at all, and no way to regain any through setuid binaries. */
         "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
         /* Explicit ulimits: some engines' defaults cannot be applied, and no core dumps. */
