@@ -20,10 +20,15 @@ run_dir=${EXECBOX_TEST_RUN:-/run/execbox-test}
 driver=${EXECBOX_TEST_STORAGE_DRIVER:-overlay}
 podman_args() {
     # Each storage driver keeps its own root (the driver is recorded in the storage).
-    local root=$cache/storage
-    [[ $driver == overlay ]] || root=$cache/storage-$driver
-    printf '%s\n' --root "$root" --storage-driver "$driver" --runroot "$run_dir/root" \
-        --tmpdir "$run_dir/tmp" --runtime runc --cgroup-manager cgroupfs --events-backend file
+    # overlay is the packaged default (storage.conf): not named, as podman's database records
+    # the driver exactly as it was given.
+    if [[ $driver == overlay ]]; then
+        printf '%s\n' --root "$cache/storage"
+    else
+        printf '%s\n' --root "$cache/storage-$driver" --storage-driver "$driver"
+    fi
+    printf '%s\n' --runroot "$run_dir/root" --tmpdir "$run_dir/tmp" --runtime runc \
+        --cgroup-manager cgroupfs --events-backend file
 }
 podman_cmd() {
     local args
@@ -75,7 +80,8 @@ runtime = "runc"
 CONF
 # Can podman run a container at all here? (An info call touches storage and the runtime.)
 # overlay where the kernel and the backing filesystem allow it (not on overlayfs), else vfs.
-if ! podman_cmd info >"$state/info.log" 2>&1; then
+if ! podman_cmd info >"$state/info-$driver.log" 2>&1; then
+    echo "docker test engine: $driver storage unusable, trying vfs: $(tail -n 1 "$state/info-$driver.log")" >&2
     driver=vfs
     rm -rf "$run_dir"
     podman_cmd info >"$state/info.log" 2>&1 ||
