@@ -71,6 +71,8 @@
  *    so cannot learn the nonce;
  *  - writes the program to a private directory on the /tmp tmpfs; forks the guest, which
  *    offers itself to the OOM killer first (oom_score_adj 1000) and execs the interpreter;
+ *    pid 1 ignores SIGINT (the only signal it has a handler for, so the only one the guest
+ *    could send it from inside the namespace);
  *  - when the guest ends, kills every other process of the container (pid 1 of its pid
  *    namespace: kill(-1) reaches exactly those), reaps them, and reads the memory cgroup's
  *    oom_kill counter again: an OOM kill is proven when the guest died of SIGKILL and the
@@ -134,6 +136,7 @@ static const char bootstrap[] =
     "        os.write(2,('execbox: cannot execute interpreter %r in the image: "
     "%s\\n'%(a[0],x.strerror)).encode())\n"
     "    os._exit(127)\n"
+    "signal.signal(signal.SIGINT,signal.SIG_IGN)\n"
     "while True:\n"
     "    try:\n"
     "        w,st=os.waitpid(-1,0)\n"

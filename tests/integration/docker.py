@@ -108,6 +108,21 @@ class DockerTests(Tests):
         assert "CapEff:\\t0000000000000000" in out[2] and "NoNewPrivs:\\t1" in out[2], out[2]
         assert r["backend"] == "docker" and r["error"] is None and r["cpu_time"] > 0, r
 
+    def test_guest_cannot_reach_the_bootstrap(self):
+        # pid 1 (the bootstrap) is non-dumpable: its environ and memory, which held the nonce
+        # that marks its report, are closed to the guest although both run as nobody; and it
+        # survives the signals the guest can send it.
+        code = ("import os, signal\n"
+                "for f in ('/proc/1/environ', '/proc/1/mem'):\n"
+                "    try:\n        open(f, 'rb').read(1); print('read', f)\n"
+                "    except OSError as e:\n        print(type(e).__name__)\n"
+                "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):\n"
+                "    os.kill(1, s)\n"
+                "print('alive')\n")
+        r, _ = docker(["-c", code])
+        assert r["stdout"].split() == ["PermissionError", "PermissionError", "alive"], r
+        assert r["exit_code"] == 0 and r["cpu_time"] is not None and r["error"] is None, r
+
     def test_stdin_bash_and_files(self):
         r, p = docker(["-l", "bash", "-i", "-c", "read x; echo got $x; mkdir -p d; "
                        "printf abc > d/out.txt; ln -s /etc/passwd lnk"], input="hello\n")
