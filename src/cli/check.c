@@ -15,7 +15,8 @@ static void help(FILE *f)
             "Reports each isolation wall of a backend (default: %s): works, or missing and "
             "why.\nExit status 0 when the backend can run with every required wall, 1 "
             "otherwise.\n  -b, --backend NAME   the backend to check\n"
-            "      --all            check every compiled-in backend\n",
+            "      --all            check every compiled-in backend\n"
+            "      --docker-host URL, --image NAME, --runtime NAME   (docker)\n",
             EXECBOX_DEFAULT_BACKEND);
 }
 
@@ -46,6 +47,9 @@ int cmd_check(int argc, char **argv)
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, 'b'},
         {"all", no_argument, NULL, 'a'},
+        {"docker-host", required_argument, NULL, CLI_OPT_DOCKER_HOST},
+        {"image", required_argument, NULL, CLI_OPT_IMAGE},
+        {"runtime", required_argument, NULL, CLI_OPT_RUNTIME},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -57,6 +61,9 @@ int cmd_check(int argc, char **argv)
         switch (c) {
         case 'b': o.backend = optarg; break;
         case 'a': all = true; break;
+        case CLI_OPT_DOCKER_HOST: o.docker_host = optarg; break;
+        case CLI_OPT_IMAGE: o.docker_image = optarg; break;
+        case CLI_OPT_RUNTIME: o.docker_runtime = optarg; break;
         case 'h': help(stdout); return 0;
         default: help(stderr); return 2;
         }
