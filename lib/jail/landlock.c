@@ -60,8 +60,8 @@ struct ll_ruleset_attr {
 };
 
 /* Character devices that are safe to open for writing (the sinks and the entropy pool). */
-static const char *const writable_devices[] = {"/dev/null", "/dev/zero", "/dev/full",
-                                               "/dev/random", "/dev/urandom"};
+static const char *const writable_devices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+                                               "/dev/urandom"};
 
 static int ll_abi_raw(void)
 {

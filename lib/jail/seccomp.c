@@ -121,8 +121,8 @@ static const struct denied denied_calls[] = {
 /* clone() flags that create namespaces. CLONE_NEWTIME (0x80) is left out: in clone() that bit
  * belongs to the exit signal, and new time namespaces come only from unshare and clone3. */
 static const unsigned long clone_ns_flags[] = {
-    CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-    CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+    CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+    CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET,
 };
 
 /* Resolves a call for the filter's native architecture: libseccomp's number, or the x86_64
@@ -166,7 +166,8 @@ static int build_rules(scmp_filter_ctx ctx, struct execbox_error *err)
     /* clone with any namespace flag; a plain fork or thread stays allowed. On x86_64 the flags
      * are the first argument (s390 swaps the first two; we build for the native ABI only). */
     for (size_t i = 0; i < ARRAY_SIZE(clone_ns_flags); i++) {
-        struct scmp_arg_cmp c = SCMP_A0_64(SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]);
+        struct scmp_arg_cmp c =
+            SCMP_A0_64(SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]);
         r = add_rule(ctx, eperm, SCMP_SYS(clone), 1, &c, "clone", err);
         if (r < 0)
             return r;

@@ -20,8 +20,8 @@
 #define EB_SECCOMP_MAX_INSNS BPF_MAXINSNS
 
 struct eb_seccomp {
-    struct sock_fprog prog;     /* points into insns; what eb_seccomp_apply() installs */
-    struct sock_filter *insns;  /* owned, at most EB_SECCOMP_MAX_INSNS entries; NULL when empty */
+    struct sock_fprog prog;    /* points into insns; what eb_seccomp_apply() installs */
+    struct sock_filter *insns; /* owned, at most EB_SECCOMP_MAX_INSNS entries; NULL when empty */
 };
 
 /* Builds the filter and exports it as BPF into f (zeroed or released before). Parent only: it

@@ -46,7 +46,7 @@ static int teardown(void **state)
 #define CHECK(n, cond)                                                                             \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "  check %d failed: %s (errno %d %s)\n", n, #cond, errno,            \
+            fprintf(stderr, "  check %d failed: %s (errno %d %s)\n", n, #cond, errno,              \
                     strerror(errno));                                                              \
             _exit(n);                                                                              \
         }                                                                                          \

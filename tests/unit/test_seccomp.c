@@ -53,7 +53,7 @@ static void send_rec(const char *name, long ret, int err, int want)
 }
 
 /* Calls syscall nr with up to six arguments and reports the outcome, expecting errno want. */
-#define TRY(want, name, ...)                                                                      \
+#define TRY(want, name, ...)                                                                       \
     do {                                                                                           \
         errno = 0;                                                                                 \
         long _r = syscall(__VA_ARGS__);                                                            \
@@ -160,8 +160,8 @@ static void denied_body(void)
     static const struct {
         const char *name;
         unsigned long flag;
-    } ns[] = {{"clone(NEWNS)", CLONE_NEWNS},   {"clone(NEWCGROUP)", CLONE_NEWCGROUP},
-              {"clone(NEWUTS)", CLONE_NEWUTS}, {"clone(NEWIPC)", CLONE_NEWIPC},
+    } ns[] = {{"clone(NEWNS)", CLONE_NEWNS},     {"clone(NEWCGROUP)", CLONE_NEWCGROUP},
+              {"clone(NEWUTS)", CLONE_NEWUTS},   {"clone(NEWIPC)", CLONE_NEWIPC},
               {"clone(NEWUSER)", CLONE_NEWUSER}, {"clone(NEWPID)", CLONE_NEWPID},
               {"clone(NEWNET)", CLONE_NEWNET}};
     for (size_t i = 0; i < ARRAY_SIZE(ns); i++)
@@ -407,7 +407,10 @@ static int other_abi_child(const struct eb_seccomp *f, int x32)
 #if defined(__x86_64__)
             long ret;
             /* i386 getpid is 20: through int 0x80 the kernel reads the i386 table. */
-            __asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory", "r8", "r9", "r10", "r11");
+            __asm__ volatile("int $0x80"
+                             : "=a"(ret)
+                             : "a"(20L)
+                             : "memory", "r8", "r9", "r10", "r11");
             (void)ret;
 #endif
         }
