@@ -180,7 +180,8 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
         mkdir("/run/execbox", 0755);
         snprintf(j->cache, sizeof(j->cache), "/run/execbox/jail");
     } else {
-        snprintf(j->cache, sizeof(j->cache), "%s/execbox-jail-%u", eb_tmp_dir(), (unsigned)geteuid());
+        snprintf(j->cache, sizeof(j->cache), "%s/execbox-jail-%u", eb_tmp_dir(),
+                 (unsigned)geteuid());
     }
     struct stat st;
     char marker[EXECBOX_PATH_MAX + 16];
@@ -580,7 +581,8 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
     ctx.init.guest_setup = guest_setup;
     ctx.init.guest_setup_arg = &ctx;
 
-    unsigned long flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+    unsigned long flags =
+        CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
     if (!j->userns.root_mode)
         flags |= CLONE_NEWUSER;
     netns_fd = eb_netns_take(j->pool);

@@ -25,7 +25,9 @@ static int write_str(const char *dir, const char *file, const char *val)
 {
     char p[EXECBOX_PATH_MAX + 64];
     snprintf(p, sizeof(p), "%s/%s", dir, file);
-    _cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_CREAT is a no-op on cgroupfs (its files exist or cannot be made) and lets the unit
+     * tests run the same code on a fake tree. */
+    _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return -errno;
     ssize_t n = write(fd, val, strlen(val));
@@ -87,8 +89,9 @@ static bool detect_v2(const char *mnt, const char *path, struct eb_cgroup_root *
     if (read_small(mnt, "cgroup.controllers", buf, sizeof(buf)) < 0)
         return false;
     if (!word_in(buf, "memory", " \n") || !word_in(buf, "pids", " \n")) {
-        snprintf(r->why, sizeof(r->why), "cgroup v2 at %s lacks the memory/pids controllers (has: %.60s)",
-                 mnt, buf[0] ? buf : "none");
+        snprintf(r->why, sizeof(r->why),
+                 "cgroup v2 at %s lacks the memory/pids controllers (has: %.60s)", mnt,
+                 buf[0] ? buf : "none");
         return false;
     }
     if (!is_dir_writable(base)) {
@@ -104,9 +107,11 @@ static bool detect_v2(const char *mnt, const char *path, struct eb_cgroup_root *
     if (!word_in(buf, "memory", " \n") || !word_in(buf, "pids", " \n") ||
         (cpu_avail && !word_in(buf, "cpu", " \n"))) {
         /* Fails with EBUSY when our cgroup holds processes (no internal processes rule). */
-        if (write_str(base, "cgroup.subtree_control", cpu_avail ? "+memory +pids +cpu" : "+memory +pids") < 0) {
+        if (write_str(base, "cgroup.subtree_control",
+                      cpu_avail ? "+memory +pids +cpu" : "+memory +pids") < 0) {
             snprintf(r->why, sizeof(r->why),
-                     "cgroup v2 %s: memory/pids not enabled in subtree_control and cannot be", base);
+                     "cgroup v2 %s: memory/pids not enabled in subtree_control and cannot be",
+                     base);
             return false;
         }
         if (read_small(base, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
@@ -190,7 +195,8 @@ void eb_cgroup_detect(const char *fs_root, const char *self_cgroup, struct eb_cg
     }
     if (found) {
         r->version = 1;
-        snprintf(r->why, sizeof(r->why), "cgroup v1%s%s", v2why[0] ? " (" : "", v2why[0] ? v2why : "");
+        snprintf(r->why, sizeof(r->why), "cgroup v1%s%s", v2why[0] ? " (" : "",
+                 v2why[0] ? v2why : "");
         if (v2why[0])
             strncat(r->why, ")", sizeof(r->why) - strlen(r->why) - 1);
     } else {
@@ -220,7 +226,8 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64
             goto fail;
         }
         if (mkdir(cg->dir[c], 0755) < 0) {
-            r = eb_error_set(err, -errno, "create cgroup %s: %s", cg->dir[c], execbox_strerror(-errno));
+            r = eb_error_set(err, -errno, "create cgroup %s: %s", cg->dir[c],
+                             execbox_strerror(-errno));
             cg->dir[c][0] = '\0';
             goto fail;
         }
@@ -233,7 +240,8 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64
         d = cg->dir[0];
         snprintf(val, sizeof(val), "%" PRIu64, memory);
         if (root->have[EB_CG_MEMORY] &&
-            ((r = write_str(d, "memory.max", val)) < 0 || (r = write_str(d, "memory.swap.max", "0")) < 0 ||
+            ((r = write_str(d, "memory.max", val)) < 0 ||
+             (r = write_str(d, "memory.swap.max", "0")) < 0 ||
              /* One OOM kill takes the whole sandbox, as a container would. */
              (r = write_str(d, "memory.oom.group", "1")) < 0)) {
             eb_error_set(err, r, "set the cgroup memory limit: %s", execbox_strerror(r));
@@ -283,7 +291,7 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64
             continue;
         char p[EXECBOX_PATH_MAX + 32];
         snprintf(p, sizeof(p), "%s/cgroup.procs", cg->dir[c]);
-        cg->procs_fd[c] = open(p, O_WRONLY | O_CLOEXEC);
+        cg->procs_fd[c] = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (cg->procs_fd[c] < 0) {
             r = eb_error_set(err, -errno, "open %s: %s", p, execbox_strerror(-errno));
             goto fail;

@@ -16,11 +16,11 @@ enum eb_cg_ctrl { EB_CG_MEMORY, EB_CG_PIDS, EB_CG_CPU, EB_CG_CPUACCT, EB_CG_N };
 
 /* Where runs' cgroups go: detected once per executor. */
 struct eb_cgroup_root {
-    int version;                         /* 1 or 2; 0: no usable cgroup */
+    int version;                          /* 1 or 2; 0: no usable cgroup */
     char base[EB_CG_N][EXECBOX_PATH_MAX]; /* v1: per controller; v2: base[0] only */
-    bool have[EB_CG_N];                  /* controller usable */
-    bool memsw;                          /* v1: memory.memsw.* exists (swap accounting) */
-    char why[200];                       /* why v2 / v1 / none was chosen */
+    bool have[EB_CG_N];                   /* controller usable */
+    bool memsw;                           /* v1: memory.memsw.* exists (swap accounting) */
+    char why[200];                        /* why v2 / v1 / none was chosen */
 };
 
 /* Detects the cgroup setup under fs_root ("/sys/fs/cgroup") for a process whose

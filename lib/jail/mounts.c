@@ -121,10 +121,10 @@ static int copy_tree(const char *src, const char *dst, int depth)
  * (numpy), Python's site configuration, matplotlib's rc, MIME types, the time zone, and
  * OpenSSL's config (node). Users and hosts are generated, not copied: no host account leaks. */
 static const char *const etc_copy[] = {
-    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
-    "python3", "python3.11", "python3.12", "python3.13", "matplotlibrc", "mime.types",
-    "ssl/openssl.cnf", "nsswitch.conf", "os-release", "debian_version", "bash.bashrc",
-    "inputrc", "fonts",
+    "ld.so.cache",    "ld.so.conf",  "ld.so.conf.d",    "alternatives",  "localtime",
+    "timezone",       "python3",     "python3.11",      "python3.12",    "python3.13",
+    "matplotlibrc",   "mime.types",  "ssl/openssl.cnf", "nsswitch.conf", "os-release",
+    "debian_version", "bash.bashrc", "inputrc",         "fonts",
 };
 
 int eb_stage_etc(const char *stage_dir, struct execbox_error *err)
@@ -238,10 +238,8 @@ static int setattr(const char *path, unsigned flags, uint64_t set)
 static int run_op(const struct eb_mop *o)
 {
     switch (o->type) {
-    case EB_MOP_DIR:
-        return mkdir(o->dst, 0755) < 0 && errno != EEXIST ? -errno : 0;
-    case EB_MOP_SYMLINK:
-        return symlink(o->src, o->dst) < 0 ? -errno : 0;
+    case EB_MOP_DIR: return mkdir(o->dst, 0755) < 0 && errno != EEXIST ? -errno : 0;
+    case EB_MOP_SYMLINK: return symlink(o->src, o->dst) < 0 ? -errno : 0;
     case EB_MOP_FILE: {
         int fd = open(o->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
         if (fd < 0)
@@ -273,7 +271,7 @@ static int run_op(const struct eb_mop *o)
     case EB_MOP_PROC:
         /* Shows only our pid namespace's processes. */
         return mount("proc", o->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? -errno
-                                                                                      : 0;
+                                                                                         : 0;
     }
     return -EINVAL;
 }
@@ -287,8 +285,8 @@ int eb_mount_run(const char *root_dir, const struct eb_mount_plan *const *plans,
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return -errno;
     /* The new root: a tmpfs only big enough for mount points and links. */
-    if (mount("tmpfs", root_dir, "tmpfs", MS_NOSUID | MS_NODEV,
-              "size=1m,nr_inodes=512,mode=0755") < 0)
+    if (mount("tmpfs", root_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=512,mode=0755") <
+        0)
         return -errno;
     if (chdir(root_dir) < 0)
         return -errno;

@@ -12,15 +12,15 @@
 #include "execbox/execbox.h"
 
 enum eb_mop_type {
-    EB_MOP_DIR,     /* mkdir dst */
-    EB_MOP_SYMLINK, /* symlink src -> dst */
-    EB_MOP_FILE,    /* create dst with data (mode 0444) */
-    EB_MOP_BIND_RO, /* bind src (recursively) on dst: read-only, nosuid, nodev */
-    EB_MOP_BIND_RW, /* bind src on dst: nosuid, nodev */
+    EB_MOP_DIR,      /* mkdir dst */
+    EB_MOP_SYMLINK,  /* symlink src -> dst */
+    EB_MOP_FILE,     /* create dst with data (mode 0444) */
+    EB_MOP_BIND_RO,  /* bind src (recursively) on dst: read-only, nosuid, nodev */
+    EB_MOP_BIND_RW,  /* bind src on dst: nosuid, nodev */
     EB_MOP_BIND_DEV, /* bind the device node src on the empty file dst: nosuid, noexec */
-    EB_MOP_TMPFS,   /* tmpfs on dst with options data: nosuid, nodev */
-    EB_MOP_ATTACH,  /* move the detached mount fd onto dst */
-    EB_MOP_PROC,    /* a fresh proc for our pid namespace on dst */
+    EB_MOP_TMPFS,    /* tmpfs on dst with options data: nosuid, nodev */
+    EB_MOP_ATTACH,   /* move the detached mount fd onto dst */
+    EB_MOP_PROC,     /* a fresh proc for our pid namespace on dst */
 };
 
 struct eb_mop {
@@ -49,8 +49,8 @@ void eb_plan_add(struct eb_mount_plan *p, int type, const char *src, const char 
  * generated, never copied). */
 int eb_stage_etc(const char *stage_dir, struct execbox_error *err);
 
-/* Per executor: appends to p what every run shares (/etc from stage_dir/etc): system directories (from rootfs, or the host when rootfs is ""), /etc, /dev, and the
- * empty mount points. */
+/* Per executor: appends to p what every run shares (/etc from stage_dir/etc): system directories
+ * (from rootfs, or the host when rootfs is ""), /etc, /dev, and the empty mount points. */
 int eb_plan_system(struct eb_mount_plan *p, const char *stage_dir, const char *rootfs,
                    struct execbox_error *err);
 
