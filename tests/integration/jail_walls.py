@@ -277,7 +277,8 @@ class JailWalls(Tests):
         left = [p for p in glob.glob("/sys/fs/cgroup/*/execbox-*") + glob.glob("/sys/fs/cgroup/*/*/*/execbox-*")]
         assert not left, left
         mounts = open("/proc/self/mountinfo").read()
-        assert "execbox" not in mounts, [l for l in mounts.splitlines() if "execbox" in l]
+        ours = [l for l in mounts.splitlines() if "/run/execbox" in l or "execbox-ws" in l]
+        assert not ours, ours
         assert not glob.glob(os.path.join(tempfile.gettempdir(), "execbox-ws-*"))
 
 
