@@ -156,7 +156,8 @@ static void test_v2_limits_and_stats(void **state)
      * at a directory whose run cgroup we fill in before the writes. */
     mk("a/execbox-7-3");
     static const char *const files[] = {"memory.max", "memory.swap.max", "memory.oom.group",
-                                        "pids.max", "cpu.max", "cgroup.procs", "cgroup.kill"};
+                                        "pids.max",   "cpu.max",         "cgroup.procs",
+                                        "cgroup.kill"};
     char p[128];
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         snprintf(p, sizeof(p), "a/execbox-7-3/%s", files[i]);
