@@ -349,6 +349,8 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
     /* Limits before anything else can allocate or fork. */
     if (c->cg && (r = eb_cgroup_join(c->cg)) < 0)
         child_fail(c, r, "join the run's cgroup");
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        child_fail(c, -errno, "unshare the cgroup namespace");
     if (c->netns_fd >= 0) {
         /* A pre-made empty network namespace, used by this run only. */
         if (setns(c->netns_fd, CLONE_NEWNET) < 0)
