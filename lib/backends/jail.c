@@ -65,8 +65,7 @@ struct jail {
     char rootdir[EXECBOX_PATH_MAX];
     struct eb_mount_plan sys; /* shared by every run without a rootfs */
     atomic_uint seq;
-    pthread_mutex_t pool_lock;
-    struct eb_netns_pool *pool; /* started after the first run (not on a cold path) */
+    struct eb_netns_pool *pool; /* fresh network namespaces, made ahead (root only) */
 };
 
 /* ---- probe ---------------------------------------------------------------------------------- */
@@ -242,7 +241,6 @@ static void jail_close(void *state)
     if (!j)
         return;
     eb_netns_pool_free(j->pool);
-    pthread_mutex_destroy(&j->pool_lock);
     eb_seccomp_release(&j->seccomp);
     free(j);
 }
@@ -254,7 +252,6 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     struct jail *j = calloc(1, sizeof(*j));
     if (!j)
         return eb_error_set(err, -ENOMEM, "out of memory");
-    pthread_mutex_init(&j->pool_lock, NULL);
     eb_userns_prepare(&j->userns);
     probe_cgroup(&j->cg);
     for (size_t i = 0; i < report->n_walls; i++) {
@@ -273,6 +270,10 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
         return r;
     }
     remove_stale(j);
+    /* Root only (see netns.h). Started now, so even a one-shot run usually finds a namespace
+     * made on the other core while this thread built the filter and the cgroup. */
+    if (j->userns.root_mode)
+        j->pool = eb_netns_pool_new(NETNS_POOL);
     *ret_state = j;
     return 0;
 }
@@ -423,17 +424,6 @@ static int fresh_workspace_fd(const struct jail *j, uint64_t size, struct execbo
     if (m < 0)
         return eb_error_set(err, r, "fsmount the workspace: %s", execbox_strerror(r));
     return m;
-}
-
-static void maybe_start_pool(struct jail *j)
-{
-    /* After the first run, so that a one-shot CLI never pays for namespaces it won't use. */
-    if (!j->userns.root_mode)
-        return;
-    pthread_mutex_lock(&j->pool_lock);
-    if (!j->pool)
-        j->pool = eb_netns_pool_new(NETNS_POOL);
-    pthread_mutex_unlock(&j->pool_lock);
 }
 
 static int jail_run(void *state, const struct eb_run *run, struct execbox_result *res,
@@ -648,7 +638,6 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
         if (wfd >= 0)
             r = eb_workspace_list(wfd, run->req->inline_files_max, res);
     }
-    maybe_start_pool(j);
 out:
     eb_cgroup_destroy(&cg);
     for (int i = 0; i < 10; i++)

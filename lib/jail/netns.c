@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,7 +26,27 @@ struct eb_netns_pool {
     int host_fd;
     int stop;
     int failed;
+    int refs; /* the owner and the thread: the last one to let go frees the pool */
 };
+
+static void pool_destroy(struct eb_netns_pool *p)
+{
+    for (int i = 0; i < p->n; i++)
+        close(p->fds[i]);
+    close(p->host_fd);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+/* Drops one reference with the lock held; unlocks. */
+static void pool_unref_locked(struct eb_netns_pool *p)
+{
+    int left = --p->refs;
+    pthread_mutex_unlock(&p->lock);
+    if (left == 0)
+        pool_destroy(p);
+}
 
 static int make_one(struct eb_netns_pool *p)
 {
@@ -65,7 +86,7 @@ static void *filler(void *arg)
         }
         p->fds[p->n++] = fd;
     }
-    pthread_mutex_unlock(&p->lock);
+    pool_unref_locked(p);
     return NULL;
 }
 
@@ -78,11 +99,25 @@ struct eb_netns_pool *eb_netns_pool_new(int size)
         return NULL;
     p->size = size > POOL_MAX ? POOL_MAX : size;
     p->host_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    p->refs = 2;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
-    if (p->host_fd < 0 || pthread_create(&p->thread, NULL, filler, p) != 0) {
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    /* Detached: closing the executor never waits for a namespace being made. */
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    /* Nothing but this thread's own namespace changes: no signals for it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int r = p->host_fd < 0 ? -1 : pthread_create(&p->thread, &a, filler, p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+    if (r != 0) {
         if (p->host_fd >= 0)
             close(p->host_fd);
+        pthread_cond_destroy(&p->cond);
+        pthread_mutex_destroy(&p->lock);
         free(p);
         return NULL;
     }
@@ -112,12 +147,5 @@ void eb_netns_pool_free(struct eb_netns_pool *p)
     pthread_mutex_lock(&p->lock);
     p->stop = 1;
     pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    pthread_join(p->thread, NULL);
-    for (int i = 0; i < p->n; i++)
-        close(p->fds[i]);
-    close(p->host_fd);
-    pthread_cond_destroy(&p->cond);
-    pthread_mutex_destroy(&p->lock);
-    free(p);
+    pool_unref_locked(p);
 }
