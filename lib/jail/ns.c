@@ -71,12 +71,24 @@ int eb_userns_map_self(const struct eb_userns *u)
     return write_maps(u);
 }
 
+/* Raw id syscalls, never glibc's wrappers: in a process that had other threads, glibc's
+ * setresuid/setgroups broadcast the change to every thread it knows of and wait for each; after
+ * a raw clone3 those threads do not exist in the child, and the wait never ends. The child has
+ * one thread, so the per-thread syscall is exactly right. */
+static int raw_setresgid(gid_t g)
+{
+    return syscall(SYS_setresgid, g, g, g) < 0 ? -errno : 0;
+}
+
+static int raw_setresuid(uid_t u)
+{
+    return syscall(SYS_setresuid, u, u, u) < 0 ? -errno : 0;
+}
+
 int eb_become_guest_ids(void)
 {
-    if (setresgid(EB_JAIL_GID, EB_JAIL_GID, EB_JAIL_GID) < 0 ||
-        setresuid(EB_JAIL_UID, EB_JAIL_UID, EB_JAIL_UID) < 0)
-        return -errno;
-    return 0;
+    int r = raw_setresgid(EB_JAIL_GID);
+    return r < 0 ? r : raw_setresuid(EB_JAIL_UID);
 }
 
 static int capset_raw(uint64_t eff, uint64_t perm, uint64_t inh)
@@ -93,15 +105,15 @@ int eb_userns_enter(const struct eb_userns *u)
 {
     const uint64_t admin = 1ULL << CAP_SYS_ADMIN;
     /* Drop the host's supplementary groups (root's gid 0) while we still may. */
-    if (setgroups(0, NULL) < 0)
+    if (syscall(SYS_setgroups, 0, NULL) < 0)
         return -errno;
     /* Keep the permitted set across the uid change, then keep only CAP_SYS_ADMIN in it. */
     if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
         return -errno;
-    if (setresgid(u->host_gid, u->host_gid, u->host_gid) < 0 ||
-        setresuid(u->host_uid, u->host_uid, u->host_uid) < 0)
-        return -errno;
-    int r = capset_raw(admin, admin, 0);
+    int r = raw_setresgid(u->host_gid);
+    if (r < 0 || (r = raw_setresuid(u->host_uid)) < 0)
+        return r;
+    r = capset_raw(admin, admin, 0);
     if (r < 0)
         return r;
     /* A fresh user namespace, owned by nobody; it owns no other namespace of ours. */
