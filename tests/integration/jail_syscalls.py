@@ -173,8 +173,9 @@ class JailRunner:
             raise common.SkipTest("the jail backend is not compiled in (execbox check --all)")
 
     def outside(self):
-        # A host path the jail does not show: writing it must fail, and it must not appear.
-        return os.path.join(tempfile.gettempdir(), f"eb-outside-{os.getpid()}")
+        # A system directory, bind-mounted read-only (and outside Landlock's writable paths):
+        # writing it must fail, and nothing may appear on the host.
+        return f"/usr/eb-outside-{os.getpid()}"
 
     def run(self, code, language="python"):
         res, p = common.run_json(["-b", "jail", "-l", language, "-c", code], timeout=60)
