@@ -184,7 +184,7 @@ int eb_landlock_probe(char *detail, size_t n)
                      : "Landlock unavailable");
         return -EOPNOTSUPP;
     }
-    snprintf(detail, n, "ABI %d: writes only beneath /tmp and /workspace%s%s%s", abi,
+    snprintf(detail, n, "ABI %d: writes only beneath /tmp, /workspace and /dev/shm%s%s%s", abi,
              abi >= 2 ? ", rename/link confined" : "", abi >= 3 ? ", truncate confined" : "",
              abi >= 6 ? ", signals and abstract sockets scoped" : "");
     return 0;

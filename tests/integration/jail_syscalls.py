@@ -160,6 +160,11 @@ NODE = ("const cp = require('child_process'); const fs = require('fs'); const os
         "fs.writeFileSync(os.tmpdir() + '/n.txt', 'y');"
         "console.log([1, 2, 3].reduce((a, b) => a + b), cp.execSync('echo hi').toString().trim(),"
         " fs.readFileSync(os.tmpdir() + '/n.txt', 'utf8'))")
+# multiprocessing needs POSIX semaphores, which live in /dev/shm.
+MULTIPROCESSING = ("import multiprocessing as mp\n"
+                   "if __name__ == '__main__':\n"
+                   "    with mp.Pool(2) as p:\n"
+                   "        print(p.map(abs, [-1, -2, -3]))\n")
 BASH = "x=$((6*7)); echo $x; echo hi > /dev/null; ls / > /dev/null; (sleep 0 &); wait; echo done"
 
 
@@ -205,7 +210,7 @@ class FilterRunner:
     def run(self, code, language="python"):
         env = {"PATH": "/usr/bin:/bin", "HOME": self.dir, "TMPDIR": self.dir,
                "MPLCONFIGDIR": self.dir, "LANG": "C.UTF-8"}
-        p = subprocess.run([self.helper, self.dir] + self.LANG[language] + [code], cwd=self.dir,
+        p = subprocess.run([self.helper, self.dir + ":/dev/shm"] + self.LANG[language] + [code], cwd=self.dir,
                            env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                            timeout=60)
         return p.returncode, p.stdout, p.stderr
@@ -277,6 +282,9 @@ class JailSyscalls(common.Tests):
 
     def test_matplotlib_savefig(self):
         self.expect_output(MATPLOTLIB, "True True")
+
+    def test_multiprocessing(self):
+        self.expect_output(MULTIPROCESSING, "[1, 2, 3]")
 
     def test_node(self):
         self.expect_output(NODE, "6 hi y", language="javascript")
