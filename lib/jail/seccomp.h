@@ -37,9 +37,9 @@ int eb_seccomp_apply(const struct eb_seccomp *f, struct execbox_error *err);
 /* Frees what prepare allocated; f is zeroed. Accepts a zeroed or already released f. */
 void eb_seccomp_release(struct eb_seccomp *f);
 
-/* `execbox check` line: builds the filter, installs it in a forked child and checks that a denied
- * call fails with EPERM there and clone3 with ENOSYS. Writes a one-line description to detail
- * (the instruction count on success, what failed otherwise). 0 when the wall works, or -errno. */
+/* `execbox check` line: asks the kernel, without forking or installing anything (it runs on
+ * every executor open), whether it has seccomp filter mode and the actions the filter uses.
+ * Writes a one-line description to detail. 0 when the wall is available, or -ENOTSUP. */
 int eb_seccomp_probe(char *detail, size_t n);
 
 #endif
