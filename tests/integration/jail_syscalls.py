@@ -269,6 +269,16 @@ class JailSyscalls(common.Tests):
             victim.kill()
             victim.wait()
 
+    def test_check_lists_both_walls(self):
+        if self.runner_cls is not JailRunner:
+            raise common.SkipTest("`execbox check` lines belong to the jail runner")
+        p = common.run(["check", "-b", "jail"])
+        lines = {ln.split()[1]: ln for ln in p.stdout.splitlines() if len(ln.split()) > 2}
+        assert lines.get("seccomp", "").split()[0] == "ok", p.stdout
+        assert "kill the process" in lines["seccomp"], lines["seccomp"]
+        want = "ok" if landlock_here() else "MISS"
+        assert lines.get("landlock", "").split()[0] == want, p.stdout
+
     def expect_output(self, code, want, language="python"):
         rc, out, err = self.get_runner().run(code, language)
         assert rc == 0, f"rc={rc} stdout={out[-500:]!r} stderr={err[-1500:]!r}"
