@@ -141,8 +141,7 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
         char name[32];
         snprintf(name, sizeof(name), "cgroup %s", cgw[i]);
         bool ok = cg.version && cg.have[i];
-        eb_check_add(c, name, ok, true, ok ? "%s (%s): %s" : "missing: %s%s%.150s", ok ? v : "",
-                     ok ? cgd[i] : "", cg.why);
+        eb_check_add(c, name, ok, true, ok ? "%s: %s" : "%s%s", ok ? v : "", ok ? cgd[i] : cg.why);
     }
     char detail[200];
     bool sc = eb_seccomp_probe(detail, sizeof(detail)) == 0;
