@@ -333,7 +333,7 @@ struct child_ctx {
     const struct eb_mount_plan *plans[3];
     size_t nplans;
     struct eb_init init;
-    const char *writable[3];
+    const char *writable[4];
 };
 
 __attribute__((noreturn)) static void child_fail(const struct child_ctx *c, int code,
@@ -612,7 +612,8 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
         .plans = {sysplan, &dyn},
         .nplans = 2,
         .init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest},
-        .writable = {"/tmp", "/workspace", NULL},
+        /* /dev/shm: POSIX semaphores and shared memory (multiprocessing). */
+        .writable = {"/tmp", "/workspace", "/dev/shm", NULL},
     };
     guest.pre_exec_arg = &ctx;
     ctx.init.guest_setup = guest_setup;
