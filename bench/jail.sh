@@ -30,8 +30,11 @@ python3 - "$out/h.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 bare = r["bare"]["median"] * 1e3
-print(f"{'':6} {'median ms':>10} {'mean ms':>8} {'+ms vs bare':>12} {'ratio':>6}")
+print(f"{'':6} {'median ms':>10} {'min ms':>7} {'+ms vs bare':>12} {'ratio':>6} {'cpu ms':>7} {'+cpu ms':>8}")
+cpu = lambda x: (x["user"] + x["system"]) * 1e3
 for n in ("bare", "jail", "bwrap"):
     m = r[n]["median"] * 1e3
-    print(f"{n:6} {m:10.2f} {r[n]['mean']*1e3:8.2f} {m - bare:+12.2f} {m / bare:6.2f}")
+    print(f"{n:6} {m:10.2f} {r[n]['min']*1e3:7.2f} {m - bare:+12.2f} {m / bare:6.2f} "
+          f"{cpu(r[n]):7.2f} {cpu(r[n]) - cpu(r['bare']):+8.2f}")
+print("(cpu = mean user+system of the whole process tree; less sensitive to a busy machine)")
 PY
