@@ -141,8 +141,7 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
         char name[32];
         snprintf(name, sizeof(name), "cgroup %s", cgw[i]);
         bool ok = cg.version && cg.have[i];
-        eb_check_add(c, name, ok, true, ok ? "%s (%s): %s" : "missing: %s%s%.150s", ok ? v : "",
-                     ok ? cgd[i] : "", cg.why);
+        eb_check_add(c, name, ok, true, ok ? "%s: %s" : "%s%s", ok ? v : "", ok ? cgd[i] : cg.why);
     }
     char detail[200];
     bool sc = eb_seccomp_probe(detail, sizeof(detail)) == 0;
@@ -164,10 +163,54 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
 
 /* ---- open / close ---------------------------------------------------------------------------- */
 
-/* Removes run leftovers of execbox processes that died before their teardown. */
+/* Is "<pid>-..." the name of something made by an execbox that is gone? */
+static bool owner_dead(const char *s)
+{
+    char *end;
+    long pid = strtol(s, &end, 10);
+    return pid > 0 && *end == '-' && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Removes what execbox processes killed before their teardown left behind, found by name:
+ * run cgroups "execbox-<pid>-<n>", unprivileged workspaces "<tmp>/execbox-ws-<pid>-*" and
+ * half-built /etc stages "<cache>.<pid>.*". Only names whose pid is dead are touched.
+ * (Mounts and processes need no sweep: they live in namespaces that died with the run.) */
 static void remove_stale(struct jail *j)
 {
     eb_cgroup_remove_stale(&j->cg, CG_PREFIX);
+    DIR *d = opendir(eb_tmp_dir());
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strncmp(e->d_name, "execbox-ws-", 11) == 0 && owner_dead(e->d_name + 11)) {
+                char p[EXECBOX_PATH_MAX + 256];
+                snprintf(p, sizeof(p), "%s/%s", eb_tmp_dir(), e->d_name);
+                eb_rm_rf(p);
+            }
+        closedir(d);
+    }
+    char parent[EXECBOX_PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s", j->cache);
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        return;
+    const char *base = slash + 1;
+    size_t blen = strlen(base);
+    char name[256];
+    snprintf(name, sizeof(name), "%s", base);
+    *slash = '\0';
+    d = opendir(parent[0] ? parent : "/");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, name, blen) == 0 && e->d_name[blen] == '.' &&
+            owner_dead(e->d_name + blen + 1)) {
+            char p[EXECBOX_PATH_MAX + 256];
+            snprintf(p, sizeof(p), "%s/%s", parent, e->d_name);
+            eb_rm_rf(p);
+        }
+    closedir(d);
 }
 
 /* The /etc staging and root mount point live in a directory of ours that persists between
@@ -204,7 +247,7 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
         /* Build in a new directory and rename it over the old one: concurrent execbox
          * processes never see a half-staged /etc. */
         char build[EXECBOX_PATH_MAX + 16], p[EXECBOX_PATH_MAX + 32];
-        snprintf(build, sizeof(build), "%s.XXXXXX", j->cache);
+        snprintf(build, sizeof(build), "%s.%d-XXXXXX", j->cache, (int)getpid());
         if (!mkdtemp(build))
             return eb_error_set(err, -errno, "mkdtemp %s: %s", build, execbox_strerror(-errno));
         chmod(build, 0755);
@@ -217,7 +260,7 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
             eb_error_set(err, r, "write %s", p);
         if (r == 0) {
             char old[EXECBOX_PATH_MAX + 16];
-            snprintf(old, sizeof(old), "%s.old", j->cache);
+            snprintf(old, sizeof(old), "%s.%d-old", j->cache, (int)getpid());
             eb_rm_rf(old);
             if (rename(j->cache, old) == 0 || errno == ENOENT) {
                 if (rename(build, j->cache) < 0 && errno != ENOTEMPTY && errno != EEXIST)
@@ -485,7 +528,9 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
         eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, ws_fd);
     } else {
         /* Unprivileged: no tmpfs outside our namespaces; a private host directory. */
-        if ((r = eb_mkdtemp("ws", ws_host, err)) < 0)
+        char what[32];
+        snprintf(what, sizeof(what), "ws-%d", (int)getpid());
+        if ((r = eb_mkdtemp(what, ws_host, err)) < 0)
             goto out;
         eb_plan_add(&dyn, EB_MOP_BIND_RW, ws_host, "workspace", NULL, 0, -1);
     }
@@ -567,6 +612,7 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
         .plans = {sysplan, &dyn},
         .nplans = 2,
         .init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest},
+        /* /dev/shm: POSIX semaphores and shared memory (multiprocessing). */
         .writable = {"/tmp", "/workspace", "/dev/shm", NULL},
     };
     guest.pre_exec_arg = &ctx;

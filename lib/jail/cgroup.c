@@ -88,14 +88,14 @@ static bool detect_v2(const char *mnt, const char *path, struct eb_cgroup_root *
     snprintf(base, sizeof(base), "%s%s", mnt, strcmp(path, "/") == 0 ? "" : path);
     if (read_small(mnt, "cgroup.controllers", buf, sizeof(buf)) < 0)
         return false;
+    buf[strcspn(buf, "\n")] = '\0';
     if (!word_in(buf, "memory", " \n") || !word_in(buf, "pids", " \n")) {
-        snprintf(r->why, sizeof(r->why),
-                 "cgroup v2 at %s lacks the memory/pids controllers (has: %.60s)", mnt,
+        snprintf(r->why, sizeof(r->why), "v2 lacks memory/pids (has: %.40s)",
                  buf[0] ? buf : "none");
         return false;
     }
     if (!is_dir_writable(base)) {
-        snprintf(r->why, sizeof(r->why), "cgroup v2 %s is not delegated to us", base);
+        snprintf(r->why, sizeof(r->why), "v2 %.80s not delegated to us", base);
         return false;
     }
     if (read_small(base, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
@@ -109,9 +109,7 @@ static bool detect_v2(const char *mnt, const char *path, struct eb_cgroup_root *
         /* Fails with EBUSY when our cgroup holds processes (no internal processes rule). */
         if (write_str(base, "cgroup.subtree_control",
                       cpu_avail ? "+memory +pids +cpu" : "+memory +pids") < 0) {
-            snprintf(r->why, sizeof(r->why),
-                     "cgroup v2 %s: memory/pids not enabled in subtree_control and cannot be",
-                     base);
+            snprintf(r->why, sizeof(r->why), "v2 %.80s: cannot enable memory/pids", base);
             return false;
         }
         if (read_small(base, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
@@ -200,8 +198,8 @@ void eb_cgroup_detect(const char *fs_root, const char *self_cgroup, struct eb_cg
         if (v2why[0])
             strncat(r->why, ")", sizeof(r->why) - strlen(r->why) - 1);
     } else {
-        snprintf(r->why, sizeof(r->why), "%s",
-                 v2why[0] ? v2why : "no writable cgroup (not root and not delegated)");
+        snprintf(r->why, sizeof(r->why), "no writable v1 cgroup (not root, not delegated)%s%s",
+                 v2why[0] ? "; " : "", v2why);
     }
 }
 

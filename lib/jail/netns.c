@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define POOL_MAX 16
@@ -26,6 +27,8 @@ struct eb_netns_pool {
     int host_fd;
     int stop;
     int failed;
+    int making; /* a namespace is being made right now */
+    int made;   /* how many were made in all */
     int refs; /* the owner and the thread: the last one to let go frees the pool */
 };
 
@@ -64,6 +67,10 @@ static int make_one(struct eb_netns_pool *p)
     return fd < 0 ? -e : fd;
 }
 
+/* Refills wait this long after the first namespace: a one-shot CLI exits before, so it makes
+ * exactly the one it uses; a server finds the pool refilled between its runs. */
+#define REFILL_DELAY_NS (20 * 1000 * 1000L)
+
 static void *filler(void *arg)
 {
     struct eb_netns_pool *p = arg;
@@ -73,9 +80,26 @@ static void *filler(void *arg)
             pthread_cond_wait(&p->cond, &p->lock);
             continue;
         }
+        if (p->made > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += REFILL_DELAY_NS;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            while (!p->stop && pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
+                ;
+            if (p->stop)
+                break;
+        }
+        p->making = 1;
         pthread_mutex_unlock(&p->lock);
         int fd = make_one(p);
         pthread_mutex_lock(&p->lock);
+        p->making = 0;
+        p->made++;
+        pthread_cond_broadcast(&p->cond);
         if (fd < 0) {
             p->failed = 1;
             break;
@@ -130,11 +154,24 @@ int eb_netns_take(struct eb_netns_pool *p)
         return -1;
     int fd = -1;
     pthread_mutex_lock(&p->lock);
+    /* One is being made right now: wait a little for it rather than make a second one at the
+     * same time (creations serialise in the kernel, so racing it only slows both). */
+    if (p->n == 0 && p->making && !p->failed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 5 * 1000 * 1000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (p->n == 0 && p->making && pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
+            ;
+    }
     if (p->n > 0) {
         fd = p->fds[0];
         memmove(p->fds, p->fds + 1, (size_t)(p->n - 1) * sizeof(int));
         p->n--;
-        pthread_cond_signal(&p->cond);
+        pthread_cond_broadcast(&p->cond);
     }
     pthread_mutex_unlock(&p->lock);
     return fd;

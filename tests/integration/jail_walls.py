@@ -270,6 +270,38 @@ class JailWalls(Tests):
             os.close(fd)
 
     # ---- teardown -------------------------------------------------------------------------
+    def test_stale_leftovers_removed_at_start(self):
+        # What an execbox killed mid-run leaves: a run cgroup with a process still in it, and
+        # an unprivileged-mode workspace; both named after a pid that is now dead.
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        pids_root = "/sys/fs/cgroup/pids"
+        if not os.access(pids_root, os.W_OK):
+            raise SkipTest("no writable v1 pids hierarchy here")
+        cg = os.path.join(pids_root, f"execbox-{dead.pid}-0")
+        other = os.path.join(pids_root, "not-execbox-test")
+        os.mkdir(cg)
+        os.mkdir(other)
+        orphan = subprocess.Popen(["sleep", "60"])
+        ws = os.path.join(tempfile.gettempdir(), f"execbox-ws-{dead.pid}-XyZ123")
+        os.mkdir(ws)
+        open(os.path.join(ws, "f"), "w").close()
+        try:
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(orphan.pid))
+            ok(jail("print(1)"))
+            assert orphan.wait(timeout=5) == -9, "the leftover's process was killed"
+            assert not os.path.exists(cg), "the leftover cgroup was removed"
+            assert not os.path.exists(ws), "the leftover workspace was removed"
+            assert os.path.isdir(other), "a cgroup not named like ours was left alone"
+        finally:
+            orphan.kill()
+            orphan.wait()
+            for d in (cg, other):
+                if os.path.exists(d):
+                    os.rmdir(d)
+            shutil.rmtree(ws, ignore_errors=True)
+
     def test_zz_teardown_leaves_nothing(self):
         ok(jail("print(1)"))
         r = jail("while True: pass", "-t", "0.3")

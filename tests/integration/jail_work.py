@@ -54,6 +54,11 @@ class JailWork(Tests):
         finally:
             shutil.rmtree(ws)
 
+    def test_multiprocessing(self):
+        # POSIX semaphores live in /dev/shm, which must stay writable under Landlock.
+        r = jail("import multiprocessing as mp\nwith mp.Pool(2) as p: print(p.map(abs, [-1, -2]))")
+        assert r["stdout"] == "[1, 2]\n", r["stdout"]
+
     def test_javascript(self):
         r = jail("console.log([1,2,3].map(x => x * 2).join(','))", lang="javascript")
         assert r["stdout"] == "2,4,6\n"
