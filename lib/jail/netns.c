@@ -29,7 +29,7 @@ struct eb_netns_pool {
     int failed;
     int making; /* a namespace is being made right now */
     int made;   /* how many were made in all */
-    int refs; /* the owner and the thread: the last one to let go frees the pool */
+    int refs;   /* the owner and the thread: the last one to let go frees the pool */
 };
 
 static void pool_destroy(struct eb_netns_pool *p)
