@@ -296,6 +296,10 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     if (!j)
         return eb_error_set(err, -ENOMEM, "out of memory");
     eb_userns_prepare(&j->userns);
+    /* Root only (see netns.h). Started first, so that even a one-shot run finds a namespace
+     * made on another core while this thread builds the filter and the run's cgroup. */
+    if (j->userns.root_mode)
+        j->pool = eb_netns_pool_new(NETNS_POOL);
     probe_cgroup(&j->cg);
     for (size_t i = 0; i < report->n_walls; i++) {
         if (strcmp(report->walls[i].name, "seccomp") == 0)
@@ -313,10 +317,6 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
         return r;
     }
     remove_stale(j);
-    /* Root only (see netns.h). Started now, so even a one-shot run usually finds a namespace
-     * made on the other core while this thread built the filter and the cgroup. */
-    if (j->userns.root_mode)
-        j->pool = eb_netns_pool_new(NETNS_POOL);
     *ret_state = j;
     return 0;
 }
