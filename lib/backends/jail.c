@@ -326,9 +326,11 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
 /* Everything the child needs, prepared by the parent (the child formats nothing). */
 struct child_ctx {
     struct jail *j;
-    int alive_fd; /* read end: POLLHUP once the parent is gone */
-    int close_fds[8];
+    int alive_fd;     /* read end: POLLHUP once the parent is gone */
+    int keep_fds[16]; /* every fd the child needs; all others are closed at once */
+    int n_keep;
     int netns_fd; /* from the pool, or -1 (then clone3 made a new one) */
+    int ws_fd;    /* the fresh workspace's detached mount, or -1 */
     struct eb_cgroup *cg;
     const struct eb_mount_plan *plans[3];
     size_t nplans;
@@ -351,6 +353,26 @@ static bool parent_gone(int fd)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* Closes every fd not in keep (async-signal-safe: a sort on the stack and close_range). */
+static void close_all_except(int *keep, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
+            int t = keep[k];
+            keep[k] = keep[k - 1];
+            keep[k - 1] = t;
+        }
+    unsigned lo = 0;
+    for (int i = 0; i < n; i++) {
+        if (keep[i] < 0)
+            continue;
+        if ((unsigned)keep[i] > lo)
+            syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+        lo = (unsigned)keep[i] + 1;
+    }
+    syscall(SYS_close_range, lo, ~0U, 0);
 }
 
 /* In the guest after fork from init: Landlock (paths as the guest sees them). */
@@ -380,9 +402,10 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (parent_gone(c->alive_fd))
         _exit(1);
-    for (size_t i = 0; i < ARRAY_SIZE(c->close_fds); i++)
-        if (c->close_fds[i] >= 0)
-            close(c->close_fds[i]);
+    /* Close every fd but ours: in a threaded host the table holds the host's sockets and other
+     * runs' pipes too; an init that kept another run's pipe (cloned while that run was between
+     * pipe2 and its own clone) would delay that run's EOF until this one ends. */
+    close_all_except(c->keep_fds, c->n_keep);
     int r;
     if (!j->userns.root_mode) {
         /* Unprivileged: the user namespace came with clone3; map ourselves to 1000 first so
@@ -404,6 +427,8 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
     const char *step = "";
     if ((r = eb_mount_run(j->rootdir, c->plans, c->nplans, &step)) < 0)
         child_fail(c, r, step);
+    if (c->ws_fd >= 0)
+        close(c->ws_fd); /* attached now; init keeps no handle on it */
     if (sethostname("execbox", 7) < 0)
         child_fail(c, -errno, "sethostname");
     if (j->userns.root_mode && (r = eb_userns_enter(&j->userns)) < 0)
@@ -606,8 +631,8 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
     struct child_ctx ctx = {
         .j = j,
         .alive_fd = fds[8],
-        .close_fds = {fds[0], fds[2], fds[4], fds[7], fds[9], -1, -1, -1},
         .netns_fd = -1,
+        .ws_fd = ws_fd,
         .cg = j->cg.version ? &cg : NULL,
         .plans = {sysplan, &dyn},
         .nplans = 2,
@@ -616,6 +641,13 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
         .writable = {"/tmp", "/workspace", "/dev/shm", NULL},
     };
     guest.pre_exec_arg = &ctx;
+    int keep[] = {in_fd, fds[1], fds[3], fds[5], fds[6], fds[8], ws_fd};
+    for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
+        if (keep[i] >= 0)
+            ctx.keep_fds[ctx.n_keep++] = keep[i];
+    for (int i = 0; i < EB_CG_N; i++)
+        if (cg.procs_fd[i] >= 0)
+            ctx.keep_fds[ctx.n_keep++] = cg.procs_fd[i];
     ctx.init.guest_setup = guest_setup;
     ctx.init.guest_setup_arg = &ctx;
 
@@ -624,9 +656,10 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
     if (!j->userns.root_mode)
         flags |= CLONE_NEWUSER;
     netns_fd = eb_netns_take(j->pool);
-    if (netns_fd >= 0)
+    if (netns_fd >= 0) {
         ctx.netns_fd = netns_fd;
-    else
+        ctx.keep_fds[ctx.n_keep++] = netns_fd;
+    } else
         flags |= CLONE_NEWNET;
     pid_t pid = eb_clone_ns(flags, &pidfd);
     if (pid < 0) {
