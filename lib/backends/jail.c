@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fs.h>
 #include <linux/mount.h>
 #include <math.h>
 #include <poll.h>
@@ -239,7 +240,9 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
                                           "/etc/python3", "/etc/matplotlibrc"};
         for (size_t i = 0; fresh && i < ARRAY_SIZE(src); i++) {
             struct stat s2;
-            if (lstat(src[i], &s2) == 0 && s2.st_mtime >= ms.st_mtime)
+            if (lstat(src[i], &s2) == 0 && (s2.st_mtim.tv_sec > ms.st_mtim.tv_sec ||
+                                            (s2.st_mtim.tv_sec == ms.st_mtim.tv_sec &&
+                                             s2.st_mtim.tv_nsec > ms.st_mtim.tv_nsec)))
                 fresh = false;
         }
     }
@@ -259,18 +262,22 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
         if (r == 0 && (r = eb_write_file(p, "", 0, 0644)) < 0)
             eb_error_set(err, r, "write %s", p);
         if (r == 0) {
-            char old[EXECBOX_PATH_MAX + 16];
-            snprintf(old, sizeof(old), "%s.%d-old", j->cache, (int)getpid());
-            eb_rm_rf(old);
-            if (rename(j->cache, old) == 0 || errno == ENOENT) {
-                if (rename(build, j->cache) < 0 && errno != ENOTEMPTY && errno != EEXIST)
-                    r = eb_error_set(err, -errno, "rename %s: %s", build, execbox_strerror(-errno));
-                eb_rm_rf(old);
-            } else {
-                r = eb_error_set(err, -errno, "rename %s: %s", j->cache, execbox_strerror(-errno));
+            /* Swap the new stage in atomically: the path never disappears, so runs of other
+             * execbox processes starting now find either stage. The old one is left under our
+             * build name (with our pid) and swept by a later open once we are gone, since a
+             * run in flight may still have it mounted as its /etc. */
+            if (syscall(SYS_renameat2, AT_FDCWD, build, AT_FDCWD, j->cache, RENAME_EXCHANGE) < 0) {
+                if (errno != ENOENT || (syscall(SYS_renameat2, AT_FDCWD, build, AT_FDCWD, j->cache,
+                                                RENAME_NOREPLACE) < 0 &&
+                                        errno != EEXIST))
+                    r = eb_error_set(err, -errno, "install %s: %s", j->cache,
+                                     execbox_strerror(-errno));
+                else
+                    build[0] = '\0';
             }
         }
-        eb_rm_rf(build); /* gone already unless another process won the race */
+        if (r < 0 && build[0])
+            eb_rm_rf(build);
         if (r < 0)
             return r;
     }

@@ -270,6 +270,22 @@ class JailWalls(Tests):
             os.close(fd)
 
     # ---- teardown -------------------------------------------------------------------------
+    def test_concurrent_restaging(self):
+        # Forget the staged /etc: every one of these execbox processes re-stages it while the
+        # others run; the swap is atomic, so each run finds a complete /etc.
+        marker = "/run/execbox/jail/.staged"
+        if os.geteuid() != 0 or not os.path.exists(marker):
+            raise SkipTest("needs root's /run/execbox stage")
+        os.unlink(marker)
+        cmd = [os.environ.get("EXECBOX", "build/execbox"), "run", "-b", "jail", "-c",
+               "print(open('/etc/passwd').read().count(':x:'))"]
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(6)]
+        outs = [p.communicate(timeout=60) for p in procs]
+        assert all(p.returncode == 0 for p in procs), outs
+        assert all(o[0] == "3\n" for o in outs), outs
+        assert ok(jail("print(1)")) == "1\n"
+
     def test_stale_leftovers_removed_at_start(self):
         # What an execbox killed mid-run leaves: a run cgroup with a process still in it, and
         # an unprivileged-mode workspace; both named after a pid that is now dead.
