@@ -47,6 +47,7 @@
 #include "../jail/mounts.h"
 #include "../jail/netns.h"
 #include "../jail/ns.h"
+#include "../jail/prewarm.h"
 #include "../jail/seccomp.h"
 #include "../lang.h"
 #include "../proc.h"
@@ -56,6 +57,7 @@
 
 #define CG_PREFIX "execbox-"
 #define NETNS_POOL 2
+#define STAGE_VERSION "execbox-stage-2\n" /* bump when the staged files change */
 
 struct jail {
     struct eb_userns userns;
@@ -67,6 +69,9 @@ struct jail {
     struct eb_mount_plan sys; /* shared by every run without a rootfs */
     atomic_uint seq;
     struct eb_netns_pool *pool; /* fresh network namespaces, made ahead (root only) */
+    char mpl_file[96];          /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
+    char *mpl_data;             /* its prebuilt contents, copied into each run's /tmp */
+    size_t mpl_len;
 };
 
 /* ---- probe ---------------------------------------------------------------------------------- */
@@ -235,7 +240,11 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
         if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
             return eb_error_set(err, -EPERM, "%s is not a private directory of ours", j->cache);
         struct stat ms;
-        fresh = stat(marker, &ms) == 0;
+        /* The marker names the stage's layout: a newer execbox re-stages. */
+        char *v = NULL;
+        fresh = stat(marker, &ms) == 0 && eb_read_file(marker, 64, &v, NULL) == 0 &&
+                strcmp(v, STAGE_VERSION) == 0;
+        free(v);
         static const char *const src[] = {"/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime",
                                           "/etc/python3", "/etc/matplotlibrc"};
         for (size_t i = 0; fresh && i < ARRAY_SIZE(src); i++) {
@@ -255,11 +264,13 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
             return eb_error_set(err, -errno, "mkdtemp %s: %s", build, execbox_strerror(-errno));
         chmod(build, 0755);
         int r = eb_stage_etc(build, err);
+        if (r == 0)
+            (void)eb_prewarm_stage(build); /* best effort: without it matplotlib builds its own */
         snprintf(p, sizeof(p), "%s/root", build);
         if (r == 0 && mkdir(p, 0755) < 0)
             r = eb_error_set(err, -errno, "mkdir %s", p);
         snprintf(p, sizeof(p), "%s/.staged", build);
-        if (r == 0 && (r = eb_write_file(p, "", 0, 0644)) < 0)
+        if (r == 0 && (r = eb_write_file(p, STAGE_VERSION, strlen(STAGE_VERSION), 0644)) < 0)
             eb_error_set(err, r, "write %s", p);
         if (r == 0) {
             /* Swap the new stage in atomically: the path never disappears, so runs of other
@@ -281,6 +292,9 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
         if (r < 0)
             return r;
     }
+    char name[64];
+    if (eb_prewarm_load(j->cache, name, &j->mpl_data, &j->mpl_len) == 0)
+        snprintf(j->mpl_file, sizeof(j->mpl_file), "tmp/.matplotlib/%s", name);
     eb_plan_init(&j->sys);
     return eb_plan_system(&j->sys, j->cache, "", err);
 }
@@ -292,6 +306,7 @@ static void jail_close(void *state)
         return;
     eb_netns_pool_free(j->pool);
     eb_seccomp_release(&j->seccomp);
+    free(j->mpl_data);
     free(j);
 }
 
@@ -528,6 +543,16 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
     snprintf(opts, sizeof(opts), "size=%" PRIu64 ",nr_inodes=16384,mode=1777,uid=%u,gid=%u",
              pol->tmpfs, gu, gg);
     eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "tmp", opts, 0, -1);
+    if (j->mpl_file[0]) {
+        /* MPLCONFIGDIR, the guest's own, with the prebuilt font list in it. */
+        eb_plan_add(&dyn, EB_MOP_DIR, NULL, "tmp/.matplotlib", NULL, 0, -1);
+        eb_plan_add(&dyn, EB_MOP_CHOWN, NULL, "tmp/.matplotlib", NULL, 0, -1);
+        dyn.ops[dyn.n - 1].uid = gu;
+        dyn.ops[dyn.n - 1].gid = gg;
+        eb_plan_add(&dyn, EB_MOP_FILE, NULL, j->mpl_file, NULL, 0, -1);
+        dyn.ops[dyn.n - 1].data = j->mpl_data; /* not copied: the child reads our memory */
+        dyn.ops[dyn.n - 1].len = j->mpl_len;
+    }
     snprintf(opts, sizeof(opts), "size=16m,nr_inodes=1024,mode=1777,uid=%u,gid=%u", gu, gg);
     eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "dev/shm", opts, 0, -1);
     if (pol->workspace[0]) {

@@ -268,6 +268,10 @@ static int run_op(const struct eb_mop *o)
         return syscall(SYS_move_mount, o->fd, "", AT_FDCWD, o->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0
                    ? -errno
                    : 0;
+    case EB_MOP_CHOWN:
+        return syscall(SYS_fchownat, AT_FDCWD, o->dst, o->uid, o->gid, AT_SYMLINK_NOFOLLOW) < 0
+                   ? -errno
+                   : 0;
     case EB_MOP_PROC:
         /* Shows only our pid namespace's processes. */
         return mount("proc", o->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? -errno

@@ -21,6 +21,7 @@ enum eb_mop_type {
     EB_MOP_TMPFS,    /* tmpfs on dst with options data: nosuid, nodev */
     EB_MOP_ATTACH,   /* move the detached mount fd onto dst */
     EB_MOP_PROC,     /* a fresh proc for our pid namespace on dst */
+    EB_MOP_CHOWN,    /* give dst (not following links) to uid:gid */
 };
 
 struct eb_mop {
@@ -28,6 +29,7 @@ struct eb_mop {
     const char *src, *dst, *data;
     size_t len;
     int fd;
+    unsigned uid, gid; /* EB_MOP_CHOWN */
 };
 
 #define EB_MOPS_MAX 64

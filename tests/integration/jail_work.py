@@ -34,7 +34,12 @@ class JailWork(Tests):
         assert r["stdout"].splitlines() == ["45 3.0", "/workspace /tmp 2"], r["stdout"]
 
     def test_matplotlib_png_in_files(self):
-        r = jail("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('/workspace/plot.png')\n")
+        r = jail("import matplotlib.pyplot as plt, os\nplt.plot([1, 2, 3])\nplt.savefig('/workspace/plot.png')\n"
+                 "d = os.environ['MPLCONFIGDIR']\nprint(d, os.access(d, os.W_OK))\n"
+                 "open(d + '/mine', 'w').write('x')\n")
+        # MPLCONFIGDIR is the run's own, writable, with the prebuilt font list (no rebuild).
+        assert r["stdout"] == "/tmp/.matplotlib True\n", r["stdout"]
+        assert "building the font cache" not in r["stderr"], r["stderr"]
         f = [f for f in r["files"] if f["path"] == "plot.png"]
         assert f and f[0]["mime"] == "image/png" and f[0]["size"] > 1000, r["files"]
 
