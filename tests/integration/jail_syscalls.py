@@ -168,6 +168,10 @@ MULTIPROCESSING = ("import multiprocessing as mp\n"
 BASH = "x=$((6*7)); echo $x; echo hi > /dev/null; ls / > /dev/null; (sleep 0 &); wait; echo done"
 
 
+# A syscall through the x32 ABI (getpid, 39, with bit 30): the filter kills the process.
+X32 = "import ctypes; ctypes.CDLL(None).syscall(0x40000000 | 39); print('survived')"
+
+
 class JailRunner:
     """Runs code inside the jail through the CLI."""
     name = "jail"
@@ -184,6 +188,7 @@ class JailRunner:
 
     def run(self, code, language="python"):
         res, p = common.run_json(["-b", "jail", "-l", language, "-c", code], timeout=60)
+        self.last_signal = res.get("signal")
         return res.get("exit_code"), res.get("stdout", ""), res.get("stderr", "")
 
     def close(self):
@@ -213,6 +218,7 @@ class FilterRunner:
         p = subprocess.run([self.helper, self.dir + ":/dev/shm"] + self.LANG[language] + [code], cwd=self.dir,
                            env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                            timeout=60)
+        self.last_signal = -p.returncode if p.returncode < 0 else None
         return p.returncode, p.stdout, p.stderr
 
     def close(self):
@@ -268,6 +274,12 @@ class JailSyscalls(common.Tests):
         finally:
             victim.kill()
             victim.wait()
+
+    def test_x32_abi_killed(self):
+        r = self.get_runner()
+        rc, out, err = r.run(X32)
+        assert "survived" not in out, out
+        assert r.last_signal == 31, f"not killed by SIGSYS: rc={rc} signal={r.last_signal} {err[-300:]!r}"
 
     def test_check_lists_both_walls(self):
         if self.runner_cls is not JailRunner:
