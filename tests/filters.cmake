@@ -16,9 +16,3 @@ add_test(NAME integration.filters_exec
 set_tests_properties(integration.filters_exec PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EB_FILTER_EXEC=$<TARGET_FILE:eb_filter_exec>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR}")
 
-# jail_walls checks at its end that no execbox-* cgroup is left on the host; a jail run of ours
-# in parallel (ctest -j) would show up there. Never run the two at the same time.
-if(TEST integration.jail_walls)
-  set_tests_properties(integration.jail_walls integration.jail_syscalls
-                       PROPERTIES RESOURCE_LOCK execbox_host_cgroups)
-endif()
