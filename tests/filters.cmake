@@ -15,3 +15,4 @@ add_test(NAME integration.filters_exec
          COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/jail_syscalls.py --runner filters)
 set_tests_properties(integration.filters_exec PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EB_FILTER_EXEC=$<TARGET_FILE:eb_filter_exec>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR}")
+

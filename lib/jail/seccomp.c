@@ -278,6 +278,8 @@ int eb_seccomp_prepare(struct eb_seccomp *f, struct execbox_error *err)
      * the wrong table and slip past every rule above: kill the whole process instead. Only the
      * native architecture is in the filter, so libseccomp also rejects x32 numbers. */
     r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    if (r < 0) /* kernels before 4.14 lack KILL_PROCESS; killing the thread still stops it */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_THREAD);
     if (r < 0) {
         eb_error_set(err, r, "seccomp: setting the bad-architecture action");
         goto out;
