@@ -236,7 +236,10 @@ void eb_init_main(const struct eb_init *in)
         send_error(in->status_fd, -errno, "signalfd");
         _exit(1);
     }
-    pid_t guest = fork();
+    /* A raw fork, not glibc's: init may itself come from a raw clone3 of a threaded host (the
+     * jail), where glibc's fork() would run atfork handlers and take malloc and stdio locks
+     * that another thread of the host held at clone time, and never get them. */
+    pid_t guest = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0UL);
     if (guest < 0) {
         send_error(in->status_fd, -errno, "fork the guest");
         _exit(1);

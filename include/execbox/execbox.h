@@ -219,7 +219,7 @@ const char *execbox_killed_reason_name(enum execbox_killed_reason k);
 
 /* ---- the executor ------------------------------------------------------------------------- */
 
-#define EXECBOX_DEFAULT_BACKEND "subprocess" /* "jail" once it lands */
+#define EXECBOX_DEFAULT_BACKEND "jail"
 
 struct execbox_executor_options {
     const char *backend;        /* NULL: EXECBOX_DEFAULT_BACKEND */

@@ -1,0 +1,770 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jail.c - the `jail` backend: execbox's own Linux sandbox, the default. Each run gets new
+ * pid, mount, ipc, uts, cgroup, network and user namespaces, a cgroup with memory (no swap),
+ * pids and CPU limits, a fresh root (tmpfs + read-only system binds + pivot_root), no
+ * capabilities, no_new_privs, Landlock and a seccomp filter; everything is torn down before
+ * run() returns. See docs/threat-model.md for what each wall stops.
+ *
+ * Shape: parent --clone3(namespaces)--> init (pid 1: mounts, ids, privileges, eb_init_main)
+ *        --fork--> guest (Landlock, rlimits, seccomp, exec).
+ * As root, the pid/mount/ipc/uts/cgroup(/net) namespaces are made by clone3 while the child is
+ * still host root (so it can mount and join cgroups with no round trip to the parent), and the
+ * user namespace comes last, made by a process that is already nobody: the guest's user
+ * namespace then owns nothing it could mount or reconfigure. As an ordinary user the user
+ * namespace comes first (it is what grants the right to make the others).
+ *
+ * A caller-given workspace (root mode): the guest is nobody outside, so for the run the
+ * workspace directory itself is handed to nobody (chown) and given back afterwards; files the
+ * guest creates there are owned by nobody on the host. Files already in it stay the caller's
+ * (readable if their mode says so). As an ordinary user the guest is the user outside.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <linux/mount.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../backend.h"
+#include "../error.h"
+#include "../jail/cgroup.h"
+#include "../jail/landlock.h"
+#include "../jail/mounts.h"
+#include "../jail/netns.h"
+#include "../jail/ns.h"
+#include "../jail/prewarm.h"
+#include "../jail/seccomp.h"
+#include "../lang.h"
+#include "../proc.h"
+#include "../result.h"
+#include "../util.h"
+#include "../workspace.h"
+
+#define CG_PREFIX "execbox-"
+#define NETNS_POOL 2
+#define STAGE_VERSION "execbox-stage-2\n" /* bump when the staged files change */
+
+struct jail {
+    struct eb_userns userns;
+    struct eb_cgroup_root cg;
+    struct eb_seccomp seccomp;
+    bool seccomp_ok, landlock_ok;
+    char cache[EXECBOX_PATH_MAX]; /* staged /etc and the mount point of new roots */
+    char rootdir[EXECBOX_PATH_MAX];
+    struct eb_mount_plan sys; /* shared by every run without a rootfs */
+    atomic_uint seq;
+    struct eb_netns_pool *pool; /* fresh network namespaces, made ahead (root only) */
+    char mpl_file[96];          /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
+    char *mpl_data;             /* its prebuilt contents, copied into each run's /tmp */
+    size_t mpl_len;
+};
+
+/* ---- probe ---------------------------------------------------------------------------------- */
+
+static long read_long(const char *path, long dflt)
+{
+    char *buf = NULL;
+    if (eb_read_file(path, 64, &buf, NULL) < 0)
+        return dflt;
+    long v = strtol(buf, NULL, 10);
+    free(buf);
+    return v;
+}
+
+static void probe_cgroup(struct eb_cgroup_root *r)
+{
+    char *self = NULL;
+    if (eb_read_file("/proc/self/cgroup", 1U << 16, &self, NULL) < 0) {
+        memset(r, 0, sizeof(*r));
+        snprintf(r->why, sizeof(r->why), "cannot read /proc/self/cgroup");
+        return;
+    }
+    eb_cgroup_detect("/sys/fs/cgroup", self, r);
+    free(self);
+}
+
+static int probe(const struct execbox_executor_options *o, struct execbox_check *c)
+{
+    (void)o;
+    bool root = geteuid() == 0;
+    bool userns = access("/proc/self/ns/user", F_OK) == 0 &&
+                  read_long("/proc/sys/user/max_user_namespaces", 1) > 0;
+    const char *userns_why = "a fresh user namespace; the guest is uid 1000 inside, nobody outside";
+    if (userns && !root) {
+        userns_why = "a fresh user namespace; the guest is uid 1000 inside, you outside";
+        if (read_long("/proc/sys/kernel/unprivileged_userns_clone", 1) == 0) {
+            userns = false;
+            userns_why = "restricted: kernel.unprivileged_userns_clone=0 (run as root)";
+        } else if (read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", 0) == 1) {
+            userns = false;
+            userns_why = "restricted by AppArmor (apparmor_restrict_unprivileged_userns=1)";
+        }
+    } else if (!userns) {
+        userns_why = "missing: no user namespaces (CONFIG_USER_NS or max_user_namespaces=0)";
+    }
+    eb_check_add(c, "user namespace", userns, true, "%s", userns_why);
+    static const struct {
+        const char *name, *file, *what;
+    } ns[] = {
+        {"pid namespace", "pid", "own pid 1; host processes invisible, unkillable"},
+        {"mount namespace", "mnt", "tmpfs root, read-only system dirs, pivot_root"},
+        {"network namespace", "net", "empty: no interfaces but a down loopback"},
+        {"ipc namespace", "ipc", "no host SysV IPC or POSIX queues"},
+        {"uts namespace", "uts", "own hostname"},
+        {"cgroup namespace", "cgroup", "host cgroup paths hidden"},
+    };
+    bool all_ns = userns;
+    for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
+        char p[64];
+        snprintf(p, sizeof(p), "/proc/self/ns/%s", ns[i].file);
+        bool ok = access(p, F_OK) == 0;
+        all_ns &= ok;
+        eb_check_add(c, ns[i].name, ok, true, ok ? "%s" : "missing: kernel built without it (%s)",
+                     ns[i].what);
+    }
+    struct eb_cgroup_root cg;
+    probe_cgroup(&cg);
+    const char *v = cg.version == 2 ? "v2" : "v1";
+    static const char *const cgw[] = {"memory", "pids", "cpu"};
+    static const char *const cgd[] = {"RAM cap, no swap, OOM read from the cgroup",
+                                      "process and thread cap", "CPU quota from cpus"};
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "cgroup %s", cgw[i]);
+        bool ok = cg.version && cg.have[i];
+        eb_check_add(c, name, ok, true, ok ? "%s: %s" : "%s%s", ok ? v : "", ok ? cgd[i] : cg.why);
+    }
+    char detail[200];
+    bool sc = eb_seccomp_probe(detail, sizeof(detail)) == 0;
+    eb_check_add(c, "seccomp", sc, true, "%s", detail);
+    bool ll = eb_landlock_probe(detail, sizeof(detail)) == 0;
+    eb_check_add(c, "landlock", ll, true, "%s", detail);
+    eb_check_add(c, "no_new_privs", true, true, "set before exec: setuid bits and file caps inert");
+    eb_check_add(c, "capabilities", true, true,
+                 "bounding, ambient, permitted, effective and inheritable sets emptied");
+    eb_check_add(c, "rlimits", true, false, "file size, open files, no core dumps");
+    c->usable = all_ns;
+    bool full = all_ns && cg.version && cg.have[0] && cg.have[1] && cg.have[2] && sc && ll;
+    snprintf(c->tier, sizeof(c->tier), "%s",
+             !all_ns ? "unusable: namespaces missing"
+             : full  ? "full: namespaces + cgroup + seccomp + landlock (container grade)"
+                     : "degraded: namespaces, but walls missing (see above)");
+    return all_ns ? 0 : -ENOTSUP;
+}
+
+/* ---- open / close ---------------------------------------------------------------------------- */
+
+/* Is "<pid>-..." the name of something made by an execbox that is gone? */
+static bool owner_dead(const char *s)
+{
+    char *end;
+    long pid = strtol(s, &end, 10);
+    return pid > 0 && *end == '-' && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Removes what execbox processes killed before their teardown left behind, found by name:
+ * run cgroups "execbox-<pid>-<n>", unprivileged workspaces "<tmp>/execbox-ws-<pid>-*" and
+ * half-built /etc stages "<cache>.<pid>.*". Only names whose pid is dead are touched.
+ * (Mounts and processes need no sweep: they live in namespaces that died with the run.) */
+static void remove_stale(struct jail *j)
+{
+    eb_cgroup_remove_stale(&j->cg, CG_PREFIX);
+    DIR *d = opendir(eb_tmp_dir());
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strncmp(e->d_name, "execbox-ws-", 11) == 0 && owner_dead(e->d_name + 11)) {
+                char p[EXECBOX_PATH_MAX + 256];
+                snprintf(p, sizeof(p), "%s/%s", eb_tmp_dir(), e->d_name);
+                eb_rm_rf(p);
+            }
+        closedir(d);
+    }
+    char parent[EXECBOX_PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s", j->cache);
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        return;
+    const char *base = slash + 1;
+    size_t blen = strlen(base);
+    char name[256];
+    snprintf(name, sizeof(name), "%s", base);
+    *slash = '\0';
+    d = opendir(parent[0] ? parent : "/");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, name, blen) == 0 && e->d_name[blen] == '.' &&
+            owner_dead(e->d_name + blen + 1)) {
+            char p[EXECBOX_PATH_MAX + 256];
+            snprintf(p, sizeof(p), "%s/%s", parent, e->d_name);
+            eb_rm_rf(p);
+        }
+    closedir(d);
+}
+
+/* The /etc staging and root mount point live in a directory of ours that persists between
+ * execbox processes (re-staged when its marker is older than a staged source), so a cold run
+ * does not copy /etc each time. It must be owned by us and writable by nobody else. */
+static int prepare_cache(struct jail *j, struct execbox_error *err)
+{
+    if (geteuid() == 0) {
+        mkdir("/run/execbox", 0755);
+        snprintf(j->cache, sizeof(j->cache), "/run/execbox/jail");
+    } else {
+        snprintf(j->cache, sizeof(j->cache), "%s/execbox-jail-%u", eb_tmp_dir(),
+                 (unsigned)geteuid());
+    }
+    struct stat st;
+    char marker[EXECBOX_PATH_MAX + 16];
+    snprintf(marker, sizeof(marker), "%s/.staged", j->cache);
+    snprintf(j->rootdir, sizeof(j->rootdir), "%s/root", j->cache);
+    bool fresh = false;
+    if (lstat(j->cache, &st) == 0) {
+        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+            return eb_error_set(err, -EPERM, "%s is not a private directory of ours", j->cache);
+        struct stat ms;
+        /* The marker names the stage's layout: a newer execbox re-stages. */
+        char *v = NULL;
+        fresh = stat(marker, &ms) == 0 && eb_read_file(marker, 64, &v, NULL) == 0 &&
+                strcmp(v, STAGE_VERSION) == 0;
+        free(v);
+        static const char *const src[] = {"/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime",
+                                          "/etc/python3", "/etc/matplotlibrc"};
+        for (size_t i = 0; fresh && i < ARRAY_SIZE(src); i++) {
+            struct stat s2;
+            if (lstat(src[i], &s2) == 0 && (s2.st_mtim.tv_sec > ms.st_mtim.tv_sec ||
+                                            (s2.st_mtim.tv_sec == ms.st_mtim.tv_sec &&
+                                             s2.st_mtim.tv_nsec > ms.st_mtim.tv_nsec)))
+                fresh = false;
+        }
+    }
+    if (!fresh) {
+        /* Build in a new directory and rename it over the old one: concurrent execbox
+         * processes never see a half-staged /etc. */
+        char build[EXECBOX_PATH_MAX + 16], p[EXECBOX_PATH_MAX + 32];
+        snprintf(build, sizeof(build), "%s.%d-XXXXXX", j->cache, (int)getpid());
+        if (!mkdtemp(build))
+            return eb_error_set(err, -errno, "mkdtemp %s: %s", build, execbox_strerror(-errno));
+        chmod(build, 0755);
+        int r = eb_stage_etc(build, err);
+        if (r == 0)
+            (void)eb_prewarm_stage(build); /* best effort: without it matplotlib builds its own */
+        snprintf(p, sizeof(p), "%s/root", build);
+        if (r == 0 && mkdir(p, 0755) < 0)
+            r = eb_error_set(err, -errno, "mkdir %s", p);
+        snprintf(p, sizeof(p), "%s/.staged", build);
+        if (r == 0 && (r = eb_write_file(p, STAGE_VERSION, strlen(STAGE_VERSION), 0644)) < 0)
+            eb_error_set(err, r, "write %s", p);
+        if (r == 0) {
+            /* Swap the new stage in atomically: the path never disappears, so runs of other
+             * execbox processes starting now find either stage. The old one is left under our
+             * build name (with our pid) and swept by a later open once we are gone, since a
+             * run in flight may still have it mounted as its /etc. */
+            if (syscall(SYS_renameat2, AT_FDCWD, build, AT_FDCWD, j->cache, RENAME_EXCHANGE) < 0) {
+                if (errno != ENOENT || (syscall(SYS_renameat2, AT_FDCWD, build, AT_FDCWD, j->cache,
+                                                RENAME_NOREPLACE) < 0 &&
+                                        errno != EEXIST))
+                    r = eb_error_set(err, -errno, "install %s: %s", j->cache,
+                                     execbox_strerror(-errno));
+                else
+                    build[0] = '\0';
+            }
+        }
+        if (r < 0 && build[0])
+            eb_rm_rf(build);
+        if (r < 0)
+            return r;
+    }
+    char name[64];
+    if (eb_prewarm_load(j->cache, name, &j->mpl_data, &j->mpl_len) == 0)
+        snprintf(j->mpl_file, sizeof(j->mpl_file), "tmp/.matplotlib/%s", name);
+    eb_plan_init(&j->sys);
+    return eb_plan_system(&j->sys, j->cache, "", err);
+}
+
+static void jail_close(void *state)
+{
+    struct jail *j = state;
+    if (!j)
+        return;
+    eb_netns_pool_free(j->pool);
+    eb_seccomp_release(&j->seccomp);
+    free(j->mpl_data);
+    free(j);
+}
+
+static int jail_open(const struct execbox_executor_options *o, const struct execbox_check *report,
+                     void **ret_state, struct execbox_error *err)
+{
+    (void)o;
+    struct jail *j = calloc(1, sizeof(*j));
+    if (!j)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    eb_userns_prepare(&j->userns);
+    /* Root only (see netns.h). Started first, so that even a one-shot run finds a namespace
+     * made on another core while this thread builds the filter and the run's cgroup. */
+    if (j->userns.root_mode)
+        j->pool = eb_netns_pool_new(NETNS_POOL);
+    probe_cgroup(&j->cg);
+    for (size_t i = 0; i < report->n_walls; i++) {
+        if (strcmp(report->walls[i].name, "seccomp") == 0)
+            j->seccomp_ok = report->walls[i].ok;
+        if (strcmp(report->walls[i].name, "landlock") == 0)
+            j->landlock_ok = report->walls[i].ok;
+    }
+    int r = 0;
+    if (j->seccomp_ok && (r = eb_seccomp_prepare(&j->seccomp, err)) < 0) {
+        jail_close(j);
+        return r;
+    }
+    if ((r = prepare_cache(j, err)) < 0) {
+        jail_close(j);
+        return r;
+    }
+    remove_stale(j);
+    *ret_state = j;
+    return 0;
+}
+
+/* ---- one run ------------------------------------------------------------------------------- */
+
+/* Everything the child needs, prepared by the parent (the child formats nothing). */
+struct child_ctx {
+    struct jail *j;
+    int alive_fd;     /* read end: POLLHUP once the parent is gone */
+    int keep_fds[16]; /* every fd the child needs; all others are closed at once */
+    int n_keep;
+    int netns_fd; /* from the pool, or -1 (then clone3 made a new one) */
+    int ws_fd;    /* the fresh workspace's detached mount, or -1 */
+    struct eb_cgroup *cg;
+    const struct eb_mount_plan *plans[3];
+    size_t nplans;
+    struct eb_init init;
+    const char *writable[4];
+};
+
+__attribute__((noreturn)) static void child_fail(const struct child_ctx *c, int code,
+                                                 const char *what)
+{
+    struct eb_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = EB_MSG_ERROR;
+    eb_error_set_raw(&m.err, code, what);
+    (void)eb_write_all(c->init.status_fd, &m, sizeof(m));
+    _exit(127);
+}
+
+static bool parent_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* Closes every fd not in keep (async-signal-safe: a sort on the stack and close_range). */
+static void close_all_except(int *keep, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
+            int t = keep[k];
+            keep[k] = keep[k - 1];
+            keep[k - 1] = t;
+        }
+    unsigned lo = 0;
+    for (int i = 0; i < n; i++) {
+        if (keep[i] < 0)
+            continue;
+        if ((unsigned)keep[i] > lo)
+            syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+        lo = (unsigned)keep[i] + 1;
+    }
+    syscall(SYS_close_range, lo, ~0U, 0);
+}
+
+/* In the guest after fork from init: Landlock (paths as the guest sees them). */
+static int guest_setup(void *arg, struct execbox_error *err)
+{
+    const struct child_ctx *c = arg;
+    if (!c->j->landlock_ok)
+        return 0;
+    int r = eb_landlock_apply(c->writable, err);
+    return r == -EOPNOTSUPP ? 0 : r;
+}
+
+/* The very last step before execve: the syscall filter. */
+static int guest_pre_exec(void *arg, struct execbox_error *err)
+{
+    const struct child_ctx *c = arg;
+    if (!c->j->seccomp_ok)
+        return 0;
+    return eb_seccomp_apply(&c->j->seccomp, err);
+}
+
+/* The sandbox's init: pid 1 of the new pid namespace. Async-signal-safe calls only. */
+__attribute__((noreturn)) static void child_main(struct child_ctx *c)
+{
+    struct jail *j = c->j;
+    /* Die with the thread that cloned us; if it is already gone, stop here. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (parent_gone(c->alive_fd))
+        _exit(1);
+    /* Close every fd but ours: in a threaded host the table holds the host's sockets and other
+     * runs' pipes too; an init that kept another run's pipe (cloned while that run was between
+     * pipe2 and its own clone) would delay that run's EOF until this one ends. */
+    close_all_except(c->keep_fds, c->n_keep);
+    int r;
+    if (!j->userns.root_mode) {
+        /* Unprivileged: the user namespace came with clone3; map ourselves to 1000 first so
+         * that the files we create in the new root have an owner. */
+        if ((r = eb_userns_map_self(&j->userns)) < 0)
+            child_fail(c, r, "write the user namespace maps");
+    }
+    /* Limits before anything else can allocate or fork. */
+    if (c->cg && (r = eb_cgroup_join(c->cg)) < 0)
+        child_fail(c, r, "join the run's cgroup");
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        child_fail(c, -errno, "unshare the cgroup namespace");
+    if (c->netns_fd >= 0) {
+        /* A pre-made empty network namespace, used by this run only. */
+        if (setns(c->netns_fd, CLONE_NEWNET) < 0)
+            child_fail(c, -errno, "join the network namespace");
+        close(c->netns_fd);
+    }
+    const char *step = "";
+    if ((r = eb_mount_run(j->rootdir, c->plans, c->nplans, &step)) < 0)
+        child_fail(c, r, step);
+    if (c->ws_fd >= 0)
+        close(c->ws_fd); /* attached now; init keeps no handle on it */
+    if (sethostname("execbox", 7) < 0)
+        child_fail(c, -errno, "sethostname");
+    if (j->userns.root_mode && (r = eb_userns_enter(&j->userns)) < 0)
+        child_fail(c, r, "enter the user namespace");
+    /* Changing ids cleared the parent-death signal: set it again, and check again. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (parent_gone(c->alive_fd))
+        _exit(1);
+    close(c->alive_fd);
+    if ((r = eb_drop_privileges()) < 0)
+        child_fail(c, r, "drop capabilities");
+    /* Not ptrace-able or dumpable by the guest, even at the same uid. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* A new session: no controlling terminal to inject into (TIOCSTI) or signal. */
+    setsid();
+    eb_init_main(&c->init);
+}
+
+struct killer {
+    struct eb_cgroup *cg;
+    int pidfd;
+};
+
+static void kill_all(void *ctx)
+{
+    struct killer *k = ctx;
+    /* SIGKILL of a pid namespace's init kills every process in it; the cgroup kill is the
+     * belt to those braces (and the only way to reach a task mid-exit of the namespace). */
+    if (k->pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
+    if (k->cg)
+        eb_cgroup_kill(k->cg);
+}
+
+/* A fresh /workspace: a tmpfs of workspace_size made in the host's mount namespace but
+ * attached nowhere there (fsopen/fsmount), handed to the child to attach; our fd keeps it
+ * readable after the sandbox is gone, so its files can be listed, and closing it frees it. */
+static int fresh_workspace_fd(const struct jail *j, uint64_t size, struct execbox_error *err)
+{
+    int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return eb_error_set(err, -errno, "fsopen tmpfs: %s", execbox_strerror(-errno));
+    char v[32];
+    int r = 0;
+    snprintf(v, sizeof(v), "%" PRIu64, size);
+    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", v, 0);
+    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0);
+    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "nr_inodes", "65536", 0);
+    snprintf(v, sizeof(v), "%u", (unsigned)j->userns.host_uid);
+    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "uid", v, 0);
+    snprintf(v, sizeof(v), "%u", (unsigned)j->userns.host_gid);
+    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "gid", v, 0);
+    if (r < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+        r = -errno;
+        close(fs);
+        return eb_error_set(err, r, "configure the workspace tmpfs: %s", execbox_strerror(r));
+    }
+    int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    r = -errno;
+    close(fs);
+    if (m < 0)
+        return eb_error_set(err, r, "fsmount the workspace: %s", execbox_strerror(r));
+    return m;
+}
+
+static int jail_run(void *state, const struct eb_run *run, struct execbox_result *res,
+                    struct execbox_error *err)
+{
+    struct jail *j = state;
+    const struct execbox_policy *pol = run->policy;
+    int fds[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl, alive */
+    _cleanup_close_ int in_fd = -1, ws_fd = -1, netns_fd = -1, pidfd = -1;
+    struct eb_cgroup cg;
+    memset(&cg, 0, sizeof(cg));
+    for (int i = 0; i < EB_CG_N; i++)
+        cg.procs_fd[i] = -1;
+    struct eb_child child;
+    eb_child_init(&child);
+    struct stat ws_st;
+    bool ws_chowned = false;
+    char ws_host[EXECBOX_PATH_MAX] = "";
+    int r = 0;
+
+    /* Per-run mounts: /tmp, /dev/shm, /workspace and the program. */
+    static __thread struct eb_mount_plan dyn, rootfs_plan;
+    eb_plan_init(&dyn);
+    char opts[128];
+    unsigned gu = j->userns.root_mode ? (unsigned)j->userns.host_uid : EB_JAIL_UID;
+    unsigned gg = j->userns.root_mode ? (unsigned)j->userns.host_gid : EB_JAIL_GID;
+    snprintf(opts, sizeof(opts), "size=%" PRIu64 ",nr_inodes=16384,mode=1777,uid=%u,gid=%u",
+             pol->tmpfs, gu, gg);
+    eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "tmp", opts, 0, -1);
+    if (j->mpl_file[0]) {
+        /* MPLCONFIGDIR, the guest's own, with the prebuilt font list in it. */
+        eb_plan_add(&dyn, EB_MOP_DIR, NULL, "tmp/.matplotlib", NULL, 0, -1);
+        eb_plan_add(&dyn, EB_MOP_CHOWN, NULL, "tmp/.matplotlib", NULL, 0, -1);
+        dyn.ops[dyn.n - 1].uid = gu;
+        dyn.ops[dyn.n - 1].gid = gg;
+        eb_plan_add(&dyn, EB_MOP_FILE, NULL, j->mpl_file, NULL, 0, -1);
+        dyn.ops[dyn.n - 1].data = j->mpl_data; /* not copied: the child reads our memory */
+        dyn.ops[dyn.n - 1].len = j->mpl_len;
+    }
+    snprintf(opts, sizeof(opts), "size=16m,nr_inodes=1024,mode=1777,uid=%u,gid=%u", gu, gg);
+    eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "dev/shm", opts, 0, -1);
+    if (pol->workspace[0]) {
+        if (stat(pol->workspace, &ws_st) < 0 || !S_ISDIR(ws_st.st_mode)) {
+            r = eb_error_set(err, -ENOTDIR, "workspace '%s' is not a directory", pol->workspace);
+            goto out;
+        }
+        if (!realpath(pol->workspace, ws_host)) {
+            r = eb_error_set(err, -errno, "workspace '%s': %s", pol->workspace,
+                             execbox_strerror(-errno));
+            goto out;
+        }
+        eb_plan_add(&dyn, EB_MOP_BIND_RW, ws_host, "workspace", NULL, 0, -1);
+        if (j->userns.root_mode && ws_st.st_uid != j->userns.host_uid) {
+            /* See the top of this file: the guest (nobody outside) gets the directory for the
+             * run. */
+            if (chown(ws_host, j->userns.host_uid, j->userns.host_gid) < 0) {
+                r = eb_error_set(err, -errno, "hand the workspace to the sandbox: %s",
+                                 execbox_strerror(-errno));
+                goto out;
+            }
+            ws_chowned = true;
+        }
+    } else if (j->userns.root_mode) {
+        ws_fd = fresh_workspace_fd(j, pol->workspace_size, err);
+        if (ws_fd < 0) {
+            r = ws_fd;
+            goto out;
+        }
+        eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, ws_fd);
+    } else {
+        /* Unprivileged: no tmpfs outside our namespaces; a private host directory. */
+        char what[32];
+        snprintf(what, sizeof(what), "ws-%d", (int)getpid());
+        if ((r = eb_mkdtemp(what, ws_host, err)) < 0)
+            goto out;
+        eb_plan_add(&dyn, EB_MOP_BIND_RW, ws_host, "workspace", NULL, 0, -1);
+    }
+    char code_path[64];
+    snprintf(code_path, sizeof(code_path), "code/%s", run->lang->filename);
+    eb_plan_add(&dyn, EB_MOP_FILE, NULL, code_path, NULL, 0, -1);
+    /* The program text is not copied into the plan: the child reads it from its copy of our
+     * memory. */
+    dyn.ops[dyn.n - 1].data = run->code;
+    dyn.ops[dyn.n - 1].len = run->code_len;
+    if (dyn.overflow) {
+        r = eb_error_set(err, -E2BIG, "mount plan too large");
+        goto out;
+    }
+    const struct eb_mount_plan *sysplan = &j->sys;
+    if (pol->rootfs[0]) {
+        eb_plan_init(&rootfs_plan);
+        if ((r = eb_plan_system(&rootfs_plan, j->cache, pol->rootfs, err)) < 0)
+            goto out;
+        sysplan = &rootfs_plan;
+    }
+
+    struct eb_env env;
+    if ((r = eb_env_build(&env, "/workspace", "/tmp", pol->cpus)) < 0) {
+        eb_error_set(err, r, "environment too large");
+        goto out;
+    }
+    char guest_code[80];
+    snprintf(guest_code, sizeof(guest_code), "/code/%s", run->lang->filename);
+    char *argv[8];
+    size_t argc = 0;
+    argv[argc++] = (char *)run->lang->interpreter;
+    for (size_t i = 0; run->lang->args[i] && argc < 6; i++)
+        argv[argc++] = (char *)run->lang->args[i];
+    argv[argc++] = guest_code;
+    argv[argc] = NULL;
+
+    if (j->cg.version) {
+        char name[64];
+        snprintf(name, sizeof(name), CG_PREFIX "%d-%u", (int)getpid(),
+                 atomic_fetch_add(&j->seq, 1));
+        if ((r = eb_cgroup_create(&j->cg, name, pol->memory, pol->pids, pol->cpus, &cg, err)) < 0)
+            goto out;
+    }
+    in_fd = eb_stdin_fd(run->req->stdin_data, run->req->stdin_len, err);
+    if (in_fd < 0) {
+        r = in_fd;
+        goto out;
+    }
+    for (int i = 0; i < 10; i += 2)
+        if (pipe2(&fds[i], O_CLOEXEC) < 0) {
+            r = eb_error_set(err, -errno, "pipe: %s", execbox_strerror(-errno));
+            goto out;
+        }
+    bool have_cg_mem = j->cg.version && j->cg.have[EB_CG_MEMORY];
+    struct eb_guest guest = {
+        .stdin_fd = in_fd,
+        .stdout_fd = fds[1],
+        .stderr_fd = fds[3],
+        .status_fd = fds[5],
+        .cwd = "/workspace",
+        .path = run->lang->interpreter,
+        .argv = argv,
+        .envp = env.envp,
+        /* With a cgroup the memory cap is the cgroup's (an OOM kill we can report); without,
+         * the rlimit is the only one. */
+        .memory_rlimit = have_cg_mem ? -1 : run->lang->memory_rlimit,
+        .memory = pol->memory,
+        .file_size = pol->file_size,
+        .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + 1,
+        .pre_exec = guest_pre_exec,
+    };
+    struct child_ctx ctx = {
+        .j = j,
+        .alive_fd = fds[8],
+        .netns_fd = -1,
+        .ws_fd = ws_fd,
+        .cg = j->cg.version ? &cg : NULL,
+        .plans = {sysplan, &dyn},
+        .nplans = 2,
+        .init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest},
+        /* /dev/shm: POSIX semaphores and shared memory (multiprocessing). */
+        .writable = {"/tmp", "/workspace", "/dev/shm", NULL},
+    };
+    guest.pre_exec_arg = &ctx;
+    int keep[] = {in_fd, fds[1], fds[3], fds[5], fds[6], fds[8], ws_fd};
+    for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
+        if (keep[i] >= 0)
+            ctx.keep_fds[ctx.n_keep++] = keep[i];
+    for (int i = 0; i < EB_CG_N; i++)
+        if (cg.procs_fd[i] >= 0)
+            ctx.keep_fds[ctx.n_keep++] = cg.procs_fd[i];
+    ctx.init.guest_setup = guest_setup;
+    ctx.init.guest_setup_arg = &ctx;
+
+    unsigned long flags =
+        CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+    if (!j->userns.root_mode)
+        flags |= CLONE_NEWUSER;
+    netns_fd = eb_netns_take(j->pool);
+    if (netns_fd >= 0) {
+        ctx.netns_fd = netns_fd;
+        ctx.keep_fds[ctx.n_keep++] = netns_fd;
+    } else
+        flags |= CLONE_NEWNET;
+    pid_t pid = eb_clone_ns(flags, &pidfd);
+    if (pid < 0) {
+        r = eb_error_set(err, -errno, "clone3 into new namespaces: %s", execbox_strerror(-errno));
+        goto out;
+    }
+    if (pid == 0)
+        child_main(&ctx);
+    struct killer k = {.cg = j->cg.version ? &cg : NULL, .pidfd = pidfd};
+    child.pid = pid;
+    child.pidfd = TAKE_FD(pidfd);
+    child.out_fd = TAKE_FD(fds[0]);
+    child.err_fd = TAKE_FD(fds[2]);
+    child.status_fd = TAKE_FD(fds[4]);
+    child.ctl_fd = TAKE_FD(fds[7]);
+    child.kill_all = kill_all;
+    child.ctx = &k;
+    k.pidfd = child.pidfd;
+    for (int i = 0; i < 10; i++)
+        if (i != 9)
+            eb_close(&fds[i]); /* keep the alive pipe's write end until the end */
+    eb_close(&in_fd);
+    eb_close(&netns_fd);
+
+    struct eb_outcome oc;
+    r = eb_supervise(&child, run->req, pol, run->start_ns, res, &oc, err);
+    struct eb_cgroup_stats st;
+    eb_cgroup_stats(&cg, &st);
+    if (r == 0)
+        r = eb_outcome_to_result(&oc, pol, res);
+    if (r == 0 && j->cg.version) {
+        if (st.cpu_ns >= 0)
+            res->cpu_time = (double)st.cpu_ns / 1e9;
+        if (st.peak_memory)
+            res->peak_memory_bytes = st.peak_memory;
+        if (st.oom_kills > 0 && !res->timed_out && !oc.cancelled) {
+            /* The cgroup's own counter says the kernel OOM-killed inside this run. */
+            res->oom_killed = true;
+            res->killed_reason = EXECBOX_KILLED_MEMORY;
+            res->exit_code = 128 + SIGKILL;
+            res->signal = SIGKILL;
+            char msg[160];
+            snprintf(msg, sizeof(msg),
+                     "the program exceeded the memory limit of %" PRIu64 " MiB and was killed",
+                     pol->memory >> 20);
+            r = eb_result_set_error(res, "MemoryLimit", msg, "");
+        }
+    }
+    if (r == 0) {
+        _cleanup_close_ int wfd = -1;
+        if (ws_fd >= 0)
+            wfd = openat(ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        else if (ws_host[0])
+            wfd = open(ws_host, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (wfd >= 0)
+            r = eb_workspace_list(wfd, run->req->inline_files_max, res);
+    }
+out:
+    eb_cgroup_destroy(&cg);
+    for (int i = 0; i < 10; i++)
+        eb_close(&fds[i]);
+    eb_child_close(&child);
+    if (ws_chowned)
+        (void)!chown(ws_host, ws_st.st_uid, ws_st.st_gid);
+    if (!pol->workspace[0] && ws_host[0])
+        eb_rm_rf(ws_host);
+    return r;
+}
+
+const struct eb_backend_ops eb_backend_jail = {
+    .name = "jail",
+    .probe = probe,
+    .open = jail_open,
+    .run = jail_run,
+    .close = jail_close,
+};

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/* cgroup.c - per-run cgroups, v1 and v2 (see cgroup.h). Only directories this file creates
+ * (named with our prefix) are ever written to or removed; the rest of the hierarchy is left
+ * alone. */
+#include "cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../error.h"
+#include "../util.h"
+
+static const char *const ctrl_name[EB_CG_N] = {"memory", "pids", "cpu", "cpuacct"};
+
+static int write_str(const char *dir, const char *file, const char *val)
+{
+    char p[EXECBOX_PATH_MAX + 64];
+    snprintf(p, sizeof(p), "%s/%s", dir, file);
+    /* O_CREAT is a no-op on cgroupfs (its files exist or cannot be made) and lets the unit
+     * tests run the same code on a fake tree. */
+    _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, val, strlen(val));
+    return n < 0 ? -errno : 0;
+}
+
+static int read_small(const char *dir, const char *file, char *buf, size_t len)
+{
+    char p[EXECBOX_PATH_MAX + 64];
+    snprintf(p, sizeof(p), "%s/%s", dir, file);
+    _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = eb_read_full(fd, buf, len - 1);
+    if (n < 0)
+        return (int)n;
+    buf[n] = '\0';
+    return 0;
+}
+
+/* "key value" lines (memory.events, memory.oom_control, cpu.stat): the value of key. */
+static bool keyed_u64(const char *text, const char *key, uint64_t *v)
+{
+    size_t k = strlen(key);
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+        if (strncmp(l, key, k) == 0 && l[k] == ' ') {
+            *v = strtoull(l + k + 1, NULL, 10);
+            return true;
+        }
+    return false;
+}
+
+static bool word_in(const char *list, const char *word, const char *seps)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, seps);
+        if (len == n && strncmp(p, word, n) == 0)
+            return true;
+        p += len;
+        if (*p)
+            p++;
+    }
+    return false;
+}
+
+static bool is_dir_writable(const char *d)
+{
+    struct stat st;
+    return stat(d, &st) == 0 && S_ISDIR(st.st_mode) && access(d, W_OK) == 0;
+}
+
+/* v2: usable when our own cgroup's subtree_control already delegates memory and pids, or
+ * they can be enabled there (the root cgroup, or a cgroup without processes of its own). */
+static bool detect_v2(const char *mnt, const char *path, struct eb_cgroup_root *r)
+{
+    char base[EXECBOX_PATH_MAX], buf[512];
+    snprintf(base, sizeof(base), "%s%s", mnt, strcmp(path, "/") == 0 ? "" : path);
+    if (read_small(mnt, "cgroup.controllers", buf, sizeof(buf)) < 0)
+        return false;
+    buf[strcspn(buf, "\n")] = '\0';
+    if (!word_in(buf, "memory", " \n") || !word_in(buf, "pids", " \n")) {
+        snprintf(r->why, sizeof(r->why), "v2 lacks memory/pids (has: %.40s)",
+                 buf[0] ? buf : "none");
+        return false;
+    }
+    if (!is_dir_writable(base)) {
+        snprintf(r->why, sizeof(r->why), "v2 %.80s not delegated to us", base);
+        return false;
+    }
+    if (read_small(base, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
+        return false;
+    bool cpu_avail = false;
+    char ctl[512];
+    if (read_small(base, "cgroup.controllers", ctl, sizeof(ctl)) == 0)
+        cpu_avail = word_in(ctl, "cpu", " \n");
+    if (!word_in(buf, "memory", " \n") || !word_in(buf, "pids", " \n") ||
+        (cpu_avail && !word_in(buf, "cpu", " \n"))) {
+        /* Fails with EBUSY when our cgroup holds processes (no internal processes rule). */
+        if (write_str(base, "cgroup.subtree_control",
+                      cpu_avail ? "+memory +pids +cpu" : "+memory +pids") < 0) {
+            snprintf(r->why, sizeof(r->why), "v2 %.80s: cannot enable memory/pids", base);
+            return false;
+        }
+        if (read_small(base, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
+            return false;
+    }
+    r->version = 2;
+    snprintf(r->base[0], sizeof(r->base[0]), "%s", base);
+    r->have[EB_CG_MEMORY] = word_in(buf, "memory", " \n");
+    r->have[EB_CG_PIDS] = word_in(buf, "pids", " \n");
+    r->have[EB_CG_CPU] = word_in(buf, "cpu", " \n");
+    r->have[EB_CG_CPUACCT] = true; /* cpu.stat usage_usec exists in every v2 cgroup */
+    snprintf(r->why, sizeof(r->why), "cgroup v2 at %s", base);
+    return true;
+}
+
+void eb_cgroup_detect(const char *fs_root, const char *self_cgroup, struct eb_cgroup_root *r)
+{
+    memset(r, 0, sizeof(*r));
+    char v2why[200] = "";
+    /* v2 first: the unified line "0::/path", at fs_root (pure v2) or fs_root/unified (hybrid). */
+    for (const char *l = self_cgroup; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        if (strncmp(l, "0::", 3) != 0)
+            continue;
+        char path[EXECBOX_PATH_MAX];
+        size_t n = strcspn(l + 3, "\n");
+        if (n >= sizeof(path))
+            break;
+        memcpy(path, l + 3, n);
+        path[n] = '\0';
+        char mnt[EXECBOX_PATH_MAX];
+        const char *cands[] = {"", "/unified"};
+        for (size_t i = 0; i < ARRAY_SIZE(cands); i++) {
+            snprintf(mnt, sizeof(mnt), "%s%s", fs_root, cands[i]);
+            char probe[EXECBOX_PATH_MAX + 32];
+            snprintf(probe, sizeof(probe), "%s/cgroup.controllers", mnt);
+            if (access(probe, F_OK) != 0)
+                continue;
+            if (detect_v2(mnt, path, r))
+                return;
+            snprintf(v2why, sizeof(v2why), "%s", r->why);
+        }
+    }
+    /* v1: "N:ctrl[,ctrl]:path" per hierarchy. */
+    int found = 0;
+    for (int c = 0; c < EB_CG_N; c++) {
+        for (const char *l = self_cgroup; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+            const char *a = strchr(l, ':');
+            const char *b = a ? strchr(a + 1, ':') : NULL;
+            const char *e = strchr(l, '\n');
+            if (!b || (e && b > e))
+                continue;
+            char ctrls[128], path[EXECBOX_PATH_MAX];
+            size_t cn = (size_t)(b - a - 1), pn = e ? (size_t)(e - b - 1) : strlen(b + 1);
+            if (cn == 0 || cn >= sizeof(ctrls) || pn >= sizeof(path))
+                continue;
+            memcpy(ctrls, a + 1, cn);
+            ctrls[cn] = '\0';
+            memcpy(path, b + 1, pn);
+            path[pn] = '\0';
+            if (!word_in(ctrls, ctrl_name[c], ","))
+                continue;
+            const char *mounts[] = {ctrls, ctrl_name[c]};
+            for (size_t m = 0; m < 2 && !r->have[c]; m++) {
+                char base[EXECBOX_PATH_MAX];
+                if (snprintf(base, sizeof(base), "%s/%s%s", fs_root, mounts[m],
+                             strcmp(path, "/") == 0 ? "" : path) >= (int)sizeof(base))
+                    continue;
+                if (is_dir_writable(base)) {
+                    memcpy(r->base[c], base, sizeof(base));
+                    r->have[c] = true;
+                    found++;
+                }
+            }
+            break;
+        }
+    }
+    if (r->have[EB_CG_MEMORY]) {
+        char p[EXECBOX_PATH_MAX + 64];
+        snprintf(p, sizeof(p), "%s/memory.memsw.limit_in_bytes", r->base[EB_CG_MEMORY]);
+        r->memsw = access(p, F_OK) == 0;
+    }
+    if (found) {
+        r->version = 1;
+        snprintf(r->why, sizeof(r->why), "cgroup v1%s%s", v2why[0] ? " (" : "",
+                 v2why[0] ? v2why : "");
+        if (v2why[0])
+            strncat(r->why, ")", sizeof(r->why) - strlen(r->why) - 1);
+    } else {
+        snprintf(r->why, sizeof(r->why), "no writable v1 cgroup (not root, not delegated)%s%s",
+                 v2why[0] ? "; " : "", v2why);
+    }
+}
+
+int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64_t memory,
+                     uint32_t pids, double cpus, struct eb_cgroup *cg, struct execbox_error *err)
+{
+    memset(cg, 0, sizeof(*cg));
+    cg->root = root;
+    for (int c = 0; c < EB_CG_N; c++)
+        cg->procs_fd[c] = -1;
+    if (root->version == 0)
+        return 0;
+    int ndirs = root->version == 2 ? 1 : EB_CG_N;
+    char val[64];
+    int r = 0;
+    for (int c = 0; c < ndirs; c++) {
+        if (root->version == 1 && !root->have[c])
+            continue;
+        if (snprintf(cg->dir[c], sizeof(cg->dir[c]), "%s/%s", root->base[c], name) >=
+            (int)sizeof(cg->dir[c])) {
+            r = eb_error_set(err, -ENAMETOOLONG, "cgroup path too long");
+            goto fail;
+        }
+        if (mkdir(cg->dir[c], 0755) < 0) {
+            r = eb_error_set(err, -errno, "create cgroup %s: %s", cg->dir[c],
+                             execbox_strerror(-errno));
+            cg->dir[c][0] = '\0';
+            goto fail;
+        }
+    }
+    const char *d;
+    uint64_t quota = (uint64_t)(cpus * 100000.0);
+    if (quota < 1000)
+        quota = 1000;
+    if (root->version == 2) {
+        d = cg->dir[0];
+        snprintf(val, sizeof(val), "%" PRIu64, memory);
+        if (root->have[EB_CG_MEMORY] &&
+            ((r = write_str(d, "memory.max", val)) < 0 ||
+             (r = write_str(d, "memory.swap.max", "0")) < 0 ||
+             /* One OOM kill takes the whole sandbox, as a container would. */
+             (r = write_str(d, "memory.oom.group", "1")) < 0)) {
+            eb_error_set(err, r, "set the cgroup memory limit: %s", execbox_strerror(r));
+            goto fail;
+        }
+        snprintf(val, sizeof(val), "%" PRIu32, pids);
+        if (root->have[EB_CG_PIDS] && (r = write_str(d, "pids.max", val)) < 0) {
+            eb_error_set(err, r, "set pids.max: %s", execbox_strerror(r));
+            goto fail;
+        }
+        snprintf(val, sizeof(val), "%" PRIu64 " 100000", quota);
+        if (root->have[EB_CG_CPU] && (r = write_str(d, "cpu.max", val)) < 0) {
+            eb_error_set(err, r, "set cpu.max: %s", execbox_strerror(r));
+            goto fail;
+        }
+    } else {
+        if (root->have[EB_CG_MEMORY]) {
+            d = cg->dir[EB_CG_MEMORY];
+            snprintf(val, sizeof(val), "%" PRIu64, memory);
+            /* memsw (RAM + swap) equal to the RAM limit: no swap at all. */
+            if ((r = write_str(d, "memory.limit_in_bytes", val)) < 0 ||
+                (root->memsw && (r = write_str(d, "memory.memsw.limit_in_bytes", val)) < 0)) {
+                eb_error_set(err, r, "set the cgroup memory limit: %s", execbox_strerror(r));
+                goto fail;
+            }
+            if (!root->memsw)
+                (void)write_str(d, "memory.swappiness", "0");
+        }
+        if (root->have[EB_CG_PIDS]) {
+            snprintf(val, sizeof(val), "%" PRIu32, pids);
+            if ((r = write_str(cg->dir[EB_CG_PIDS], "pids.max", val)) < 0) {
+                eb_error_set(err, r, "set pids.max: %s", execbox_strerror(r));
+                goto fail;
+            }
+        }
+        if (root->have[EB_CG_CPU]) {
+            snprintf(val, sizeof(val), "%" PRIu64, quota);
+            if ((r = write_str(cg->dir[EB_CG_CPU], "cpu.cfs_period_us", "100000")) < 0 ||
+                (r = write_str(cg->dir[EB_CG_CPU], "cpu.cfs_quota_us", val)) < 0) {
+                eb_error_set(err, r, "set the cpu quota: %s", execbox_strerror(r));
+                goto fail;
+            }
+        }
+    }
+    for (int c = 0; c < EB_CG_N; c++) {
+        if (!cg->dir[c][0])
+            continue;
+        char p[EXECBOX_PATH_MAX + 32];
+        /* v1: the child joins by writing "0" to "tasks", which moves only the writing thread
+         * (the child has one) and lets the kernel skip the global threadgroup lock, whose
+         * RCU grace period otherwise costs ~15 ms on every run. */
+        snprintf(p, sizeof(p), "%s/%s", cg->dir[c], root->version == 1 ? "tasks" : "cgroup.procs");
+        cg->procs_fd[c] = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (cg->procs_fd[c] < 0) {
+            r = eb_error_set(err, -errno, "open %s: %s", p, execbox_strerror(-errno));
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    eb_cgroup_destroy(cg);
+    return r < 0 ? r : -EIO;
+}
+
+int eb_cgroup_join(struct eb_cgroup *cg)
+{
+    int r = 0;
+    for (int c = 0; c < EB_CG_N; c++) {
+        if (cg->procs_fd[c] < 0)
+            continue;
+        /* "0" is the writing process itself. */
+        if (write(cg->procs_fd[c], "0", 1) < 0)
+            r = -errno;
+        close(cg->procs_fd[c]);
+        cg->procs_fd[c] = -1;
+    }
+    return r;
+}
+
+void eb_cgroup_kill(const struct eb_cgroup *cg)
+{
+    if (!cg->root || cg->root->version == 0)
+        return;
+    if (cg->root->version == 2) {
+        if (cg->dir[0][0] && write_str(cg->dir[0], "cgroup.kill", "1") == 0)
+            return;
+    }
+    /* v1 (or v2 before 5.14): kill each listed task; repeat, since a fork may race us. */
+    for (int c = 0; c < EB_CG_N; c++) {
+        if (!cg->dir[c][0])
+            continue;
+        for (int round = 0; round < 8; round++) {
+            char buf[8192];
+            if (read_small(cg->dir[c], "cgroup.procs", buf, sizeof(buf)) < 0 || !buf[0])
+                break;
+            for (char *p = buf; *p;) {
+                long pid = strtol(p, &p, 10);
+                if (pid > 1)
+                    kill((pid_t)pid, SIGKILL);
+                while (*p == '\n')
+                    p++;
+                if (pid <= 0)
+                    break;
+            }
+        }
+        return;
+    }
+}
+
+void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->cpu_ns = -1;
+    if (!cg->root || cg->root->version == 0)
+        return;
+    char buf[2048];
+    uint64_t v;
+    if (cg->root->version == 2) {
+        const char *d = cg->dir[0];
+        if (read_small(d, "memory.events", buf, sizeof(buf)) == 0 && keyed_u64(buf, "oom_kill", &v))
+            st->oom_kills = v;
+        if (read_small(d, "memory.peak", buf, sizeof(buf)) == 0)
+            st->peak_memory = strtoull(buf, NULL, 10);
+        if (read_small(d, "cpu.stat", buf, sizeof(buf)) == 0 && keyed_u64(buf, "usage_usec", &v))
+            st->cpu_ns = (int64_t)v * 1000;
+        return;
+    }
+    if (cg->dir[EB_CG_MEMORY][0]) {
+        if (read_small(cg->dir[EB_CG_MEMORY], "memory.oom_control", buf, sizeof(buf)) == 0 &&
+            keyed_u64(buf, "oom_kill", &v))
+            st->oom_kills = v;
+        if (read_small(cg->dir[EB_CG_MEMORY], "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0)
+            st->peak_memory = strtoull(buf, NULL, 10);
+    }
+    if (cg->dir[EB_CG_CPUACCT][0] &&
+        read_small(cg->dir[EB_CG_CPUACCT], "cpuacct.usage", buf, sizeof(buf)) == 0)
+        st->cpu_ns = (int64_t)strtoull(buf, NULL, 10);
+}
+
+static void remove_dir(const char *dir)
+{
+    /* rmdir fails with EBUSY while the kernel still counts an exiting task: retry for up to
+     * about 200 ms, killing again in between. */
+    for (int i = 0; i < 100; i++) {
+        if (rmdir(dir) == 0 || errno == ENOENT)
+            return;
+        if (errno != EBUSY)
+            return;
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void eb_cgroup_destroy(struct eb_cgroup *cg)
+{
+    bool any = false;
+    for (int c = 0; c < EB_CG_N; c++)
+        any |= cg->dir[c][0] != '\0';
+    if (any)
+        eb_cgroup_kill(cg);
+    for (int c = 0; c < EB_CG_N; c++) {
+        if (cg->procs_fd[c] >= 0)
+            close(cg->procs_fd[c]);
+        cg->procs_fd[c] = -1;
+        if (cg->dir[c][0])
+            remove_dir(cg->dir[c]);
+        cg->dir[c][0] = '\0';
+    }
+}
+
+int eb_cgroup_remove_stale(const struct eb_cgroup_root *root, const char *prefix)
+{
+    int removed = 0;
+    size_t plen = strlen(prefix);
+    int ndirs = root->version == 2 ? 1 : root->version == 1 ? EB_CG_N : 0;
+    for (int c = 0; c < ndirs; c++) {
+        if (root->version == 1 && !root->have[c])
+            continue;
+        DIR *d = opendir(root->base[c]);
+        if (!d)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strncmp(e->d_name, prefix, plen) != 0)
+                continue;
+            char *end;
+            long pid = strtol(e->d_name + plen, &end, 10);
+            if (pid <= 0 || *end != '-' || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+                continue; /* its execbox is alive: not ours to touch */
+            struct eb_cgroup cg;
+            memset(&cg, 0, sizeof(cg));
+            cg.root = root;
+            for (int k = 0; k < EB_CG_N; k++)
+                cg.procs_fd[k] = -1;
+            snprintf(cg.dir[c], sizeof(cg.dir[c]), "%s/%s", root->base[c], e->d_name);
+            eb_cgroup_destroy(&cg);
+            removed++;
+        }
+        closedir(d);
+    }
+    return removed;
+}

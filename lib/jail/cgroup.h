@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* cgroup.h - one cgroup per run, below the cgroup this process already runs in: cgroup v2 when
+ * a delegated v2 tree with the memory and pids controllers is usable, else v1 (memory, pids,
+ * cpu, cpuacct). Limits, the run's own OOM/CPU/memory counters, kill, removal, and removal of
+ * what a killed execbox left behind. The cgroupfs root is a parameter so tests can point the
+ * code at a fake tree. */
+#ifndef EB_JAIL_CGROUP_H
+#define EB_JAIL_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "execbox/execbox.h"
+
+enum eb_cg_ctrl { EB_CG_MEMORY, EB_CG_PIDS, EB_CG_CPU, EB_CG_CPUACCT, EB_CG_N };
+
+/* Where runs' cgroups go: detected once per executor. */
+struct eb_cgroup_root {
+    int version;                          /* 1 or 2; 0: no usable cgroup */
+    char base[EB_CG_N][EXECBOX_PATH_MAX]; /* v1: per controller; v2: base[0] only */
+    bool have[EB_CG_N];                   /* controller usable */
+    bool memsw;                           /* v1: memory.memsw.* exists (swap accounting) */
+    char why[200];                        /* why v2 / v1 / none was chosen */
+};
+
+/* Detects the cgroup setup under fs_root ("/sys/fs/cgroup") for a process whose
+ * /proc/self/cgroup text is self_cgroup. Prefers v2 when its tree at our own cgroup has (or can
+ * be given) memory and pids in cgroup.subtree_control and is writable. Never fails: version 0
+ * with why set when nothing is usable. */
+void eb_cgroup_detect(const char *fs_root, const char *self_cgroup, struct eb_cgroup_root *r);
+
+/* One run's cgroup. */
+struct eb_cgroup {
+    const struct eb_cgroup_root *root;
+    char dir[EB_CG_N][EXECBOX_PATH_MAX]; /* "" where not created */
+    int procs_fd[EB_CG_N];               /* cgroup.procs, open for writing "0" in the child */
+};
+
+/* Creates the run's cgroup named name in every usable controller, sets memory (no swap), pids
+ * and cpu quota, and opens cgroup.procs for the child to join. 0 or -errno (err set); on
+ * failure nothing is left behind. */
+int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64_t memory,
+                     uint32_t pids, double cpus, struct eb_cgroup *cg, struct execbox_error *err);
+
+/* In the child (async-signal-safe): joins every controller's cgroup, closes the fds. */
+int eb_cgroup_join(struct eb_cgroup *cg);
+
+/* SIGKILLs every process in the cgroup (v2: cgroup.kill; v1: the pids/memory task list). */
+void eb_cgroup_kill(const struct eb_cgroup *cg);
+
+struct eb_cgroup_stats {
+    uint64_t oom_kills; /* kernel OOM kills inside the cgroup */
+    int64_t cpu_ns;     /* -1 unknown */
+    uint64_t peak_memory;
+};
+
+/* Reads the run's own counters. */
+void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st);
+
+/* Kills what is left, removes the cgroup directories (retrying briefly while the kernel lets
+ * go of exited tasks) and closes the fds. Safe on a zeroed/partly created cg. */
+void eb_cgroup_destroy(struct eb_cgroup *cg);
+
+/* Removes cgroups named "<prefix><pid>-..." whose pid is no longer alive (an execbox killed
+ * before its teardown). Returns how many were removed. */
+int eb_cgroup_remove_stale(const struct eb_cgroup_root *root, const char *prefix);
+
+#endif

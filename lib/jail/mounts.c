@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/* mounts.c - building and running the sandbox's mount plan (see mounts.h). */
+#include "mounts.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../error.h"
+#include "../util.h"
+#include "ns.h"
+
+void eb_plan_init(struct eb_mount_plan *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static const char *plan_str(struct eb_mount_plan *p, const char *s, size_t len)
+{
+    if (!s)
+        return NULL;
+    if (p->used + len + 1 > sizeof(p->strings)) {
+        p->overflow = 1;
+        return "";
+    }
+    char *d = p->strings + p->used;
+    memcpy(d, s, len);
+    d[len] = '\0';
+    p->used += len + 1;
+    return d;
+}
+
+void eb_plan_add(struct eb_mount_plan *p, int type, const char *src, const char *dst,
+                 const char *data, size_t len, int fd)
+{
+    if (p->n >= EB_MOPS_MAX) {
+        p->overflow = 1;
+        return;
+    }
+    struct eb_mop *o = &p->ops[p->n++];
+    o->type = type;
+    o->src = plan_str(p, src, src ? strlen(src) : 0);
+    o->dst = plan_str(p, dst, strlen(dst));
+    if (data && !len)
+        len = strlen(data);
+    o->data = plan_str(p, data, len);
+    o->len = len;
+    o->fd = fd;
+}
+
+/* ---- staging /etc (parent, once per executor) ---------------------------------------------- */
+
+static int copy_file(const char *src, const char *dst)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int r = eb_read_file(src, 4U << 20, &buf, &len);
+    if (r < 0)
+        return r;
+    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        free(buf);
+        return -errno;
+    }
+    r = eb_write_all(fd, buf, len);
+    fchmod(fd, 0644);
+    close(fd);
+    free(buf);
+    return r;
+}
+
+/* Copies src to dst: regular files, symlinks (as links) and directories up to depth levels. */
+static int copy_tree(const char *src, const char *dst, int depth)
+{
+    struct stat st;
+    if (lstat(src, &st) < 0)
+        return -errno;
+    if (S_ISLNK(st.st_mode)) {
+        char t[EXECBOX_PATH_MAX];
+        ssize_t n = readlink(src, t, sizeof(t) - 1);
+        if (n < 0)
+            return -errno;
+        t[n] = '\0';
+        return symlink(t, dst) < 0 ? -errno : 0;
+    }
+    if (S_ISREG(st.st_mode))
+        return copy_file(src, dst);
+    if (!S_ISDIR(st.st_mode) || depth <= 0)
+        return 0;
+    if (mkdir(dst, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    chmod(dst, 0755);
+    DIR *d = opendir(src);
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    int r = 0;
+    while ((e = readdir(d)) && r == 0) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char s[EXECBOX_PATH_MAX], t[EXECBOX_PATH_MAX];
+        if (snprintf(s, sizeof(s), "%s/%s", src, e->d_name) >= (int)sizeof(s) ||
+            snprintf(t, sizeof(t), "%s/%s", dst, e->d_name) >= (int)sizeof(t))
+            continue;
+        r = copy_tree(s, t, depth - 1);
+        if (r == -EACCES || r == -ENOENT || r == -EFBIG)
+            r = 0; /* best effort: an unreadable or huge file is simply left out */
+    }
+    closedir(d);
+    return r;
+}
+
+/* What interpreters read from /etc: the dynamic linker's cache, BLAS/LAPACK alternatives
+ * (numpy), Python's site configuration, matplotlib's rc, MIME types, the time zone, and
+ * OpenSSL's config (node). Users and hosts are generated, not copied: no host account leaks. */
+static const char *const etc_copy[] = {
+    "ld.so.cache",    "ld.so.conf",  "ld.so.conf.d",    "alternatives",  "localtime",
+    "timezone",       "python3",     "python3.11",      "python3.12",    "python3.13",
+    "matplotlibrc",   "mime.types",  "ssl/openssl.cnf", "nsswitch.conf", "os-release",
+    "debian_version", "bash.bashrc", "inputrc",         "fonts",
+};
+
+int eb_stage_etc(const char *stage_dir, struct execbox_error *err)
+{
+    char etc[EXECBOX_PATH_MAX], p[EXECBOX_PATH_MAX + 64], s[EXECBOX_PATH_MAX];
+    snprintf(etc, sizeof(etc), "%s/etc", stage_dir);
+    if (mkdir(etc, 0755) < 0)
+        return eb_error_set(err, -errno, "mkdir %s: %s", etc, execbox_strerror(-errno));
+    snprintf(p, sizeof(p), "%s/ssl", etc);
+    mkdir(p, 0755);
+    for (size_t i = 0; i < ARRAY_SIZE(etc_copy); i++) {
+        snprintf(s, sizeof(s), "/etc/%s", etc_copy[i]);
+        snprintf(p, sizeof(p), "%s/%s", etc, etc_copy[i]);
+        int r = copy_tree(s, p, 4);
+        if (r < 0 && r != -ENOENT && r != -EACCES)
+            return eb_error_set(err, r, "stage %s: %s", s, execbox_strerror(r));
+    }
+    static const struct {
+        const char *name, *text;
+    } gen[] = {
+        {"passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                   "sandbox:x:1000:1000:sandbox:/workspace:/bin/bash\n"
+                   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
+        {"group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"},
+        {"hosts", "127.0.0.1 localhost\n::1 localhost\n"},
+        {"hostname", "execbox\n"},
+        {"resolv.conf", ""},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(gen); i++) {
+        snprintf(p, sizeof(p), "%s/%s", etc, gen[i].name);
+        unlink(p);
+        int r = eb_write_file(p, gen[i].text, strlen(gen[i].text), 0644);
+        if (r < 0)
+            return eb_error_set(err, r, "write %s: %s", p, execbox_strerror(r));
+        chmod(p, 0644);
+    }
+    return 0;
+}
+
+int eb_plan_system(struct eb_mount_plan *p, const char *stage_dir, const char *rootfs,
+                   struct execbox_error *err)
+{
+    char src[EXECBOX_PATH_MAX];
+    /* System directories: on merged-/usr systems /bin, /lib... are symlinks into /usr, and
+     * recreating the link costs nothing while a bind costs a mount. */
+    static const char *const sys[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+    for (size_t i = 0; i < ARRAY_SIZE(sys); i++) {
+        if (snprintf(src, sizeof(src), "%s/%s", rootfs, sys[i]) >= (int)sizeof(src))
+            return eb_error_set(err, -ENAMETOOLONG, "rootfs path too long");
+        struct stat st;
+        if (lstat(src, &st) < 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            char t[EXECBOX_PATH_MAX];
+            ssize_t n = readlink(src, t, sizeof(t) - 1);
+            if (n < 0)
+                continue;
+            t[n] = '\0';
+            eb_plan_add(p, EB_MOP_SYMLINK, t, sys[i], NULL, 0, -1);
+        } else if (S_ISDIR(st.st_mode)) {
+            eb_plan_add(p, EB_MOP_DIR, NULL, sys[i], NULL, 0, -1);
+            eb_plan_add(p, EB_MOP_BIND_RO, src, sys[i], NULL, 0, -1);
+        }
+    }
+    eb_plan_add(p, EB_MOP_DIR, NULL, "etc", NULL, 0, -1);
+    if (rootfs[0]) {
+        /* A caller's root image brings its own /etc. */
+        snprintf(src, sizeof(src), "%s/etc", rootfs);
+        eb_plan_add(p, EB_MOP_BIND_RO, src, "etc", NULL, 0, -1);
+    } else {
+        snprintf(src, sizeof(src), "%s/etc", stage_dir);
+        eb_plan_add(p, EB_MOP_BIND_RO, src, "etc", NULL, 0, -1);
+    }
+    /* A minimal /dev: the five harmless character devices, bound from the host because a
+     * user namespace cannot create device nodes; a small shared-memory tmpfs for Python's
+     * multiprocessing; the usual fd links. No tty, no block device, no mem, no kmsg. */
+    eb_plan_add(p, EB_MOP_DIR, NULL, "dev", NULL, 0, -1);
+    static const char *const devs[] = {"null", "zero", "full", "random", "urandom"};
+    for (size_t i = 0; i < ARRAY_SIZE(devs); i++) {
+        char d[32];
+        snprintf(src, sizeof(src), "/dev/%s", devs[i]);
+        snprintf(d, sizeof(d), "dev/%s", devs[i]);
+        eb_plan_add(p, EB_MOP_FILE, NULL, d, "", 0, -1);
+        eb_plan_add(p, EB_MOP_BIND_DEV, src, d, NULL, 0, -1);
+    }
+    eb_plan_add(p, EB_MOP_SYMLINK, "/proc/self/fd", "dev/fd", NULL, 0, -1);
+    eb_plan_add(p, EB_MOP_SYMLINK, "/proc/self/fd/0", "dev/stdin", NULL, 0, -1);
+    eb_plan_add(p, EB_MOP_SYMLINK, "/proc/self/fd/1", "dev/stdout", NULL, 0, -1);
+    eb_plan_add(p, EB_MOP_SYMLINK, "/proc/self/fd/2", "dev/stderr", NULL, 0, -1);
+    eb_plan_add(p, EB_MOP_DIR, NULL, "dev/shm", NULL, 0, -1);
+    eb_plan_add(p, EB_MOP_DIR, NULL, "proc", NULL, 0, -1);
+    eb_plan_add(p, EB_MOP_PROC, NULL, "proc", NULL, 0, -1);
+    eb_plan_add(p, EB_MOP_DIR, NULL, "tmp", NULL, 0, -1);
+    eb_plan_add(p, EB_MOP_DIR, NULL, "workspace", NULL, 0, -1);
+    eb_plan_add(p, EB_MOP_DIR, NULL, "code", NULL, 0, -1);
+    if (p->overflow)
+        return eb_error_set(err, -E2BIG, "mount plan too large");
+    return 0;
+}
+
+/* ---- child side: raw syscalls only --------------------------------------------------------- */
+
+static int setattr(const char *path, unsigned flags, uint64_t set)
+{
+    struct mount_attr a;
+    memset(&a, 0, sizeof(a));
+    a.attr_set = set;
+    return syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &a, sizeof(a)) < 0 ? -errno : 0;
+}
+
+static int run_op(const struct eb_mop *o)
+{
+    switch (o->type) {
+    case EB_MOP_DIR: return mkdir(o->dst, 0755) < 0 && errno != EEXIST ? -errno : 0;
+    case EB_MOP_SYMLINK: return symlink(o->src, o->dst) < 0 ? -errno : 0;
+    case EB_MOP_FILE: {
+        int fd = open(o->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (fd < 0)
+            return -errno;
+        int r = o->len ? eb_write_all(fd, o->data, o->len) : 0;
+        close(fd);
+        return r;
+    }
+    case EB_MOP_BIND_RO:
+        if (mount(o->src, o->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+            return -errno;
+        /* Read-only, no setuid, no devices, on every submount too. */
+        return setattr(o->dst, AT_RECURSIVE,
+                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    case EB_MOP_BIND_RW:
+        if (mount(o->src, o->dst, NULL, MS_BIND, NULL) < 0)
+            return -errno;
+        return setattr(o->dst, 0, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    case EB_MOP_BIND_DEV:
+        if (mount(o->src, o->dst, NULL, MS_BIND, NULL) < 0)
+            return -errno;
+        return setattr(o->dst, 0, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+    case EB_MOP_TMPFS:
+        return mount("tmpfs", o->dst, "tmpfs", MS_NOSUID | MS_NODEV, o->data) < 0 ? -errno : 0;
+    case EB_MOP_ATTACH:
+        return syscall(SYS_move_mount, o->fd, "", AT_FDCWD, o->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0
+                   ? -errno
+                   : 0;
+    case EB_MOP_CHOWN:
+        return syscall(SYS_fchownat, AT_FDCWD, o->dst, o->uid, o->gid, AT_SYMLINK_NOFOLLOW) < 0
+                   ? -errno
+                   : 0;
+    case EB_MOP_PROC:
+        /* Shows only our pid namespace's processes. */
+        return mount("proc", o->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? -errno
+                                                                                         : 0;
+    }
+    return -EINVAL;
+}
+
+int eb_mount_run(const char *root_dir, const struct eb_mount_plan *const *plans, size_t nplans,
+                 const char **ret_step)
+{
+    *ret_step = "/";
+    /* Nothing we mount may propagate back to the host, and host mount events must not reach
+     * us: everything private, recursively. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return -errno;
+    /* The new root: a tmpfs only big enough for mount points and links. */
+    if (mount("tmpfs", root_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=512,mode=0755") <
+        0)
+        return -errno;
+    if (chdir(root_dir) < 0)
+        return -errno;
+    for (size_t k = 0; k < nplans; k++)
+        for (size_t i = 0; i < plans[k]->n; i++) {
+            int r = run_op(&plans[k]->ops[i]);
+            if (r < 0) {
+                *ret_step = plans[k]->ops[i].dst;
+                return r;
+            }
+        }
+    *ret_step = "pivot_root";
+    /* pivot_root(".", "."): the old root ends up stacked under the new one; detaching it
+     * leaves no path to any host directory we did not bind. */
+    if (syscall(SYS_pivot_root, ".", ".") < 0)
+        return -errno;
+    if (umount2(".", MNT_DETACH) < 0)
+        return -errno;
+    if (chdir("/") < 0)
+        return -errno;
+    /* The root itself read-only: no new top-level files or directories. */
+    *ret_step = "read-only root";
+    return setattr("/", 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+}

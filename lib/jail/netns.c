@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/* netns.c - the pool of fresh network namespaces (see netns.h). A helper thread unshares
+ * CLONE_NEWNET in itself (a thread may hold its own network namespace), keeps an fd of it,
+ * and goes back to the host's namespace; the fds wait in a ring until a run takes one. A
+ * namespace's teardown happens when the last process in it exits, in a kernel worker, which
+ * is not on anyone's path either. */
+#include "netns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POOL_MAX 16
+
+struct eb_netns_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pthread_t thread;
+    int fds[POOL_MAX];
+    int n, size;
+    int host_fd;
+    int stop;
+    int failed;
+    int making; /* a namespace is being made right now */
+    int made;   /* how many were made in all */
+    int refs;   /* the owner and the thread: the last one to let go frees the pool */
+};
+
+static void pool_destroy(struct eb_netns_pool *p)
+{
+    for (int i = 0; i < p->n; i++)
+        close(p->fds[i]);
+    close(p->host_fd);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+/* Drops one reference with the lock held; unlocks. */
+static void pool_unref_locked(struct eb_netns_pool *p)
+{
+    int left = --p->refs;
+    pthread_mutex_unlock(&p->lock);
+    if (left == 0)
+        pool_destroy(p);
+}
+
+static int make_one(struct eb_netns_pool *p)
+{
+    /* This thread only: unshare affects the calling thread's namespaces. */
+    if (unshare(CLONE_NEWNET) < 0)
+        return -errno;
+    int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    int e = errno;
+    if (setns(p->host_fd, CLONE_NEWNET) < 0) {
+        /* Cannot get back: this thread must not do anything else. */
+        if (fd >= 0)
+            close(fd);
+        return -EIO;
+    }
+    return fd < 0 ? -e : fd;
+}
+
+/* Refills wait this long after the first namespace: a one-shot CLI exits before, so it makes
+ * exactly the one it uses; a server finds the pool refilled between its runs. */
+#define REFILL_DELAY_NS (20 * 1000 * 1000L)
+
+static void *filler(void *arg)
+{
+    struct eb_netns_pool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!p->stop) {
+        if (p->n >= p->size) {
+            pthread_cond_wait(&p->cond, &p->lock);
+            continue;
+        }
+        if (p->made > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += REFILL_DELAY_NS;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            while (!p->stop && pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
+                ;
+            if (p->stop)
+                break;
+        }
+        p->making = 1;
+        pthread_mutex_unlock(&p->lock);
+        int fd = make_one(p);
+        pthread_mutex_lock(&p->lock);
+        p->making = 0;
+        p->made++;
+        pthread_cond_broadcast(&p->cond);
+        if (fd < 0) {
+            p->failed = 1;
+            break;
+        }
+        if (p->stop || p->n >= p->size) {
+            close(fd);
+            continue;
+        }
+        p->fds[p->n++] = fd;
+    }
+    pool_unref_locked(p);
+    return NULL;
+}
+
+struct eb_netns_pool *eb_netns_pool_new(int size)
+{
+    if (size <= 0)
+        return NULL;
+    struct eb_netns_pool *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->size = size > POOL_MAX ? POOL_MAX : size;
+    p->host_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    p->refs = 2;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    /* Detached: closing the executor never waits for a namespace being made. */
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    /* Nothing but this thread's own namespace changes: no signals for it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int r = p->host_fd < 0 ? -1 : pthread_create(&p->thread, &a, filler, p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+    if (r != 0) {
+        if (p->host_fd >= 0)
+            close(p->host_fd);
+        pthread_cond_destroy(&p->cond);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+int eb_netns_take(struct eb_netns_pool *p)
+{
+    if (!p)
+        return -1;
+    int fd = -1;
+    pthread_mutex_lock(&p->lock);
+    /* One is being made right now: wait a little for it rather than make a second one at the
+     * same time (creations serialise in the kernel, so racing it only slows both). */
+    if (p->n == 0 && p->making && !p->failed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 5 * 1000 * 1000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (p->n == 0 && p->making && pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
+            ;
+    }
+    if (p->n > 0) {
+        fd = p->fds[0];
+        memmove(p->fds, p->fds + 1, (size_t)(p->n - 1) * sizeof(int));
+        p->n--;
+        pthread_cond_broadcast(&p->cond);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return fd;
+}
+
+void eb_netns_pool_free(struct eb_netns_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    pthread_cond_signal(&p->cond);
+    pool_unref_locked(p);
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* ns.c - clone3 into new namespaces, the user namespace's id maps, dropping privileges (see
+ * ns.h). */
+#include "ns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../util.h"
+
+void eb_userns_prepare(struct eb_userns *u)
+{
+    memset(u, 0, sizeof(*u));
+    u->root_mode = geteuid() == 0;
+    u->host_uid = u->root_mode ? EB_JAIL_HOST_UID : geteuid();
+    u->host_gid = u->root_mode ? EB_JAIL_HOST_GID : getegid();
+    snprintf(u->uid_map, sizeof(u->uid_map), "%d %u 1\n", EB_JAIL_UID, (unsigned)u->host_uid);
+    snprintf(u->gid_map, sizeof(u->gid_map), "%d %u 1\n", EB_JAIL_GID, (unsigned)u->host_gid);
+}
+
+pid_t eb_clone_ns(unsigned long ns_flags, int *ret_pidfd)
+{
+    int pidfd = -1;
+    struct clone_args a;
+    memset(&a, 0, sizeof(a));
+    a.flags = ns_flags | CLONE_PIDFD;
+    a.pidfd = (uint64_t)(uintptr_t)&pidfd;
+    a.exit_signal = SIGCHLD;
+    /* Raw clone3 behaves like fork(): the child runs on a copy of our stack. */
+    long pid = syscall(SYS_clone3, &a, sizeof(a));
+    if (pid > 0)
+        *ret_pidfd = pidfd;
+    return (pid_t)pid;
+}
+
+static int write_file(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = eb_write_all(fd, s, strlen(s));
+    close(fd);
+    return r;
+}
+
+static int write_maps(const struct eb_userns *u)
+{
+    int r;
+    /* setgroups must be denied before an unprivileged gid_map write; the guest could not
+     * call it anyway (no CAP_SETGID), and denying it keeps it that way. */
+    if ((r = write_file("/proc/self/setgroups", "deny")) < 0 ||
+        (r = write_file("/proc/self/uid_map", u->uid_map)) < 0 ||
+        (r = write_file("/proc/self/gid_map", u->gid_map)) < 0)
+        return r;
+    return 0;
+}
+
+int eb_userns_map_self(const struct eb_userns *u)
+{
+    return write_maps(u);
+}
+
+/* Raw id syscalls, never glibc's wrappers: in a process that had other threads, glibc's
+ * setresuid/setgroups broadcast the change to every thread it knows of and wait for each; after
+ * a raw clone3 those threads do not exist in the child, and the wait never ends. The child has
+ * one thread, so the per-thread syscall is exactly right. */
+static int raw_setresgid(gid_t g)
+{
+    return syscall(SYS_setresgid, g, g, g) < 0 ? -errno : 0;
+}
+
+static int raw_setresuid(uid_t u)
+{
+    return syscall(SYS_setresuid, u, u, u) < 0 ? -errno : 0;
+}
+
+int eb_become_guest_ids(void)
+{
+    int r = raw_setresgid(EB_JAIL_GID);
+    return r < 0 ? r : raw_setresuid(EB_JAIL_UID);
+}
+
+static int capset_raw(uint64_t eff, uint64_t perm, uint64_t inh)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2] = {
+        {(uint32_t)eff, (uint32_t)perm, (uint32_t)inh},
+        {(uint32_t)(eff >> 32), (uint32_t)(perm >> 32), (uint32_t)(inh >> 32)},
+    };
+    return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+int eb_userns_enter(const struct eb_userns *u)
+{
+    const uint64_t admin = 1ULL << CAP_SYS_ADMIN;
+    /* Drop the host's supplementary groups (root's gid 0) while we still may. */
+    if (syscall(SYS_setgroups, 0, NULL) < 0)
+        return -errno;
+    /* Keep the permitted set across the uid change, then keep only CAP_SYS_ADMIN in it. */
+    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+        return -errno;
+    int r = raw_setresgid(u->host_gid);
+    if (r < 0 || (r = raw_setresuid(u->host_uid)) < 0)
+        return r;
+    r = capset_raw(admin, admin, 0);
+    if (r < 0)
+        return r;
+    /* A fresh user namespace, owned by nobody; it owns no other namespace of ours. */
+    if (unshare(CLONE_NEWUSER) < 0)
+        return -errno;
+    prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+    /* The uid change made us non-dumpable, which makes /proc/self/uid_map root's: become
+     * dumpable for the map writes (init turns it off again before any guest exists). */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    if ((r = write_maps(u)) < 0)
+        return r;
+    return eb_become_guest_ids();
+}
+
+int eb_drop_privileges(void)
+{
+    /* Bounding set first (needs CAP_SETPCAP, which we may still hold), then ambient, then the
+     * three process sets. */
+    for (int c = 0; c <= 63; c++)
+        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno == EINVAL)
+            break;
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    int r = capset_raw(0, 0, 0);
+    if (r < 0)
+        return r;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return -errno;
+    return 0;
+}

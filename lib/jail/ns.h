@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* ns.h - namespaces, the user namespace's id maps and dropping every privilege. The child-side
+ * calls here are async-signal-safe (raw syscalls on strings the parent prepared): they run
+ * between clone and exec in a process cloned from a possibly threaded host. */
+#ifndef EB_JAIL_NS_H
+#define EB_JAIL_NS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* The guest's ids inside its user namespace: not 0, so nothing in the sandbox is "root". */
+#define EB_JAIL_UID 1000
+#define EB_JAIL_GID 1000
+/* Where those ids land outside when execbox runs as root: nobody/nogroup, so even a full
+ * escape from every namespace holds no privilege on the host. */
+#define EB_JAIL_HOST_UID 65534
+#define EB_JAIL_HOST_GID 65534
+
+/* The user namespace setup of a run, prepared by the parent. */
+struct eb_userns {
+    bool root_mode; /* execbox is real root: the other namespaces are made first, the user
+                     * namespace last (see eb_userns_enter) */
+    char uid_map[64], gid_map[64];
+    uid_t host_uid; /* the outside id of the guest */
+    gid_t host_gid;
+};
+
+/* Fills u for this process: root mode maps 1000 -> 65534, else 1000 -> our own uid/gid. */
+void eb_userns_prepare(struct eb_userns *u);
+
+/* clone3 with CLONE_PIDFD and the given namespace flags: like fork(), 0 in the child. The
+ * child's exit signal is SIGCHLD. */
+pid_t eb_clone_ns(unsigned long ns_flags, int *ret_pidfd);
+
+/* Child, non-root mode, right after clone3(CLONE_NEWUSER): writes our own one-line maps
+ * (setgroups denied first, as the kernel requires of an unprivileged writer). */
+int eb_userns_map_self(const struct eb_userns *u);
+
+/* Child, root mode, after the mounts: gives up host root for nobody while keeping just
+ * CAP_SYS_ADMIN for one unshare(CLONE_NEWUSER) (so a distribution's sysctl that restricts
+ * unprivileged user namespaces does not apply to us), maps 1000 -> nobody, and becomes 1000.
+ * The new user namespace owns none of the other namespaces: the guest can never mount,
+ * even with capabilities inside it. */
+int eb_userns_enter(const struct eb_userns *u);
+
+/* Child: becomes EB_JAIL_UID/GID inside (non-root mode). */
+int eb_become_guest_ids(void);
+
+/* Child: empties the bounding, ambient, inheritable, permitted and effective capability sets
+ * and sets no_new_privs, so no exec can gain privileges (setuid bits, file caps). */
+int eb_drop_privileges(void);
+
+#endif
