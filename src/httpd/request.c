@@ -113,7 +113,7 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
         return bad(err, field, field_size, NULL,
                    "JSON nested deeper than 32 levels: a run request is a flat object");
     json_error_t je;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!root)
         return bad(err, field, field_size, NULL, "malformed JSON: %s", je.text);
     int r = 0;
