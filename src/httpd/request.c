@@ -217,11 +217,17 @@ out:
 
 char *srv_error_json(const char *code, const char *message, const char *field)
 {
-    json_t *e = json_pack("{s:s, s:s}", "code", code, "message", message);
+    /* Messages quote the request (cut to a length that may split a character): clean them,
+     * or jansson refuses the string and the client would get no answer at all. */
+    char *msg = srv_utf8_clean(message, strlen(message), NULL, NULL);
+    char *fld = field && *field ? srv_utf8_clean(field, strlen(field), NULL, NULL) : NULL;
+    json_t *e = msg ? json_pack("{s:s, s:s}", "code", code, "message", msg) : NULL;
+    if (e && fld)
+        json_object_set_new(e, "field", json_string(fld));
+    free(msg);
+    free(fld);
     if (!e)
         return NULL;
-    if (field && *field)
-        json_object_set_new(e, "field", json_string(field));
     json_t *o = json_pack("{s:o}", "error", e);
     if (!o)
         return NULL;
