@@ -18,8 +18,8 @@ void srv_run_spec_clear(struct srv_run_spec *s)
 }
 
 __attribute__((format(printf, 5, 6))) static int bad(struct execbox_error *err, char *field,
-                                                      size_t field_size, const char *name,
-                                                      const char *fmt, ...)
+                                                     size_t field_size, const char *name,
+                                                     const char *fmt, ...)
 {
     if (field_size)
         snprintf(field, field_size, "%s", name ? name : "");

@@ -58,8 +58,7 @@ static int parse_count(const char *name, const char *v, size_t max, size_t *ret)
     errno = 0;
     unsigned long long n = strtoull(v, &end, 10);
     if (errno || *end || !*v || v[0] == '-' || n == 0 || n > max) {
-        fprintf(stderr, "execbox serve: --%s: '%s' is not a number from 1 to %zu\n", name, v,
-                max);
+        fprintf(stderr, "execbox serve: --%s: '%s' is not a number from 1 to %zu\n", name, v, max);
         return -1;
     }
     *ret = (size_t)n;
@@ -153,8 +152,7 @@ static int listen_on(const char *addr, bool allow_public, char *shown, size_t sh
         }
     int fd = -1, saved = 0;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                    ai->ai_protocol);
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
         if (fd < 0) {
             saved = errno;
             continue;
@@ -262,7 +260,9 @@ int cmd_serve(int argc, char **argv)
             break;
         }
         case 'h': help(stdout); return 0;
-        default: fprintf(stderr, "execbox serve: see 'execbox serve --help'\n"); return EXIT_EXECBOX;
+        default:
+            fprintf(stderr, "execbox serve: see 'execbox serve --help'\n");
+            return EXIT_EXECBOX;
         }
     }
     if (optind < argc) {
@@ -272,8 +272,8 @@ int cmd_serve(int argc, char **argv)
     if (token && !*token)
         token = NULL;
 
-    struct srv_config cfg = {.token = token, .workers = workers, .queue = queue,
-                             .max_body = max_body};
+    struct srv_config cfg = {
+        .token = token, .workers = workers, .queue = queue, .max_body = max_body};
     if (cli_sandbox_policy(&sb, &cfg.policy) < 0)
         return EXIT_EXECBOX;
     if (drain_timeout < 0) {
@@ -334,8 +334,9 @@ int cmd_serve(int argc, char **argv)
         struct timespec tick = {0, 50 * 1000000L};
         int r = sigtimedwait(&sigs, NULL, &tick);
         if (r > 0 || (!forced && seconds_since(&t0) > drain_timeout)) {
-            srv_log("warning", "drain", r > 0 ? "second signal: killing running sandboxes"
-                                               : "drain timeout: killing running sandboxes");
+            srv_log("warning", "drain",
+                    r > 0 ? "second signal: killing running sandboxes"
+                          : "drain timeout: killing running sandboxes");
             srv_cancel_all(s);
             forced = true;
             clock_gettime(CLOCK_MONOTONIC, &t0);

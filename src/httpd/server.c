@@ -250,7 +250,8 @@ static struct job *job_new(struct srv *s, struct MHD_Connection *c, const char *
     j->t0_ns = now_ns();
     snprintf(j->method, sizeof(j->method), "%s", method);
     snprintf(j->path, sizeof(j->path), "%s", url);
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (ci)
         j->fd = ci->connect_fd;
     snprintf(j->remote, sizeof(j->remote), "local");
@@ -290,11 +291,10 @@ static size_t retry_after(struct srv *s)
 
 /* Queues a response whose body (malloc'd, freed by free_fn) is handed over. */
 static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int status,
-                               const char *ctype, char *body, size_t len,
-                               void (*free_fn)(void *), size_t retry_secs)
+                               const char *ctype, char *body, size_t len, void (*free_fn)(void *),
+                               size_t retry_secs)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer_with_free_callback(len, body, free_fn);
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free_fn);
     if (!r) {
         free_fn(body);
         return MHD_NO;
@@ -331,8 +331,7 @@ static enum MHD_Result respond_error(struct job *j, struct MHD_Connection *c, in
     return respond(j, c, status, "application/json", body, strlen(body), free, retry_secs);
 }
 
-static enum MHD_Result respond_json(struct job *j, struct MHD_Connection *c, int status,
-                                    json_t *o)
+static enum MHD_Result respond_json(struct job *j, struct MHD_Connection *c, int status, json_t *o)
 {
     char *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
@@ -687,11 +686,11 @@ static enum MHD_Result serve_health(struct srv *s, struct job *j, struct MHD_Con
 {
     struct srv_gauges g;
     fill_gauges(s, &g);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "status",
-                          g.draining ? "draining" : "ok", "version", execbox_version(), "backend",
-                          g.backend, "workers", (json_int_t)g.workers, "in_flight",
-                          (json_int_t)g.in_flight, "queue_depth", (json_int_t)g.queue_depth,
-                          "queue_capacity", (json_int_t)g.queue_capacity);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "status", g.draining ? "draining" : "ok",
+                  "version", execbox_version(), "backend", g.backend, "workers",
+                  (json_int_t)g.workers, "in_flight", (json_int_t)g.in_flight, "queue_depth",
+                  (json_int_t)g.queue_depth, "queue_capacity", (json_int_t)g.queue_capacity);
     if (!o)
         return MHD_NO;
     return respond_json(j, c, g.draining ? 503 : 200, o);
@@ -848,9 +847,8 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
     bool stream = r == 0 && j->sse;
     pthread_mutex_unlock(&j->lock);
     if (stream) {
-        struct MHD_Response *resp =
-            MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, job_ref(j),
-                                              sse_free);
+        struct MHD_Response *resp = MHD_create_response_from_callback(
+            MHD_SIZE_UNKNOWN, 16384, sse_read, job_ref(j), sse_free);
         if (!resp) {
             job_unref(j);
             /* The worker still runs it; the connection will be closed. */
