@@ -42,9 +42,11 @@ void srv_metrics_status(struct srv_metrics *m, int status)
 void srv_metrics_run(struct srv_metrics *m, enum srv_outcome o, bool cancelled)
 {
     pthread_mutex_lock(&m->lock);
-    m->runs[o < SRV_OUTCOME__COUNT ? o : SRV_OUTCOME_ERROR]++;
+    /* A run killed because nobody waits for it any more is not an outcome of the code. */
     if (cancelled)
         m->cancelled++;
+    else
+        m->runs[o < SRV_OUTCOME__COUNT ? o : SRV_OUTCOME_ERROR]++;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -81,7 +83,8 @@ char *srv_metrics_render(struct srv_metrics *m, const struct srv_gauges *g, size
         if (s.by_status[i])
             fprintf(f, "execbox_http_requests_total{status=\"%d\"} %llu\n", i,
                     (unsigned long long)s.by_status[i]);
-    fprintf(f, "# HELP execbox_runs_total Sandbox runs by outcome.\n"
+    fprintf(f, "# HELP execbox_runs_total Sandbox runs by outcome (cancelled runs are not "
+               "counted here).\n"
                "# TYPE execbox_runs_total counter\n");
     for (int o = 0; o < SRV_OUTCOME__COUNT; o++)
         fprintf(f, "execbox_runs_total{outcome=\"%s\"} %llu\n", outcome_names[o],

@@ -23,7 +23,6 @@ struct srv_metrics {
     uint64_t by_status[600]; /* HTTP responses by status code (499: client went away) */
     uint64_t runs[SRV_OUTCOME__COUNT];
     uint64_t cancelled; /* runs killed because their client disconnected */
-    uint64_t rejected_full;
     uint64_t latency_count;
     double latency_sum;
     uint64_t latency_bucket[SRV_LATENCY_BUCKETS]; /* not cumulative; the last is +Inf */
@@ -40,6 +39,7 @@ void srv_metrics_init(struct srv_metrics *m);
 void srv_metrics_destroy(struct srv_metrics *m);
 
 void srv_metrics_status(struct srv_metrics *m, int status);
+/* One run's outcome; a cancelled run (its client left) counts only as cancelled. */
 void srv_metrics_run(struct srv_metrics *m, enum srv_outcome o, bool cancelled);
 /* Seconds from receiving a POST /v1/execute to its response being ready. */
 void srv_metrics_latency(struct srv_metrics *m, double seconds);

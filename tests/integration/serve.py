@@ -480,6 +480,7 @@ class ServeTests(Tests):
                     "the run went on after its client left"
             m = s.metrics()
             assert m["execbox_runs_cancelled_total"] == 2, m
+            assert sum(v for k, v in m.items() if k.startswith("execbox_runs_total")) == 0, m
             assert m['execbox_http_requests_total{status="499"}'] == 2, m
             gone = [e for e in s.log_lines() if e.get("client_gone")]
             assert len(gone) == 2 and all(e["status"] == 499 for e in gone), gone
