@@ -414,7 +414,7 @@ class ServeTests(Tests):
 
             def one(i):
                 try:
-                    results[i] = s.execute({"code": f"import time\ntime.sleep(0.4)\nprint({i})"},
+                    results[i] = s.execute({"code": f"import time\ntime.sleep(1)\nprint({i})"},
                                            timeout=120)
                 except Exception as e:  # noqa: BLE001
                     results[i] = e
