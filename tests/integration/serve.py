@@ -603,6 +603,47 @@ class ServeTests(Tests):
             assert m["execbox_queue_depth"] == 0 and m["execbox_sandboxes_in_flight"] == 0
             assert s.stop() == 0
 
+    def test_churn_of_disconnects_leaks_nothing(self):
+        """Plain and streaming clients that hang up at random moments, with a small queue:
+        the server stays consistent, kills what nobody waits for, and exits cleanly (under
+        ASan, a leak or a use-after-free fails the exit status)."""
+        import random
+        rnd = random.Random(7)
+        with Server("--workers", "2", "--queue", "6") as s:
+            statuses = []
+
+            def client(i):
+                stream = i % 2 == 0
+                c = s.conn(timeout=30)
+                try:
+                    code = f"import time\nprint({i}, flush=True)\ntime.sleep({rnd.random() / 2:.2f})"
+                    c.request("POST", "/v1/execute", body=json.dumps({"code": code}),
+                              headers={"Accept": "text/event-stream"} if stream else {})
+                    if i % 3 == 0:
+                        time.sleep(rnd.random() / 4)
+                        c.sock.shutdown(socket.SHUT_RDWR)  # hang up mid-way
+                        return
+                    r = c.getresponse()
+                    body = r.read()
+                    statuses.append(r.status)
+                    if r.status == 200:
+                        text = body.decode()
+                        assert f'"stdout":"{i}\\n"' in text, text[:300]
+                finally:
+                    c.close()
+            threads = [threading.Thread(target=client, args=(i,)) for i in range(40)]
+            for t in threads:
+                t.start()
+                time.sleep(0.01)
+            for t in threads:
+                t.join(120)
+            assert statuses and set(statuses) <= {200, 429}, statuses
+            wait_for(lambda: (lambda m: m["execbox_sandboxes_in_flight"] == 0 and
+                              m["execbox_queue_depth"] == 0)(s.metrics()), what="quiet")
+            wait_for(lambda: descendants(s.proc.pid) == [], what="no sandbox processes")
+            assert s.execute({"code": "print('still fine')"})[2]["stdout"] == "still fine\n"
+            assert s.stop() == 0
+
 
 if __name__ == "__main__":
     ServeTests().main()
