@@ -923,7 +923,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     j->suspended = false;
     if (j->state == J_QUEUED || j->state == J_RUNNING) {
         /* A streaming client hung up mid-run. */
-        j->client_gone = true;
+        __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
         execbox_cancel_fire(j->cancel);
     }
     int status = j->status;
@@ -1017,7 +1017,7 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
 void srv_quiesce(struct srv *s)
 {
     pthread_mutex_lock(&s->lock);
-    s->draining = true;
+    __atomic_store_n(&s->draining, true, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->lock);
     if (s->daemon) {
         MHD_socket fd = MHD_quiesce_daemon(s->daemon);
