@@ -82,7 +82,7 @@ struct job {
     size_t rej_retry;
     struct execbox_cancel *cancel;
     char *body;
-    size_t body_len, discarded;
+    size_t body_len, body_cap, discarded;
     struct srv_run_spec spec;
     /* the answer */
     int status;
@@ -793,13 +793,21 @@ static enum MHD_Result upload(struct srv *s, struct job *j, const char *data, si
     if (j->too_large) {
         free(j->body);
         j->body = NULL;
+        j->body_cap = 0;
         j->discarded += n;
         return j->discarded > SRV_DISCARD_MAX ? MHD_NO : MHD_YES;
     }
-    char *nb = realloc(j->body, j->body_len + n + 1);
-    if (!nb)
-        return MHD_NO;
-    j->body = nb;
+    if (j->body_len + n + 1 > j->body_cap) {
+        /* Grow geometrically: a body arrives in many small pieces. */
+        size_t cap = j->body_cap ? j->body_cap : 4096;
+        while (cap < j->body_len + n + 1)
+            cap *= 2;
+        char *nb = realloc(j->body, cap);
+        if (!nb)
+            return MHD_NO;
+        j->body = nb;
+        j->body_cap = cap;
+    }
     memcpy(j->body + j->body_len, data, n);
     j->body_len += n;
     return MHD_YES;
