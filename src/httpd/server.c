@@ -534,6 +534,14 @@ static void run_job(struct srv *s, struct job *j, bool skip)
             execbox_result_free(res);
         }
     }
+    /* The books first: once the connection is resumed the client may already ask /metrics. */
+    pthread_mutex_lock(&s->lock);
+    s->running--;
+    remove_active(s, j);
+    if (!skip)
+        s->avg_run_s = s->avg_run_s ? 0.8 * s->avg_run_s + 0.2 * j->run_s : j->run_s;
+    pthread_mutex_unlock(&s->lock);
+
     pthread_mutex_lock(&j->lock);
     j->status = status;
     j->resp = body;
@@ -580,13 +588,6 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&j->lock);
 
         run_job(s, j, skip);
-
-        pthread_mutex_lock(&s->lock);
-        s->running--;
-        remove_active(s, j);
-        if (!skip)
-            s->avg_run_s = s->avg_run_s ? 0.8 * s->avg_run_s + 0.2 * j->run_s : j->run_s;
-        pthread_mutex_unlock(&s->lock);
         job_unref(j);
     }
 }
