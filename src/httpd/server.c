@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,6 +121,7 @@ struct srv {
     bool watchdog_started;
     uint64_t seq;
     char id_prefix[9];
+    int quiesced_fd; /* the listening socket after srv_quiesce(), or -1 */
 };
 
 static uint64_t now_ns(void)
@@ -968,6 +970,7 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
         return -ENOMEM;
     }
     s->cfg = *cfg;
+    s->quiesced_fd = -1;
     srv_metrics_init(&s->metrics);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
@@ -1030,8 +1033,14 @@ void srv_quiesce(struct srv *s)
     pthread_mutex_unlock(&s->lock);
     if (s->daemon) {
         MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
+        if (fd != MHD_INVALID_SOCKET) {
+            /* shutdown() rather than close(): it stops the socket itself listening, also in
+             * any sandbox process that was forked holding a copy of it, so new connections
+             * are refused at once; and the fd number stays ours while the polling thread
+             * may still be taking it out of its epoll set. Closed in srv_stop(). */
+            shutdown(fd, SHUT_RDWR);
+            s->quiesced_fd = fd;
+        }
     }
 }
 
@@ -1060,6 +1069,8 @@ void srv_stop(struct srv *s)
         return;
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
+    if (s->quiesced_fd >= 0)
+        close(s->quiesced_fd);
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
     pthread_cond_broadcast(&s->work);
