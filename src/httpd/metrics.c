@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* metrics.c - request, run and latency counters, rendered as Prometheus text. */
+#include "metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "execbox/execbox.h"
+
+static const double bucket_le[SRV_LATENCY_BUCKETS - 1] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+};
+
+static const char *const outcome_names[SRV_OUTCOME__COUNT] = {"ok", "error", "timeout", "oom"};
+
+const char *srv_outcome_name(enum srv_outcome o)
+{
+    return o < SRV_OUTCOME__COUNT ? outcome_names[o] : "error";
+}
+
+void srv_metrics_init(struct srv_metrics *m)
+{
+    memset(m, 0, sizeof(*m));
+    pthread_mutex_init(&m->lock, NULL);
+}
+
+void srv_metrics_destroy(struct srv_metrics *m)
+{
+    pthread_mutex_destroy(&m->lock);
+}
+
+void srv_metrics_status(struct srv_metrics *m, int status)
+{
+    if (status < 100 || status >= 600)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->by_status[status]++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_run(struct srv_metrics *m, enum srv_outcome o, bool cancelled)
+{
+    pthread_mutex_lock(&m->lock);
+    /* A run killed because nobody waits for it any more is not an outcome of the code. */
+    if (cancelled)
+        m->cancelled++;
+    else
+        m->runs[o < SRV_OUTCOME__COUNT ? o : SRV_OUTCOME_ERROR]++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_latency(struct srv_metrics *m, double seconds)
+{
+    size_t b = 0;
+    while (b < SRV_LATENCY_BUCKETS - 1 && seconds > bucket_le[b])
+        b++;
+    pthread_mutex_lock(&m->lock);
+    m->latency_count++;
+    m->latency_sum += seconds;
+    m->latency_bucket[b]++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+char *srv_metrics_render(struct srv_metrics *m, const struct srv_gauges *g, size_t *ret_len)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    pthread_mutex_lock(&m->lock);
+    struct srv_metrics s = *m; /* a consistent snapshot; the copied mutex is never used */
+    pthread_mutex_unlock(&m->lock);
+
+    fprintf(f, "# HELP execbox_build_info Version and backend of this server.\n"
+               "# TYPE execbox_build_info gauge\n");
+    fprintf(f, "execbox_build_info{version=\"%s\",backend=\"%s\"} 1\n", execbox_version(),
+            g->backend);
+    fprintf(f, "# HELP execbox_http_requests_total HTTP responses by status code (499: the "
+               "client went away first).\n# TYPE execbox_http_requests_total counter\n");
+    for (int i = 100; i < 600; i++)
+        if (s.by_status[i])
+            fprintf(f, "execbox_http_requests_total{status=\"%d\"} %llu\n", i,
+                    (unsigned long long)s.by_status[i]);
+    fprintf(f, "# HELP execbox_runs_total Sandbox runs by outcome (cancelled runs are not "
+               "counted here).\n"
+               "# TYPE execbox_runs_total counter\n");
+    for (int o = 0; o < SRV_OUTCOME__COUNT; o++)
+        fprintf(f, "execbox_runs_total{outcome=\"%s\"} %llu\n", outcome_names[o],
+                (unsigned long long)s.runs[o]);
+    fprintf(f, "# HELP execbox_runs_cancelled_total Runs killed because their client "
+               "disconnected.\n# TYPE execbox_runs_cancelled_total counter\n");
+    fprintf(f, "execbox_runs_cancelled_total %llu\n", (unsigned long long)s.cancelled);
+    fprintf(f, "# HELP execbox_request_duration_seconds Time from receiving POST /v1/execute "
+               "to its response being ready.\n"
+               "# TYPE execbox_request_duration_seconds histogram\n");
+    uint64_t cum = 0;
+    for (int b = 0; b < SRV_LATENCY_BUCKETS - 1; b++) {
+        cum += s.latency_bucket[b];
+        fprintf(f, "execbox_request_duration_seconds_bucket{le=\"%g\"} %llu\n", bucket_le[b],
+                (unsigned long long)cum);
+    }
+    cum += s.latency_bucket[SRV_LATENCY_BUCKETS - 1];
+    fprintf(f, "execbox_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+            (unsigned long long)cum);
+    fprintf(f, "execbox_request_duration_seconds_sum %.6f\n", s.latency_sum);
+    fprintf(f, "execbox_request_duration_seconds_count %llu\n",
+            (unsigned long long)s.latency_count);
+    fprintf(f,
+            "# HELP execbox_queue_depth Requests accepted and waiting for a worker.\n"
+            "# TYPE execbox_queue_depth gauge\nexecbox_queue_depth %zu\n"
+            "# HELP execbox_queue_capacity Most requests that may wait (--queue).\n"
+            "# TYPE execbox_queue_capacity gauge\nexecbox_queue_capacity %zu\n"
+            "# HELP execbox_sandboxes_in_flight Sandboxes running now.\n"
+            "# TYPE execbox_sandboxes_in_flight gauge\nexecbox_sandboxes_in_flight %zu\n"
+            "# HELP execbox_workers Concurrent sandboxes allowed (--workers).\n"
+            "# TYPE execbox_workers gauge\nexecbox_workers %zu\n"
+            "# HELP execbox_draining 1 while the server drains after SIGTERM.\n"
+            "# TYPE execbox_draining gauge\nexecbox_draining %d\n",
+            g->queue_depth, g->queue_capacity, g->in_flight, g->workers, g->draining ? 1 : 0);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    if (ret_len)
+        *ret_len = len;
+    return buf;
+}

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/* request.c - the wire format of `execbox serve` (see request.h): request bodies in, error
+ * bodies and server-sent events out. Pure functions over bytes; no HTTP, no threads. */
+#include "request.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void srv_run_spec_clear(struct srv_run_spec *s)
+{
+    free(s->code);
+    free(s->stdin_data);
+    memset(s, 0, sizeof(*s));
+}
+
+__attribute__((format(printf, 5, 6))) static int bad(struct execbox_error *err, char *field,
+                                                     size_t field_size, const char *name,
+                                                     const char *fmt, ...)
+{
+    if (field_size)
+        snprintf(field, field_size, "%s", name ? name : "");
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = -EINVAL;
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+/* Refuses nesting deeper than SRV_JSON_DEPTH_MAX before the parser sees it. Brackets inside
+ * strings do not count. Returns false when too deep. */
+static bool depth_ok(const char *s, size_t len)
+{
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (esc)
+                esc = false;
+            else if (c == '\\')
+                esc = true;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"')
+            in_str = true;
+        else if (c == '[' || c == '{') {
+            if (++depth > SRV_JSON_DEPTH_MAX)
+                return false;
+        } else if ((c == ']' || c == '}') && depth > 0)
+            depth--;
+    }
+    return true;
+}
+
+static char *dup_json_string(const json_t *v, size_t *ret_len)
+{
+    size_t n = json_string_length(v);
+    char *s = malloc(n + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, json_string_value(v), n);
+    s[n] = '\0';
+    *ret_len = n;
+    return s;
+}
+
+static const char *known_language(const char *name)
+{
+    for (const char *const *l = execbox_languages(); *l; l++)
+        if (strcmp(*l, name) == 0)
+            return *l;
+    return NULL;
+}
+
+/* Applies one policy field of the request to *pol through the library, which checks its type
+ * and range and names it in the message. */
+static int apply_policy_field(struct execbox_policy *pol, const char *key, json_t *v,
+                              struct execbox_error *err)
+{
+    json_t *one = json_object();
+    if (!one || json_object_set(one, key, v) < 0) {
+        json_decref(one);
+        return -ENOMEM;
+    }
+    char *text = json_dumps(one, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(one);
+    if (!text)
+        return -ENOMEM;
+    int r = execbox_policy_merge_json(pol, text, 0, err);
+    free(text);
+    return r;
+}
+
+int srv_parse_run(const char *body, size_t len, const struct execbox_policy *server,
+                  struct srv_run_spec *ret, char *field, size_t field_size,
+                  struct execbox_error *err)
+{
+    struct srv_run_spec spec = {.policy = *server};
+    if (field_size)
+        field[0] = '\0';
+    if (len == 0)
+        return bad(err, field, field_size, NULL, "empty body: expected a JSON object");
+    if (!depth_ok(body, len))
+        return bad(err, field, field_size, NULL,
+                   "JSON nested deeper than 32 levels: a run request is a flat object");
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (!root)
+        return bad(err, field, field_size, NULL, "malformed JSON: %s", je.text);
+    int r = 0;
+    if (!json_is_object(root)) {
+        r = bad(err, field, field_size, NULL, "the body must be a JSON object");
+        goto out;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach (root, key, v) {
+        if (strcmp(key, "code") == 0) {
+            if (!json_is_string(v)) {
+                r = bad(err, field, field_size, "code", "code: expected a string");
+                goto out;
+            }
+            free(spec.code);
+            spec.code = dup_json_string(v, &spec.code_len);
+            if (!spec.code) {
+                r = -ENOMEM;
+                goto out;
+            }
+        } else if (strcmp(key, "language") == 0) {
+            if (json_is_null(v)) {
+                spec.language = NULL;
+                continue;
+            }
+            if (!json_is_string(v)) {
+                r = bad(err, field, field_size, "language", "language: expected a string");
+                goto out;
+            }
+            spec.language = known_language(json_string_value(v));
+            if (!spec.language) {
+                r = bad(err, field, field_size, "language",
+                        "language: '%.64s' is not one of python, javascript, bash",
+                        json_string_value(v));
+                goto out;
+            }
+        } else if (strcmp(key, "stdin") == 0) {
+            free(spec.stdin_data);
+            spec.stdin_data = NULL;
+            spec.stdin_len = 0;
+            if (json_is_null(v))
+                continue;
+            if (!json_is_string(v)) {
+                r = bad(err, field, field_size, "stdin", "stdin: expected a string or null");
+                goto out;
+            }
+            spec.stdin_data = dup_json_string(v, &spec.stdin_len);
+            if (!spec.stdin_data) {
+                r = -ENOMEM;
+                goto out;
+            }
+        } else if (strcmp(key, "workspace") == 0 || strcmp(key, "rootfs") == 0) {
+            /* Host paths are the operator's to choose, never a caller's. */
+            r = bad(err, field, field_size, key, "%s: may not be set per request", key);
+            goto out;
+        } else {
+            struct execbox_error perr = {0};
+            r = apply_policy_field(&spec.policy, key, v, &perr);
+            if (r == -ENOMEM)
+                goto out;
+            if (r < 0) {
+                if (strncmp(perr.msg, "unknown policy field", 20) == 0)
+                    r = bad(err, field, field_size, key, "unknown field '%.64s'", key);
+                else
+                    r = bad(err, field, field_size, key, "%s", perr.msg);
+                goto out;
+            }
+        }
+    }
+    if (!spec.code) {
+        r = bad(err, field, field_size, "code",
+                "code: required (a string holding the program text)");
+        goto out;
+    }
+    if (spec.code_len > EXECBOX_CODE_MAX) {
+        r = bad(err, field, field_size, "code", "code: larger than the maximum of 16 MiB");
+        goto out;
+    }
+    if (spec.stdin_len > EXECBOX_STDIN_MAX) {
+        r = bad(err, field, field_size, "stdin", "stdin: larger than the maximum of 16 MiB");
+        goto out;
+    }
+    struct execbox_error cerr = {0};
+    if (execbox_policy_check_within(&spec.policy, server, &cerr) < 0) {
+        /* The library's message starts with the field's name ("timeout 20s exceeds ..."). */
+        char name[32];
+        size_t n = strcspn(cerr.msg, " :");
+        snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1),
+                 cerr.msg);
+        r = bad(err, field, field_size, name, "%s", cerr.msg);
+        goto out;
+    }
+    *ret = spec;
+    memset(&spec, 0, sizeof(spec));
+out:
+    srv_run_spec_clear(&spec);
+    json_decref(root);
+    return r;
+}
+
+char *srv_error_json(const char *code, const char *message, const char *field)
+{
+    /* Messages quote the request (cut to a length that may split a character): clean them,
+     * or jansson refuses the string and the client would get no answer at all. */
+    char *msg = srv_utf8_clean(message, strlen(message), NULL, NULL);
+    char *fld = field && *field ? srv_utf8_clean(field, strlen(field), NULL, NULL) : NULL;
+    json_t *e = msg ? json_pack("{s:s, s:s}", "code", code, "message", msg) : NULL;
+    if (e && fld)
+        json_object_set_new(e, "field", json_string(fld));
+    free(msg);
+    free(fld);
+    if (!e)
+        return NULL;
+    json_t *o = json_pack("{s:o}", "error", e);
+    if (!o)
+        return NULL;
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), 0 if invalid, or -1 if s[0..n) is a valid
+ * but incomplete prefix. */
+static int utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    int len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* no overlongs */
+        else if (c == 0xED)
+            hi = 0x9F; /* no surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F; /* nothing above U+10FFFF */
+    } else
+        return 0;
+    for (int i = 1; i < len; i++) {
+        if ((size_t)i >= n)
+            return -1;
+        unsigned char b = s[i];
+        if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF))
+            return 0;
+    }
+    return len;
+}
+
+char *srv_utf8_clean(const char *data, size_t len, size_t *ret_keep, size_t *ret_len)
+{
+    const unsigned char *s = (const unsigned char *)data;
+    char *out = malloc(len * 3 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0, i = 0, keep = 0;
+    while (i < len) {
+        int n = utf8_seq(s + i, len - i);
+        if (n < 0) {
+            keep = len - i;
+            break;
+        }
+        if (n == 0) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+            continue;
+        }
+        memcpy(out + o, s + i, (size_t)n);
+        o += (size_t)n;
+        i += (size_t)n;
+    }
+    out[o] = '\0';
+    if (ret_keep)
+        *ret_keep = keep;
+    if (ret_len)
+        *ret_len = o;
+    return out;
+}
+
+char *srv_sse_frame(const char *event, const char *json, size_t *ret_len)
+{
+    size_t n = strlen("event: \ndata: \n\n") + strlen(event) + strlen(json);
+    char *f = malloc(n + 1);
+    if (!f)
+        return NULL;
+    int w = snprintf(f, n + 1, "event: %s\ndata: %s\n\n", event, json);
+    if (w < 0) {
+        free(f);
+        return NULL;
+    }
+    if (ret_len)
+        *ret_len = (size_t)w;
+    return f;
+}
+
+bool srv_request_id_ok(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+bool srv_token_equal(const char *presented, const char *expected)
+{
+    size_t n = strlen(expected), m = strlen(presented);
+    if (n == 0)
+        return false;
+    /* Every byte of the presented token is compared, against the expected one repeated, so
+     * the time taken tells nothing about where a guess went wrong. */
+    volatile unsigned char diff = (unsigned char)(n != m);
+    for (size_t i = 0; i < m; i++)
+        diff |= (unsigned char)(presented[i] ^ expected[i % n]);
+    return diff == 0;
+}

@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/* serve.c - `execbox serve`: options, the listening socket, signals and the graceful drain
+ * around the HTTP service of server.c (DESIGN.md section 6). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "common/cliopts.h"
+#include "execbox/execbox.h"
+#include "server.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:8080"
+#define DEFAULT_QUEUE 64
+#define DEFAULT_MAX_BODY (4U << 20)
+#define LISTEN_BACKLOG 1024
+#define FORCED_STOP_GRACE_S 5
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "Usage: execbox serve [OPTIONS]\n\n"
+            "HTTP service: POST /v1/execute runs code in a fresh sandbox and answers with the\n"
+            "result record; GET /v1/health; GET /metrics (Prometheus). See docs/api.md.\n\n"
+            "  -L, --listen ADDR        host:port, [v6]:port or unix:/path (default " DEFAULT_LISTEN
+            ")\n"
+            "      --token TOKEN        require 'Authorization: Bearer TOKEN' (default: "
+            "$EXECBOX_TOKEN)\n"
+            "      --insecure           allow listening beyond loopback without a token\n"
+            "      --workers N          concurrent sandboxes (default: number of cores)\n"
+            "      --queue N            requests that may wait for a worker (default 64); more\n"
+            "                           get 429 with Retry-After\n"
+            "      --max-body SIZE      largest request body (default 4M); larger get 413\n"
+            "      --drain-timeout SECONDS  on SIGTERM, how long to let queued and running\n"
+            "                           requests finish before killing them (default: enough\n"
+            "                           for the queue at the policy's timeout)\n"
+            "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
+            "\nThe sandbox options set each request's default and maximum: a request may ask\n"
+            "for less, never more. The access log goes to stderr as JSON lines. SIGTERM or\n"
+            "SIGINT drains (stop accepting, finish what was accepted, exit 0); a second one\n"
+            "kills the running sandboxes.\n");
+}
+
+static int parse_count(const char *name, const char *v, size_t max, size_t *ret)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || *end || !*v || v[0] == '-' || n == 0 || n > max) {
+        fprintf(stderr, "execbox serve: --%s: '%s' is not a number from 1 to %zu\n", name, v, max);
+        return -1;
+    }
+    *ret = (size_t)n;
+    return 0;
+}
+
+static bool addr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const unsigned char *b =
+            (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+        return b[0] == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return true;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return false;
+}
+
+static int listen_unix(const char *path, char *shown, size_t shown_size)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sun.sun_path) || !*path) {
+        fprintf(stderr, "execbox serve: --listen: unix socket path too long or empty\n");
+        return -1;
+    }
+    memcpy(sun.sun_path, path, strlen(path) + 1);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        /* Replace a stale socket of an earlier run, never any other kind of file. */
+        if (!S_ISSOCK(st.st_mode)) {
+            fprintf(stderr, "execbox serve: --listen: '%s' exists and is not a socket\n", path);
+            return -1;
+        }
+        unlink(path);
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+        listen(fd, LISTEN_BACKLOG) < 0) {
+        fprintf(stderr, "execbox serve: cannot listen on 'unix:%s': %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    snprintf(shown, shown_size, "unix:%s", path);
+    return fd;
+}
+
+/* Opens the listening socket of ADDR; refuses a non-loopback address unless allowed. */
+static int listen_on(const char *addr, bool allow_public, char *shown, size_t shown_size)
+{
+    if (strncmp(addr, "unix:", 5) == 0)
+        return listen_unix(addr + 5, shown, shown_size);
+    char host[256], port[16];
+    const char *colon = strrchr(addr, ':');
+    if (!colon || !colon[1] || (size_t)(colon - addr) >= sizeof(host) ||
+        strlen(colon + 1) >= sizeof(port)) {
+        fprintf(stderr, "execbox serve: --listen: '%s' is not host:port or unix:/path\n", addr);
+        return -1;
+    }
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    snprintf(port, sizeof(port), "%s", colon + 1);
+    char *h = host;
+    size_t hl = strlen(h);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h[hl - 1] = '\0';
+        h++;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int g = getaddrinfo(*h ? h : NULL, port, &hints, &res);
+    if (g != 0) {
+        fprintf(stderr, "execbox serve: --listen: '%s': %s\n", addr, gai_strerror(g));
+        return -1;
+    }
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+        if (!addr_is_loopback(ai->ai_addr) && !allow_public) {
+            freeaddrinfo(res);
+            fprintf(stderr,
+                    "execbox serve: refusing to listen on '%s', which is reachable beyond this "
+                    "machine, without a token: set --token or EXECBOX_TOKEN (or pass --insecure "
+                    "if something in front of it authenticates)\n",
+                    addr);
+            return -1;
+        }
+    int fd = -1, saved = 0;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, LISTEN_BACKLOG) == 0)
+            break;
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        fprintf(stderr, "execbox serve: cannot listen on '%s': %s\n", addr, strerror(saved));
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char nh[NI_MAXHOST] = "", ns[NI_MAXSERV] = "";
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+        getnameinfo((struct sockaddr *)&ss, sl, nh, sizeof(nh), ns, sizeof(ns),
+                    NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+        snprintf(shown, shown_size, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", nh, ns);
+    else
+        snprintf(shown, shown_size, "%s", addr);
+    return fd;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    enum {
+        OPT_TOKEN = CLI_OPT__LAST + 1,
+        OPT_INSECURE,
+        OPT_WORKERS,
+        OPT_QUEUE,
+        OPT_MAX_BODY,
+        OPT_DRAIN,
+    };
+    static const struct option longopts[] = {
+        CLI_SANDBOX_LONGOPTS,
+        {"listen", required_argument, NULL, 'L'},
+        {"token", required_argument, NULL, OPT_TOKEN},
+        {"insecure", no_argument, NULL, OPT_INSECURE},
+        {"workers", required_argument, NULL, OPT_WORKERS},
+        {"queue", required_argument, NULL, OPT_QUEUE},
+        {"max-body", required_argument, NULL, OPT_MAX_BODY},
+        {"drain-timeout", required_argument, NULL, OPT_DRAIN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_sandbox sb;
+    cli_sandbox_init(&sb);
+    const char *listen_addr = DEFAULT_LISTEN, *token = getenv("EXECBOX_TOKEN");
+    bool insecure = false;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t workers = cores > 0 ? (size_t)cores : 1, queue = DEFAULT_QUEUE;
+    size_t max_body = DEFAULT_MAX_BODY;
+    double drain_timeout = -1;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "L:h", longopts, NULL)) != -1) {
+        int r = cli_sandbox_option(&sb, c, optarg);
+        if (r < 0)
+            return EXIT_EXECBOX;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case 'L': listen_addr = optarg; break;
+        case OPT_TOKEN: token = optarg; break;
+        case OPT_INSECURE: insecure = true; break;
+        case OPT_WORKERS:
+            if (parse_count("workers", optarg, 1024, &workers) < 0)
+                return EXIT_EXECBOX;
+            break;
+        case OPT_QUEUE:
+            if (parse_count("queue", optarg, 1000000, &queue) < 0)
+                return EXIT_EXECBOX;
+            break;
+        case OPT_MAX_BODY: {
+            uint64_t v;
+            struct execbox_error err = {0};
+            if (execbox_parse_size(optarg, &v, &err) < 0 || v == 0 || v > (1ULL << 30)) {
+                fprintf(stderr, "execbox serve: --max-body: '%s' is not a size from 1 to 1G\n",
+                        optarg);
+                return EXIT_EXECBOX;
+            }
+            max_body = (size_t)v;
+            break;
+        }
+        case OPT_DRAIN: {
+            char *end;
+            drain_timeout = strtod(optarg, &end);
+            if (*end || !*optarg || drain_timeout < 0) {
+                fprintf(stderr, "execbox serve: --drain-timeout: '%s' is not seconds\n", optarg);
+                return EXIT_EXECBOX;
+            }
+            break;
+        }
+        case 'h': help(stdout); return 0;
+        default:
+            fprintf(stderr, "execbox serve: see 'execbox serve --help'\n");
+            return EXIT_EXECBOX;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "execbox serve: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_EXECBOX;
+    }
+    if (token && !*token)
+        token = NULL;
+
+    struct srv_config cfg = {
+        .token = token, .workers = workers, .queue = queue, .max_body = max_body};
+    if (cli_sandbox_policy(&sb, &cfg.policy) < 0)
+        return EXIT_EXECBOX;
+    if (drain_timeout < 0) {
+        struct execbox_policy p = cfg.policy;
+        double t = p.timeout > 0 ? p.timeout : EXECBOX_DEFAULT_TIMEOUT;
+        drain_timeout = t * ((double)queue / (double)workers + 2) + 10;
+    }
+    struct execbox_error err = {0};
+    if (execbox_executor_new(&sb.exec, &cfg.exec, &err) < 0) {
+        fprintf(stderr, "execbox serve: %s\n", err.msg);
+        return EXIT_EXECBOX;
+    }
+    char shown[300];
+    cfg.listen_fd = listen_on(listen_addr, token != NULL || insecure, shown, sizeof(shown));
+    if (cfg.listen_fd < 0) {
+        execbox_executor_free(cfg.exec);
+        return EXIT_EXECBOX;
+    }
+
+    /* Signals are taken synchronously by this thread alone: block them before any thread
+     * starts so that every thread inherits the mask (the sandbox's children reset it). */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct srv *s = NULL;
+    if (srv_start(&cfg, &s, &err) < 0) {
+        fprintf(stderr, "execbox serve: %s\n", err.msg[0] ? err.msg : "cannot start");
+        execbox_executor_free(cfg.exec);
+        return EXIT_EXECBOX;
+    }
+    if (strcmp(execbox_executor_backend(cfg.exec), "subprocess") == 0)
+        srv_log("warning", "backend",
+                "the 'subprocess' backend isolates nothing: the code runs as this server's user, "
+                "on this host; use it only for trusted code");
+    if (!token)
+        srv_log("warning", "auth", "no token: every client that can connect may run code");
+    srv_log("info", "listening", shown);
+
+    int status = 0;
+    int sig = sigwaitinfo(&sigs, NULL);
+    while (sig < 0 && errno == EINTR)
+        sig = sigwaitinfo(&sigs, NULL);
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s: draining (stop accepting, finish what was accepted)",
+             strsignal(sig));
+    srv_log("info", "draining", msg);
+    srv_quiesce(s);
+    if (strncmp(listen_addr, "unix:", 5) == 0)
+        unlink(listen_addr + 5);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool forced = false;
+    while (!srv_idle(s)) {
+        struct timespec tick = {0, 50 * 1000000L};
+        int r = sigtimedwait(&sigs, NULL, &tick);
+        if (r > 0 || (!forced && seconds_since(&t0) > drain_timeout)) {
+            srv_log("warning", "drain",
+                    r > 0 ? "second signal: killing running sandboxes"
+                          : "drain timeout: killing running sandboxes");
+            srv_cancel_all(s);
+            forced = true;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+        }
+        if (forced && seconds_since(&t0) > FORCED_STOP_GRACE_S)
+            break;
+    }
+    if (forced)
+        status = 1;
+    /* Stopping libmicrohttpd with a connection still suspended is undefined; after a forced
+     * stop that did not settle, leave the rest to the exit. */
+    if (srv_idle(s))
+        srv_stop(s);
+    execbox_executor_free(cfg.exec);
+    srv_log("info", "stopped", forced ? "stopped after killing runs" : "drained; exiting");
+    return status;
+}

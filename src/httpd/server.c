@@ -1,0 +1,1090 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server.c - the HTTP service: libmicrohttpd's one polling thread parses requests and never
+ * waits on a sandbox; an accepted run goes into a bounded queue, its connection is suspended,
+ * and a worker thread runs it and resumes the connection with the answer.
+ *
+ * A job (one HTTP request) is shared by three owners, each holding a reference: the connection
+ * (until libmicrohttpd reports the request completed), the queue and its worker (until the run
+ * is done), and a streaming response (until libmicrohttpd frees it). Lock order: a job's lock,
+ * then the server's; the server's lock is never held while taking a job's.
+ *
+ * A suspended connection is not watched by libmicrohttpd, so a watchdog thread polls the
+ * sockets of queued and running jobs for a hang-up and fires the run's cancel token: the
+ * sandbox of a client that went away is killed, not left to run out its timeout.
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "metrics.h"
+#include "request.h"
+
+/* A body larger than --max-body is read and thrown away up to this much, so that the client
+ * reads its 413 rather than a reset; past it the connection is closed. */
+#define SRV_DISCARD_MAX (64U << 20)
+/* Output waiting to be streamed to a slow SSE client; past it, output is dropped from the
+ * stream (the final result event still carries the run's capped output). */
+#define SRV_SSE_PENDING_MAX (8U << 20)
+/* How often the watchdog looks for clients that hung up. */
+#define SRV_WATCH_MS 50
+#define SRV_CONN_TIMEOUT_S 60U
+#define SRV_RETRY_AFTER_MAX 60
+
+enum route { R_EXECUTE, R_HEALTH, R_METRICS, R_OTHER };
+
+enum jstate {
+    J_NEW,      /* headers seen; a GET, or a rejected request, answered at the last call */
+    J_READING,  /* POST /v1/execute: reading the body */
+    J_QUEUED,   /* waiting for a worker */
+    J_RUNNING,  /* a worker runs it */
+    J_DONE,     /* the answer is ready */
+    J_ANSWERED, /* a response was queued with libmicrohttpd */
+};
+
+struct job {
+    int refs; /* __atomic */
+    pthread_mutex_t lock;
+    struct srv *srv;
+    struct MHD_Connection *conn; /* NULL once libmicrohttpd is done with it */
+    int fd;                      /* the client's socket, for the watchdog */
+    char id[72];
+    char remote[64];
+    char method[16];
+    char path[96];
+    enum route route;
+    uint64_t t0_ns;
+    enum jstate state;
+    bool sse;         /* Accept: text/event-stream */
+    bool suspended;   /* we suspended the connection and owe it a resume */
+    bool accepted;    /* counted in srv->pending */
+    bool client_gone; /* hung up before the answer */
+    bool too_large;
+    /* an answer decided from the headers, sent once the body is in (answering earlier would
+     * make libmicrohttpd close the connection) */
+    int rej_status;
+    const char *rej_code;
+    char rej_msg[128];
+    size_t rej_retry;
+    struct execbox_cancel *cancel;
+    char *body;
+    size_t body_len, body_cap, discarded;
+    struct srv_run_spec spec;
+    /* the answer */
+    int status;
+    char *resp;
+    size_t resp_len;
+    const char *outcome; /* for the log; NULL when nothing ran */
+    int exit_code;
+    double run_s;
+    /* streaming */
+    char *sse_buf;
+    size_t sse_len, sse_off, sse_dropped;
+    bool sse_done;
+    char carry[2][4]; /* an incomplete UTF-8 sequence at the end of the last chunk */
+    size_t carry_len[2];
+};
+
+struct srv {
+    struct srv_config cfg;
+    struct MHD_Daemon *daemon;
+    struct srv_metrics metrics;
+    pthread_mutex_t lock;
+    pthread_cond_t work; /* a job was queued, or stopping */
+    pthread_cond_t idle; /* pending went down */
+    struct job **ring;   /* the queue: cfg.queue slots */
+    size_t head, count;
+    struct job **active; /* queued or running jobs, for the watchdog */
+    size_t n_active;
+    size_t running;
+    size_t pending; /* accepted and not yet completed on the wire */
+    bool draining, stopping;
+    double avg_run_s; /* moving average, for Retry-After */
+    pthread_t *threads;
+    size_t n_threads;
+    pthread_t watchdog;
+    bool watchdog_started;
+    uint64_t seq;
+    char id_prefix[9];
+    int quiesced_fd; /* the listening socket after srv_quiesce(), or -1 */
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- logging ----------------------------------------------------------------------------- */
+
+static void iso_time(char *buf, size_t n)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char t[32];
+    strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, n, "%s.%03ldZ", t, ts.tv_nsec / 1000000);
+}
+
+/* One JSON object as one line, in one write(2) so that lines from threads never interleave. */
+static void log_object(json_t *o)
+{
+    char t[48];
+    iso_time(t, sizeof(t));
+    json_object_set_new(o, "time", json_string(t));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(o);
+    if (!s)
+        return;
+    size_t n = strlen(s);
+    char *line = realloc(s, n + 2);
+    if (!line) {
+        free(s);
+        return;
+    }
+    line[n] = '\n';
+    (void)!write(STDERR_FILENO, line, n + 1);
+    free(line);
+}
+
+void srv_log(const char *level, const char *event, const char *message)
+{
+    json_t *o = json_object();
+    if (!o)
+        return;
+    json_object_set_new(o, "level", json_string(level));
+    json_object_set_new(o, "event", json_string(event));
+    /* json_string refuses invalid UTF-8; a message is ours, but be safe. */
+    json_t *m = json_string(message);
+    json_object_set_new(o, "message", m ? m : json_string("(unprintable)"));
+    log_object(o);
+}
+
+__attribute__((format(printf, 2, 0))) static void mhd_logger(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = '\0';
+    srv_log("warning", "httpd", msg);
+}
+
+static void access_log(struct job *j, int status)
+{
+    json_t *o = json_object();
+    if (!o)
+        return;
+    double ms = (double)(now_ns() - j->t0_ns) / 1e6;
+    json_object_set_new(o, "level", json_string("info"));
+    json_object_set_new(o, "event", json_string("access"));
+    json_object_set_new(o, "request_id", json_string(j->id));
+    json_object_set_new(o, "remote", json_string(j->remote));
+    json_object_set_new(o, "method", json_string(j->method));
+    json_t *p = json_string(j->path);
+    json_object_set_new(o, "path", p ? p : json_string("(not UTF-8)"));
+    json_object_set_new(o, "status", json_integer(status));
+    json_object_set_new(o, "duration_ms", json_real(ms));
+    if (j->route == R_EXECUTE) {
+        json_object_set_new(o, "stream", json_boolean(j->sse));
+        if (j->outcome) {
+            json_object_set_new(o, "outcome", json_string(j->outcome));
+            json_object_set_new(o, "exit_code", json_integer(j->exit_code));
+            json_object_set_new(o, "run_ms", json_real(j->run_s * 1e3));
+        }
+        if (j->client_gone)
+            json_object_set_new(o, "client_gone", json_true());
+    }
+    log_object(o);
+}
+
+/* ---- jobs -------------------------------------------------------------------------------- */
+
+static struct job *job_ref(struct job *j)
+{
+    __atomic_add_fetch(&j->refs, 1, __ATOMIC_RELAXED);
+    return j;
+}
+
+static void job_unref(struct job *j)
+{
+    if (!j || __atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    pthread_mutex_destroy(&j->lock);
+    execbox_cancel_free(j->cancel);
+    free(j->body);
+    srv_run_spec_clear(&j->spec);
+    free(j->resp);
+    free(j->sse_buf);
+    free(j);
+}
+
+static struct job *job_new(struct srv *s, struct MHD_Connection *c, const char *url,
+                           const char *method)
+{
+    struct job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return NULL;
+    j->refs = 1; /* the connection's */
+    pthread_mutex_init(&j->lock, NULL);
+    j->srv = s;
+    j->conn = c;
+    j->fd = -1;
+    j->t0_ns = now_ns();
+    snprintf(j->method, sizeof(j->method), "%s", method);
+    snprintf(j->path, sizeof(j->path), "%s", url);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci)
+        j->fd = ci->connect_fd;
+    snprintf(j->remote, sizeof(j->remote), "local");
+    ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) {
+        const struct sockaddr *sa = ci->client_addr;
+        char host[48] = "";
+        if (sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof(host));
+        else if (sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof(host));
+        if (host[0])
+            snprintf(j->remote, sizeof(j->remote), "%s", host);
+    }
+    const char *rid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+    if (srv_request_id_ok(rid)) {
+        snprintf(j->id, sizeof(j->id), "%s", rid);
+    } else {
+        pthread_mutex_lock(&s->lock);
+        uint64_t n = ++s->seq;
+        pthread_mutex_unlock(&s->lock);
+        snprintf(j->id, sizeof(j->id), "%s-%06llx", s->id_prefix, (unsigned long long)n);
+    }
+    return j;
+}
+
+/* ---- responses --------------------------------------------------------------------------- */
+
+static size_t retry_after(struct srv *s)
+{
+    pthread_mutex_lock(&s->lock);
+    double wait = s->avg_run_s * (double)(s->count + 1) / (double)s->cfg.workers;
+    pthread_mutex_unlock(&s->lock);
+    size_t secs = (size_t)wait + 1;
+    return secs > SRV_RETRY_AFTER_MAX ? SRV_RETRY_AFTER_MAX : secs;
+}
+
+/* Queues a response whose body (malloc'd, freed by free_fn) is handed over. */
+static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int status,
+                               const char *ctype, char *body, size_t len, void (*free_fn)(void *),
+                               size_t retry_secs)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free_fn);
+    if (!r) {
+        free_fn(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(r, "X-Request-Id", j->id);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (retry_secs) {
+        char v[16];
+        snprintf(v, sizeof(v), "%zu", retry_secs);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+    }
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"execbox\"");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+                                j->route == R_EXECUTE ? "POST" : "GET, HEAD");
+    if (__atomic_load_n(&j->srv->draining, __ATOMIC_RELAXED))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    j->status = status;
+    j->state = J_ANSWERED;
+    return ok;
+}
+
+static enum MHD_Result respond_error(struct job *j, struct MHD_Connection *c, int status,
+                                     const char *code, const char *message, const char *field,
+                                     size_t retry_secs)
+{
+    char *body = srv_error_json(code, message, field);
+    if (!body)
+        return MHD_NO;
+    return respond(j, c, status, "application/json", body, strlen(body), free, retry_secs);
+}
+
+static enum MHD_Result respond_json(struct job *j, struct MHD_Connection *c, int status, json_t *o)
+{
+    char *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!body)
+        return MHD_NO;
+    return respond(j, c, status, "application/json", body, strlen(body), free, 0);
+}
+
+/* ---- the queue --------------------------------------------------------------------------- */
+
+/* Takes a job into the queue. 0, -EAGAIN when full, -ESHUTDOWN when draining. */
+static int enqueue(struct srv *s, struct job *j)
+{
+    pthread_mutex_lock(&s->lock);
+    int r = 0;
+    if (s->draining || s->stopping)
+        r = -ESHUTDOWN;
+    else if (s->count >= s->cfg.queue)
+        r = -EAGAIN;
+    else {
+        s->ring[(s->head + s->count) % s->cfg.queue] = job_ref(j);
+        s->count++;
+        s->active[s->n_active++] = j;
+        s->pending++;
+        j->accepted = true;
+        j->state = J_QUEUED;
+        pthread_cond_signal(&s->work);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+static void remove_active(struct srv *s, struct job *j)
+{
+    for (size_t i = 0; i < s->n_active; i++)
+        if (s->active[i] == j) {
+            s->active[i] = s->active[--s->n_active];
+            return;
+        }
+}
+
+/* ---- streaming --------------------------------------------------------------------------- */
+
+/* Appends a frame to the job's stream and wakes its connection. Called with j->lock held. */
+static void sse_push(struct job *j, const char *frame, size_t len, bool force)
+{
+    if (!force && j->sse_len - j->sse_off + len > SRV_SSE_PENDING_MAX) {
+        j->sse_dropped += len;
+        return;
+    }
+    if (j->sse_off && j->sse_off == j->sse_len)
+        j->sse_off = j->sse_len = 0;
+    char *nb = realloc(j->sse_buf, j->sse_len + len);
+    if (!nb) {
+        j->sse_dropped += len;
+        return;
+    }
+    j->sse_buf = nb;
+    memcpy(j->sse_buf + j->sse_len, frame, len);
+    j->sse_len += len;
+    if (j->suspended && j->conn) {
+        j->suspended = false;
+        MHD_resume_connection(j->conn);
+    }
+}
+
+static void sse_event(struct job *j, const char *event, const char *json, bool force)
+{
+    size_t n;
+    char *f = srv_sse_frame(event, json, &n);
+    if (!f)
+        return;
+    pthread_mutex_lock(&j->lock);
+    sse_push(j, f, n, force);
+    pthread_mutex_unlock(&j->lock);
+    free(f);
+}
+
+/* The run's on_output: one "stdout" or "stderr" event per chunk, as {"data": "..."} with any
+ * invalid UTF-8 replaced and a sequence split between chunks carried over whole. */
+static void on_output(void *ud, enum execbox_stream stream, const char *data, size_t len)
+{
+    struct job *j = ud;
+    int k = stream == EXECBOX_STREAM_STDERR ? 1 : 0;
+    size_t total = j->carry_len[k] + len;
+    char *joined = malloc(total ? total : 1);
+    if (!joined)
+        return;
+    memcpy(joined, j->carry[k], j->carry_len[k]);
+    memcpy(joined + j->carry_len[k], data, len);
+    size_t keep = 0, clen = 0;
+    char *clean = srv_utf8_clean(joined, total, &keep, &clen);
+    if (clean) {
+        memcpy(j->carry[k], joined + total - keep, keep);
+        j->carry_len[k] = keep;
+        json_t *o = clen ? json_pack("{s:s%}", "data", clean, clen) : NULL;
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (s)
+            sse_event(j, k ? "stderr" : "stdout", s, false);
+        free(s);
+        json_decref(o);
+        free(clean);
+    }
+    free(joined);
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct job *j = cls;
+    pthread_mutex_lock(&j->lock);
+    ssize_t r;
+    if (j->sse_len > j->sse_off) {
+        size_t n = j->sse_len - j->sse_off;
+        if (n > max)
+            n = max;
+        memcpy(buf, j->sse_buf + j->sse_off, n);
+        j->sse_off += n;
+        r = (ssize_t)n;
+    } else if (j->sse_done) {
+        r = MHD_CONTENT_READER_END_OF_STREAM;
+    } else {
+        /* Nothing to send yet: park the connection until the worker has more (returning 0
+         * without suspending would make libmicrohttpd spin). */
+        j->suspended = true;
+        MHD_suspend_connection(j->conn);
+        r = 0;
+    }
+    pthread_mutex_unlock(&j->lock);
+    return r;
+}
+
+static void sse_free(void *cls)
+{
+    job_unref(cls);
+}
+
+/* ---- the workers ------------------------------------------------------------------------- */
+
+static enum srv_outcome outcome_of(const struct execbox_result *r)
+{
+    if (r->timed_out)
+        return SRV_OUTCOME_TIMEOUT;
+    if (r->oom_killed)
+        return SRV_OUTCOME_OOM;
+    if (r->exit_code == 0 && !r->error_name)
+        return SRV_OUTCOME_OK;
+    return SRV_OUTCOME_ERROR;
+}
+
+/* Runs one job and prepares its answer (status and body). */
+static void run_job(struct srv *s, struct job *j, bool skip)
+{
+    int status = 200;
+    char *body = NULL;
+    if (skip) {
+        /* The client hung up while queued: nothing to run, nobody to answer. */
+        status = 499;
+        body = srv_error_json("client_gone", "the client disconnected before the run", NULL);
+    } else {
+        if (j->sse) {
+            char start[128];
+            snprintf(start, sizeof(start), "{\"request_id\":\"%s\"}", j->id);
+            sse_event(j, "start", start, true);
+        }
+        struct execbox_request req = {
+            .language = j->spec.language,
+            .code = j->spec.code_len ? j->spec.code : "\n",
+            .code_len = j->spec.code_len ? j->spec.code_len : 1,
+            .stdin_data = j->spec.stdin_data,
+            .stdin_len = j->spec.stdin_len,
+            .policy = &j->spec.policy,
+            .on_output = j->sse ? on_output : NULL,
+            .userdata = j,
+            .cancel = j->cancel,
+        };
+        struct execbox_result *res = NULL;
+        struct execbox_error err = {0};
+        uint64_t t = now_ns();
+        int r = execbox_executor_run(s->cfg.exec, &req, &res, &err);
+        j->run_s = (double)(now_ns() - t) / 1e9;
+        if (r < 0) {
+            status = r == -ENOMEM ? 503 : 400;
+            body = srv_error_json(r == -ENOMEM ? "unavailable" : "bad_request", err.msg, NULL);
+        } else {
+            enum srv_outcome o = outcome_of(res);
+            bool cancelled = res->killed_reason == EXECBOX_KILLED_CANCELLED;
+            srv_metrics_run(&s->metrics, o, cancelled);
+            j->outcome = cancelled ? "cancelled" : srv_outcome_name(o);
+            j->exit_code = res->exit_code;
+            if (execbox_result_to_json(res, 0, &body, &err) < 0) {
+                status = 500;
+                body = srv_error_json("internal", err.msg, NULL);
+            } else {
+                /* Keep the library's allocation out of free(): copy into our own. */
+                char *own = strdup(body);
+                execbox_free(body);
+                body = own;
+            }
+            execbox_result_free(res);
+        }
+    }
+    /* The books first: once the connection is resumed the client may already ask /metrics. */
+    pthread_mutex_lock(&s->lock);
+    s->running--;
+    remove_active(s, j);
+    if (!skip)
+        s->avg_run_s = s->avg_run_s ? 0.8 * s->avg_run_s + 0.2 * j->run_s : j->run_s;
+    pthread_mutex_unlock(&s->lock);
+
+    pthread_mutex_lock(&j->lock);
+    j->status = status;
+    j->resp = body;
+    j->resp_len = body ? strlen(body) : 0;
+    j->state = J_DONE;
+    if (j->sse) {
+        /* The final event: the result record, or the error. */
+        if (body) {
+            size_t n;
+            char *f = srv_sse_frame(status == 200 ? "result" : "error", body, &n);
+            if (f)
+                sse_push(j, f, n, true);
+            free(f);
+        }
+        j->sse_done = true;
+    }
+    if (j->suspended && j->conn) {
+        j->suspended = false;
+        MHD_resume_connection(j->conn);
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
+static void *worker_main(void *arg)
+{
+    struct srv *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        while (s->count == 0 && !s->stopping)
+            pthread_cond_wait(&s->work, &s->lock);
+        if (s->count == 0) {
+            pthread_mutex_unlock(&s->lock);
+            return NULL;
+        }
+        struct job *j = s->ring[s->head];
+        s->head = (s->head + 1) % s->cfg.queue;
+        s->count--;
+        s->running++;
+        pthread_mutex_unlock(&s->lock);
+
+        pthread_mutex_lock(&j->lock);
+        bool skip = j->client_gone;
+        j->state = J_RUNNING;
+        pthread_mutex_unlock(&j->lock);
+
+        run_job(s, j, skip);
+        job_unref(j);
+    }
+}
+
+/* Polls the sockets of queued and running jobs for a hang-up; fires the run's cancel. */
+static void *watchdog_main(void *arg)
+{
+    struct srv *s = arg;
+    size_t cap = s->cfg.queue + s->cfg.workers;
+    struct job **jobs = calloc(cap, sizeof(*jobs));
+    struct pollfd *pfds = calloc(cap, sizeof(*pfds));
+    if (!jobs || !pfds) {
+        srv_log("error", "watchdog", "out of memory: disconnected clients will not be noticed");
+        free(jobs);
+        free(pfds);
+        return NULL;
+    }
+    for (;;) {
+        size_t n = 0;
+        pthread_mutex_lock(&s->lock);
+        bool stop = s->stopping;
+        for (size_t i = 0; i < s->n_active && n < cap; i++) {
+            struct job *j = s->active[i];
+            if (j->fd < 0 || __atomic_load_n(&j->client_gone, __ATOMIC_RELAXED))
+                continue;
+            jobs[n] = job_ref(j);
+            pfds[n].fd = j->fd;
+            pfds[n].events = POLLRDHUP;
+            pfds[n].revents = 0;
+            n++;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (stop) {
+            for (size_t i = 0; i < n; i++)
+                job_unref(jobs[i]);
+            break;
+        }
+        if (n == 0) {
+            usleep(SRV_WATCH_MS * 1000);
+            continue;
+        }
+        int r = poll(pfds, n, SRV_WATCH_MS);
+        for (size_t i = 0; i < n; i++) {
+            struct job *j = jobs[i];
+            if (r > 0 && (pfds[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+                pthread_mutex_lock(&j->lock);
+                /* Only while still queued or running is the fd surely still this client's:
+                 * the connection stays open until the job is answered. */
+                if ((j->state == J_QUEUED || j->state == J_RUNNING) && !j->client_gone) {
+                    __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
+                    execbox_cancel_fire(j->cancel);
+                }
+                pthread_mutex_unlock(&j->lock);
+            }
+            job_unref(j);
+        }
+    }
+    free(jobs);
+    free(pfds);
+    return NULL;
+}
+
+/* ---- the request handler ----------------------------------------------------------------- */
+
+static bool authorized(struct srv *s, struct MHD_Connection *c)
+{
+    if (!s->cfg.token || !*s->cfg.token)
+        return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return false;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    return srv_token_equal(h, s->cfg.token);
+}
+
+static bool wants_sse(struct MHD_Connection *c)
+{
+    const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    return a && strcasestr(a, "text/event-stream") != NULL;
+}
+
+static void fill_gauges(struct srv *s, struct srv_gauges *g)
+{
+    pthread_mutex_lock(&s->lock);
+    g->queue_depth = s->count;
+    g->queue_capacity = s->cfg.queue;
+    g->in_flight = s->running;
+    g->workers = s->cfg.workers;
+    g->draining = s->draining;
+    g->backend = execbox_executor_backend(s->cfg.exec);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static enum MHD_Result serve_health(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    struct srv_gauges g;
+    fill_gauges(s, &g);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "status", g.draining ? "draining" : "ok",
+                  "version", execbox_version(), "backend", g.backend, "workers",
+                  (json_int_t)g.workers, "in_flight", (json_int_t)g.in_flight, "queue_depth",
+                  (json_int_t)g.queue_depth, "queue_capacity", (json_int_t)g.queue_capacity);
+    if (!o)
+        return MHD_NO;
+    return respond_json(j, c, g.draining ? 503 : 200, o);
+}
+
+static enum MHD_Result serve_metrics(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    struct srv_gauges g;
+    fill_gauges(s, &g);
+    size_t len;
+    char *text = srv_metrics_render(&s->metrics, &g, &len);
+    if (!text)
+        return MHD_NO;
+    return respond(j, c, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, free, 0);
+}
+
+static void reject(struct job *j, int status, const char *code, const char *msg, size_t retry)
+{
+    j->rej_status = status;
+    j->rej_code = code;
+    snprintf(j->rej_msg, sizeof(j->rej_msg), "%s", msg);
+    j->rej_retry = retry;
+}
+
+/* The first call for a request: its headers are in. Routes it, and decides what can be decided
+ * without the body. */
+static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    bool get = strcmp(j->method, "GET") == 0 || strcmp(j->method, "HEAD") == 0;
+    if (strcmp(j->path, "/v1/execute") == 0)
+        j->route = R_EXECUTE;
+    else if (strcmp(j->path, "/v1/health") == 0)
+        j->route = R_HEALTH;
+    else if (strcmp(j->path, "/metrics") == 0)
+        j->route = R_METRICS;
+    else
+        j->route = R_OTHER;
+
+    switch (j->route) {
+    case R_OTHER: reject(j, 404, "not_found", "no such endpoint", 0); return MHD_YES;
+    case R_HEALTH:
+    case R_METRICS:
+        if (!get)
+            reject(j, 405, "method_not_allowed", "use GET", 0);
+        else if (j->route == R_METRICS && !authorized(s, c))
+            reject(j, 401, "unauthorized", "missing or wrong bearer token", 0);
+        return MHD_YES;
+    case R_EXECUTE: break;
+    }
+    if (strcmp(j->method, "POST") != 0) {
+        reject(j, 405, "method_not_allowed", "use POST", 0);
+        return MHD_YES;
+    }
+    if (!authorized(s, c)) {
+        reject(j, 401, "unauthorized", "missing or wrong bearer token", 0);
+        return MHD_YES;
+    }
+    if (__atomic_load_n(&s->draining, __ATOMIC_RELAXED)) {
+        reject(j, 503, "draining", "the server is shutting down", retry_after(s));
+        return MHD_YES;
+    }
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (errno || *end || n > s->cfg.max_body) {
+            j->too_large = true;
+            if (errno || n > SRV_DISCARD_MAX) {
+                /* Too much to read and throw away: answer now and close. */
+                char msg[96];
+                snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes",
+                         s->cfg.max_body);
+                return respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
+            }
+        }
+    }
+    j->sse = wants_sse(c);
+    j->state = J_READING;
+    return MHD_YES;
+}
+
+/* The last call for a request that is not a run. */
+static enum MHD_Result answer_now(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    if (j->rej_status)
+        return respond_error(j, c, j->rej_status, j->rej_code, j->rej_msg, NULL, j->rej_retry);
+    if (j->route == R_HEALTH)
+        return serve_health(s, j, c);
+    if (j->route == R_METRICS)
+        return serve_metrics(s, j, c);
+    return respond_error(j, c, 404, "not_found", "no such endpoint", NULL, 0);
+}
+
+static enum MHD_Result upload(struct srv *s, struct job *j, const char *data, size_t n)
+{
+    if (!j->too_large && j->body_len + n > s->cfg.max_body)
+        j->too_large = true;
+    if (j->too_large) {
+        free(j->body);
+        j->body = NULL;
+        j->body_cap = 0;
+        j->discarded += n;
+        return j->discarded > SRV_DISCARD_MAX ? MHD_NO : MHD_YES;
+    }
+    if (j->body_len + n + 1 > j->body_cap) {
+        /* Grow geometrically: a body arrives in many small pieces. */
+        size_t cap = j->body_cap ? j->body_cap : 4096;
+        while (cap < j->body_len + n + 1)
+            cap *= 2;
+        char *nb = realloc(j->body, cap);
+        if (!nb)
+            return MHD_NO;
+        j->body = nb;
+        j->body_cap = cap;
+    }
+    memcpy(j->body + j->body_len, data, n);
+    j->body_len += n;
+    return MHD_YES;
+}
+
+/* The body is in: validate it and queue the run. */
+static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    if (j->too_large) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes",
+                 s->cfg.max_body);
+        return respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
+    }
+    char field[64];
+    struct execbox_error err = {0};
+    int r = srv_parse_run(j->body ? j->body : "", j->body_len, &s->cfg.policy, &j->spec, field,
+                          sizeof(field), &err);
+    free(j->body);
+    j->body = NULL;
+    if (r == -ENOMEM)
+        return respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
+    if (r < 0)
+        return respond_error(j, c, 400, "bad_request", err.msg, field, 0);
+    if (execbox_cancel_new(&j->cancel, &err) < 0)
+        return respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
+
+    pthread_mutex_lock(&j->lock);
+    r = enqueue(s, j);
+    enum MHD_Result ret = MHD_YES;
+    if (r == -EAGAIN) {
+        ret = respond_error(j, c, 429, "queue_full", "all workers are busy and the queue is full",
+                            NULL, retry_after(s));
+    } else if (r < 0) {
+        ret = respond_error(j, c, 503, "draining", "the server is shutting down", NULL,
+                            retry_after(s));
+    } else if (j->sse) {
+        /* Queued below, outside the job's lock, which the stream's reader takes. */
+    } else {
+        /* Park the connection until a worker has the answer; the worker resumes it, and
+         * libmicrohttpd then calls us again to send it. */
+        j->suspended = true;
+        MHD_suspend_connection(c);
+    }
+    bool stream = r == 0 && j->sse;
+    pthread_mutex_unlock(&j->lock);
+    if (stream) {
+        struct MHD_Response *resp = MHD_create_response_from_callback(
+            MHD_SIZE_UNKNOWN, 16384, sse_read, job_ref(j), sse_free);
+        if (!resp) {
+            job_unref(j);
+            /* The worker still runs it; the connection will be closed. */
+            ret = MHD_NO;
+        } else {
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+            MHD_add_response_header(resp, "X-Request-Id", j->id);
+            MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+            ret = MHD_queue_response(c, 200, resp);
+            MHD_destroy_response(resp);
+            pthread_mutex_lock(&j->lock);
+            j->status = 200;
+            pthread_mutex_unlock(&j->lock);
+        }
+    }
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *data_size, void **con_cls)
+{
+    (void)version;
+    struct srv *s = cls;
+    struct job *j = *con_cls;
+    if (!j) {
+        j = job_new(s, c, url, method);
+        if (!j)
+            return MHD_NO;
+        *con_cls = j;
+        return first_call(s, j, c);
+    }
+    if (*data_size) {
+        size_t n = *data_size;
+        *data_size = 0;
+        if (j->state == J_READING)
+            return upload(s, j, data, n);
+        /* The body of a request that is answered without it: thrown away, up to a point. */
+        j->discarded += n;
+        return j->discarded > SRV_DISCARD_MAX ? MHD_NO : MHD_YES;
+    }
+    if (j->state == J_READING)
+        return submit(s, j, c);
+    if (j->state == J_NEW)
+        return answer_now(s, j, c);
+    pthread_mutex_lock(&j->lock);
+    enum MHD_Result ret = MHD_YES;
+    if (j->state == J_DONE && !j->sse) {
+        char *body = j->resp;
+        j->resp = NULL;
+        if (!body)
+            ret = MHD_NO;
+        else
+            ret = respond(j, c, j->status, "application/json", body, j->resp_len, free, 0);
+    }
+    pthread_mutex_unlock(&j->lock);
+    return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    struct srv *s = cls;
+    struct job *j = *con_cls;
+    if (!j)
+        return;
+    *con_cls = NULL;
+    pthread_mutex_lock(&j->lock);
+    j->conn = NULL;
+    j->suspended = false;
+    if (j->state == J_QUEUED || j->state == J_RUNNING) {
+        /* A streaming client hung up mid-run. */
+        __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
+        execbox_cancel_fire(j->cancel);
+    }
+    int status = j->status;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK &&
+        (j->client_gone || toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT ||
+         toe == MHD_REQUEST_TERMINATED_READ_ERROR || status == 0))
+        status = 499;
+    if (j->client_gone)
+        status = 499;
+    bool accepted = j->accepted;
+    pthread_mutex_unlock(&j->lock);
+
+    srv_metrics_status(&s->metrics, status);
+    if (j->route == R_EXECUTE)
+        srv_metrics_latency(&s->metrics, (double)(now_ns() - j->t0_ns) / 1e9);
+    access_log(j, status);
+    if (accepted) {
+        pthread_mutex_lock(&s->lock);
+        s->pending--;
+        pthread_cond_broadcast(&s->idle);
+        pthread_mutex_unlock(&s->lock);
+    }
+    job_unref(j);
+}
+
+/* ---- lifecycle --------------------------------------------------------------------------- */
+
+int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_error *err)
+{
+    struct srv *s = calloc(1, sizeof(*s));
+    if (!s) {
+        close(cfg->listen_fd);
+        return -ENOMEM;
+    }
+    s->cfg = *cfg;
+    s->quiesced_fd = -1;
+    srv_metrics_init(&s->metrics);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    unsigned char rnd[4] = {0};
+    if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+        uint64_t t = now_ns();
+        memcpy(rnd, &t, sizeof(rnd));
+    }
+    snprintf(s->id_prefix, sizeof(s->id_prefix), "%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+             rnd[3]);
+    s->ring = calloc(cfg->queue, sizeof(*s->ring));
+    s->active = calloc(cfg->queue + cfg->workers, sizeof(*s->active));
+    s->threads = calloc(cfg->workers, sizeof(*s->threads));
+    if (!s->ring || !s->active || !s->threads) {
+        close(cfg->listen_fd);
+        s->cfg.listen_fd = -1;
+        srv_stop(s);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < cfg->workers; i++) {
+        int r = pthread_create(&s->threads[i], NULL, worker_main, s);
+        if (r) {
+            close(cfg->listen_fd);
+            srv_stop(s);
+            snprintf(err->msg, sizeof(err->msg), "cannot start a worker: %s", strerror(r));
+            return -r;
+        }
+        s->n_threads++;
+    }
+    int r = pthread_create(&s->watchdog, NULL, watchdog_main, s);
+    if (r) {
+        close(cfg->listen_fd);
+        srv_stop(s);
+        snprintf(err->msg, sizeof(err->msg), "cannot start the watchdog: %s", strerror(r));
+        return -r;
+    }
+    s->watchdog_started = true;
+    /* One internal polling thread (epoll where available) does all the HTTP work; runs never
+     * block it. ITC lets a resume from a worker wake it at once. */
+    s->daemon = MHD_start_daemon(
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
+        MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, SRV_CONN_TIMEOUT_S, MHD_OPTION_END);
+    if (!s->daemon) {
+        close(cfg->listen_fd);
+        srv_stop(s);
+        snprintf(err->msg, sizeof(err->msg), "libmicrohttpd could not start");
+        return -EIO;
+    }
+    *ret = s;
+    return 0;
+}
+
+void srv_quiesce(struct srv *s)
+{
+    pthread_mutex_lock(&s->lock);
+    __atomic_store_n(&s->draining, true, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&s->lock);
+    if (s->daemon) {
+        MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+        if (fd != MHD_INVALID_SOCKET) {
+            /* shutdown() rather than close(): it stops the socket itself listening, also in
+             * any sandbox process that was forked holding a copy of it, so new connections
+             * are refused at once; and the fd number stays ours while the polling thread
+             * may still be taking it out of its epoll set. Closed in srv_stop(). */
+            shutdown(fd, SHUT_RDWR);
+            s->quiesced_fd = fd;
+        }
+    }
+}
+
+bool srv_idle(struct srv *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool idle = s->count == 0 && s->running == 0 && s->pending == 0;
+    pthread_mutex_unlock(&s->lock);
+    return idle;
+}
+
+void srv_cancel_all(struct srv *s)
+{
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->n_active; i++) {
+        struct job *j = s->active[i];
+        __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
+        execbox_cancel_fire(j->cancel);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void srv_stop(struct srv *s)
+{
+    if (!s)
+        return;
+    if (s->daemon)
+        MHD_stop_daemon(s->daemon);
+    if (s->quiesced_fd >= 0)
+        close(s->quiesced_fd);
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->work);
+    pthread_mutex_unlock(&s->lock);
+    for (size_t i = 0; i < s->n_threads; i++)
+        pthread_join(s->threads[i], NULL);
+    if (s->watchdog_started)
+        pthread_join(s->watchdog, NULL);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->idle);
+    pthread_mutex_destroy(&s->lock);
+    srv_metrics_destroy(&s->metrics);
+    free(s->ring);
+    free(s->active);
+    free(s->threads);
+    free(s);
+}

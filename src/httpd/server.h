@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* server.h - the HTTP service behind `execbox serve`: libmicrohttpd in front, a bounded queue
+ * feeding a pool of worker threads, each running one sandbox at a time. */
+#ifndef EBSRV_SERVER_H
+#define EBSRV_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "execbox/execbox.h"
+
+struct srv_config {
+    struct execbox_policy policy;  /* defaults and maxima of every request's limits */
+    struct execbox_executor *exec; /* borrowed; outlives the server */
+    const char *token;             /* bearer token; NULL or "": no auth */
+    size_t workers;                /* concurrent sandboxes */
+    size_t queue;                  /* requests that may wait for a worker */
+    size_t max_body;               /* largest request body, bytes */
+    int listen_fd;                 /* bound, listening socket; the server takes it */
+};
+
+struct srv;
+
+/* Starts the daemon and its threads. On failure the listen fd is closed. */
+int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_error *err);
+
+/* Stops accepting connections (the listen socket is closed) and answers any new request on an
+ * open connection with 503; what was accepted goes on. */
+void srv_quiesce(struct srv *s);
+
+/* True when nothing is queued, running, or still being answered. */
+bool srv_idle(struct srv *s);
+
+/* Kills every running sandbox and drops what is queued (used on a second signal). */
+void srv_cancel_all(struct srv *s);
+
+/* Stops the daemon and the threads and frees everything. Accepts NULL. */
+void srv_stop(struct srv *s);
+
+/* Writes one JSON log line {"time", "level", "event", "message"} to stderr. */
+void srv_log(const char *level, const char *event, const char *message);
+
+#endif

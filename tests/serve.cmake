@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: MIT
+# `execbox serve`: real HTTP over loopback, and a libFuzzer target for its request parser.
+eb_integration_test(serve)
+set_tests_properties(integration.serve PROPERTIES TIMEOUT 600)
+
+# The fuzz target is built with clang's libFuzzer inside the test (the project itself builds
+# with the default compiler), and runs for a short while from tests/fuzz/corpus/serve_request.
+add_test(NAME fuzz.serve_request
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_serve_request.sh
+                 ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+set_tests_properties(fuzz.serve_request PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                     ENVIRONMENT "FUZZ_SECONDS=20")
