@@ -165,7 +165,9 @@ static void *pool_thread(void *arg)
             fill->starting--;
             if (r < 0) {
                 p->st.failed++;
-                fill->retry_at = eb_now_ns() + POOL_RETRY_NS;
+                /* -ENOTSUP: this pair can never start warm (a host workspace, say): its runs
+                 * go cold and the pool stops trying. */
+                fill->retry_at = r == -ENOTSUP ? UINT64_MAX : eb_now_ns() + POOL_RETRY_NS;
             } else if (fill->gen != gen || !fill->used || fill->n >= POOL_MAX || p->stop) {
                 pthread_mutex_unlock(&p->mu);
                 p->ops->warm_discard(p->state, w);

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -67,6 +68,7 @@ struct jail {
     char cache[EXECBOX_PATH_MAX]; /* staged /etc and the mount point of new roots */
     char rootdir[EXECBOX_PATH_MAX];
     struct eb_mount_plan sys; /* shared by every run without a rootfs */
+    unsigned id; /* random per executor: two executors in one process never share a name */
     atomic_uint seq;
     struct eb_netns_pool *pool; /* fresh network namespaces, made ahead (root only) */
     char mpl_file[96];          /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
@@ -178,9 +180,9 @@ static bool owner_dead(const char *s)
 }
 
 /* Removes what execbox processes killed before their teardown left behind, found by name:
- * run cgroups "execbox-<pid>-<n>", unprivileged workspaces "<tmp>/execbox-ws-<pid>-*" and
- * half-built /etc stages "<cache>.<pid>.*". Only names whose pid is dead are touched.
- * (Mounts and processes need no sweep: they live in namespaces that died with the run.) */
+ * run cgroups "execbox-<pid>-<executor>-<n>", unprivileged workspaces "<tmp>/execbox-ws-<pid>-*"
+ * and half-built /etc stages "<cache>.<pid>.*". Only names whose pid is dead are touched. (Mounts
+ * and processes need no sweep: they live in namespaces that died with the run.) */
 static void remove_stale(struct jail *j)
 {
     eb_cgroup_remove_stale(&j->cg, CG_PREFIX);
@@ -318,6 +320,8 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     if (!j)
         return eb_error_set(err, -ENOMEM, "out of memory");
     eb_userns_prepare(&j->userns);
+    if (getrandom(&j->id, sizeof(j->id), 0) != sizeof(j->id))
+        j->id = (unsigned)(uintptr_t)j ^ (unsigned)eb_now_ns();
     /* Root only (see netns.h). Started first, so that even a one-shot run finds a namespace
      * made on another core while this thread builds the filter and the run's cgroup. */
     if (j->userns.root_mode)
@@ -516,22 +520,117 @@ static int fresh_workspace_fd(const struct jail *j, uint64_t size, struct execbo
     return m;
 }
 
-static int jail_run(void *state, const struct eb_run *run, struct execbox_result *res,
-                    struct execbox_error *err)
+/* A detached tmpfs for a warm sandbox's /code: *ret_rw stays with us to write the program
+ * and its stdin into at run time; *ret_ro, a read-only clone of the same mount, is what the
+ * child attaches. The guest sees the files, read-only, and cannot make the mount writable
+ * (no capability over its mount namespace; seccomp denies the mount calls). */
+static int code_mount_fds(int *ret_rw, int *ret_ro, struct execbox_error *err)
 {
-    struct jail *j = state;
-    const struct execbox_policy *pol = run->policy;
-    int fds[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl, alive */
-    _cleanup_close_ int in_fd = -1, ws_fd = -1, netns_fd = -1, pidfd = -1;
+    int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return eb_error_set(err, -errno, "fsopen tmpfs: %s", execbox_strerror(-errno));
+    char v[32];
+    snprintf(v, sizeof(v), "%u", EXECBOX_CODE_MAX + EXECBOX_STDIN_MAX + (1U << 20));
+    int r = 0;
+    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", v, 0);
+    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0);
+    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "nr_inodes", "16", 0);
+    if (r < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+        r = -errno;
+        close(fs);
+        return eb_error_set(err, r, "configure the code tmpfs: %s", execbox_strerror(r));
+    }
+    int rw = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+                          MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+    r = -errno;
+    close(fs);
+    if (rw < 0)
+        return eb_error_set(err, r, "fsmount the code tmpfs: %s", execbox_strerror(r));
+    int ro =
+        (int)syscall(SYS_open_tree, rw, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                       MOUNT_ATTR_NOEXEC};
+    if (ro < 0 || syscall(SYS_mount_setattr, ro, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0) {
+        r = -errno;
+        if (ro >= 0)
+            close(ro);
+        close(rw);
+        return eb_error_set(err, r, "a read-only view of the code tmpfs: %s", execbox_strerror(r));
+    }
+    *ret_rw = rw;
+    *ret_ro = ro;
+    return 0;
+}
+
+/* A started sandbox: cold (its program already in /code) or warm (waiting on fd 3). */
+struct eb_warm {
+    struct jail *j;
+    struct execbox_policy policy;
+    const struct eb_language *lang;
     struct eb_cgroup cg;
-    memset(&cg, 0, sizeof(cg));
-    for (int i = 0; i < EB_CG_N; i++)
-        cg.procs_fd[i] = -1;
     struct eb_child child;
-    eb_child_init(&child);
+    struct killer k;
+    int ws_fd;           /* fresh workspace (detached tmpfs), or -1 */
+    int alive_w;         /* write end of the alive pipe: the child sees POLLHUP if we vanish */
+    int code_fd;         /* warm: our writable handle on the sandbox's /code */
+    int go_fd;           /* warm: write end of the guest's fd 3 */
+    int64_t cpu_base_ns; /* warm: the cgroup's CPU time when the run began */
     struct stat ws_st;
-    bool ws_chowned = false;
-    char ws_host[EXECBOX_PATH_MAX] = "";
+    bool ws_chowned;
+    char ws_host[EXECBOX_PATH_MAX];
+};
+
+static void sandbox_init(struct eb_warm *sb, struct jail *j, const struct execbox_policy *pol,
+                         const struct eb_language *lang)
+{
+    memset(sb, 0, sizeof(*sb));
+    sb->j = j;
+    sb->policy = *pol;
+    sb->lang = lang;
+    for (int i = 0; i < EB_CG_N; i++)
+        sb->cg.procs_fd[i] = -1;
+    eb_child_init(&sb->child);
+    sb->k.pidfd = -1;
+    sb->ws_fd = sb->alive_w = sb->code_fd = sb->go_fd = -1;
+}
+
+/* Kills whatever still runs (a warm sandbox never given a run), and removes everything the
+ * sandbox had: processes, cgroup, mounts, temp dirs. */
+static void sandbox_destroy(struct eb_warm *sb)
+{
+    if (sb->child.pid > 0) {
+        kill_all(&sb->k);
+        siginfo_t si;
+        syscall(SYS_waitid, P_PIDFD, sb->child.pidfd, &si, WEXITED, NULL);
+        sb->child.pid = -1;
+    }
+    eb_cgroup_destroy(&sb->cg);
+    eb_close(&sb->go_fd);
+    eb_close(&sb->code_fd);
+    eb_close(&sb->alive_w);
+    eb_close(&sb->ws_fd);
+    eb_child_close(&sb->child);
+    if (sb->ws_chowned)
+        (void)!chown(sb->ws_host, sb->ws_st.st_uid, sb->ws_st.st_gid);
+    sb->ws_chowned = false;
+    if (!sb->policy.workspace[0] && sb->ws_host[0])
+        eb_rm_rf(sb->ws_host);
+    sb->ws_host[0] = '\0';
+}
+
+/* Builds the whole sandbox and starts init and the guest. Cold (preload NULL): run's program
+ * goes into /code and its stdin is the guest's. Warm: the interpreter runs the language's
+ * bootstrap, which imports preload and waits on fd 3; /code is ours to fill at run time. */
+static int sandbox_start(struct eb_warm *sb, const char *preload, const struct eb_run *run,
+                         struct execbox_error *err)
+{
+    struct jail *j = sb->j;
+    const struct execbox_policy *pol = &sb->policy;
+    const struct eb_language *lang = sb->lang;
+    bool warm = preload != NULL;
+    int fds[12] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    /* out, err, status, ctl, alive, go */
+    _cleanup_close_ int in_fd = -1, netns_fd = -1, pidfd = -1, code_ro = -1;
     int r = 0;
 
     /* Per-run mounts: /tmp, /dev/shm, /workspace and the program. */
@@ -556,88 +655,88 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
     snprintf(opts, sizeof(opts), "size=16m,nr_inodes=1024,mode=1777,uid=%u,gid=%u", gu, gg);
     eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "dev/shm", opts, 0, -1);
     if (pol->workspace[0]) {
-        if (stat(pol->workspace, &ws_st) < 0 || !S_ISDIR(ws_st.st_mode)) {
-            r = eb_error_set(err, -ENOTDIR, "workspace '%s' is not a directory", pol->workspace);
-            goto out;
-        }
-        if (!realpath(pol->workspace, ws_host)) {
-            r = eb_error_set(err, -errno, "workspace '%s': %s", pol->workspace,
-                             execbox_strerror(-errno));
-            goto out;
-        }
-        eb_plan_add(&dyn, EB_MOP_BIND_RW, ws_host, "workspace", NULL, 0, -1);
-        if (j->userns.root_mode && ws_st.st_uid != j->userns.host_uid) {
+        if (stat(pol->workspace, &sb->ws_st) < 0 || !S_ISDIR(sb->ws_st.st_mode))
+            return eb_error_set(err, -ENOTDIR, "workspace '%s' is not a directory", pol->workspace);
+        if (!realpath(pol->workspace, sb->ws_host))
+            return eb_error_set(err, -errno, "workspace '%s': %s", pol->workspace,
+                                execbox_strerror(-errno));
+        eb_plan_add(&dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
+        if (j->userns.root_mode && sb->ws_st.st_uid != j->userns.host_uid) {
             /* See the top of this file: the guest (nobody outside) gets the directory for the
              * run. */
-            if (chown(ws_host, j->userns.host_uid, j->userns.host_gid) < 0) {
-                r = eb_error_set(err, -errno, "hand the workspace to the sandbox: %s",
-                                 execbox_strerror(-errno));
-                goto out;
-            }
-            ws_chowned = true;
+            if (chown(sb->ws_host, j->userns.host_uid, j->userns.host_gid) < 0)
+                return eb_error_set(err, -errno, "hand the workspace to the sandbox: %s",
+                                    execbox_strerror(-errno));
+            sb->ws_chowned = true;
         }
     } else if (j->userns.root_mode) {
-        ws_fd = fresh_workspace_fd(j, pol->workspace_size, err);
-        if (ws_fd < 0) {
-            r = ws_fd;
-            goto out;
-        }
-        eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, ws_fd);
+        sb->ws_fd = fresh_workspace_fd(j, pol->workspace_size, err);
+        if (sb->ws_fd < 0)
+            return sb->ws_fd;
+        eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, sb->ws_fd);
     } else {
         /* Unprivileged: no tmpfs outside our namespaces; a private host directory. */
         char what[32];
         snprintf(what, sizeof(what), "ws-%d", (int)getpid());
-        if ((r = eb_mkdtemp(what, ws_host, err)) < 0)
-            goto out;
-        eb_plan_add(&dyn, EB_MOP_BIND_RW, ws_host, "workspace", NULL, 0, -1);
+        if ((r = eb_mkdtemp(what, sb->ws_host, err)) < 0)
+            return r;
+        eb_plan_add(&dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
     }
-    char code_path[64];
-    snprintf(code_path, sizeof(code_path), "code/%s", run->lang->filename);
-    eb_plan_add(&dyn, EB_MOP_FILE, NULL, code_path, NULL, 0, -1);
-    /* The program text is not copied into the plan: the child reads it from its copy of our
-     * memory. */
-    dyn.ops[dyn.n - 1].data = run->code;
-    dyn.ops[dyn.n - 1].len = run->code_len;
-    if (dyn.overflow) {
-        r = eb_error_set(err, -E2BIG, "mount plan too large");
-        goto out;
+    char guest_code[80], guest_stdin[80];
+    snprintf(guest_code, sizeof(guest_code), "/code/%s", lang->filename);
+    snprintf(guest_stdin, sizeof(guest_stdin), "/code/stdin");
+    if (warm) {
+        if ((r = code_mount_fds(&sb->code_fd, &code_ro, err)) < 0)
+            return r;
+        eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "code", NULL, 0, code_ro);
+    } else {
+        eb_plan_add(&dyn, EB_MOP_FILE, NULL, guest_code + 1, NULL, 0, -1);
+        /* The program text is not copied into the plan: the child reads it from its copy of
+         * our memory. */
+        dyn.ops[dyn.n - 1].data = run->code;
+        dyn.ops[dyn.n - 1].len = run->code_len;
     }
+    if (dyn.overflow)
+        return eb_error_set(err, -E2BIG, "mount plan too large");
     const struct eb_mount_plan *sysplan = &j->sys;
     if (pol->rootfs[0]) {
         eb_plan_init(&rootfs_plan);
         if ((r = eb_plan_system(&rootfs_plan, j->cache, pol->rootfs, err)) < 0)
-            goto out;
+            return r;
         sysplan = &rootfs_plan;
     }
 
     struct eb_env env;
-    if ((r = eb_env_build(&env, "/workspace", "/tmp", pol->cpus)) < 0) {
-        eb_error_set(err, r, "environment too large");
-        goto out;
-    }
-    char guest_code[80];
-    snprintf(guest_code, sizeof(guest_code), "/code/%s", run->lang->filename);
-    char *argv[8];
+    if ((r = eb_env_build(&env, "/workspace", "/tmp", pol->cpus)) < 0)
+        return eb_error_set(err, r, "environment too large");
+    char *argv[12];
     size_t argc = 0;
-    argv[argc++] = (char *)run->lang->interpreter;
-    for (size_t i = 0; run->lang->args[i] && argc < 6; i++)
-        argv[argc++] = (char *)run->lang->args[i];
-    argv[argc++] = guest_code;
+    argv[argc++] = (char *)lang->interpreter;
+    for (size_t i = 0; lang->args[i] && argc < 6; i++)
+        argv[argc++] = (char *)lang->args[i];
+    if (warm) {
+        argv[argc++] = (char *)"-c";
+        argv[argc++] = (char *)lang->warm_bootstrap;
+        argv[argc++] = guest_code;
+        argv[argc++] = guest_stdin;
+        argv[argc++] = (char *)preload;
+    } else {
+        argv[argc++] = guest_code;
+    }
     argv[argc] = NULL;
 
     if (j->cg.version) {
         char name[64];
-        snprintf(name, sizeof(name), CG_PREFIX "%d-%u", (int)getpid(),
+        snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
                  atomic_fetch_add(&j->seq, 1));
-        if ((r = eb_cgroup_create(&j->cg, name, pol->memory, pol->pids, pol->cpus, &cg, err)) < 0)
-            goto out;
+        if ((r = eb_cgroup_create(&j->cg, name, pol->memory, pol->pids, pol->cpus, &sb->cg, err)) <
+            0)
+            return r;
     }
-    in_fd = eb_stdin_fd(run->req->stdin_data, run->req->stdin_len, err);
-    if (in_fd < 0) {
-        r = in_fd;
-        goto out;
-    }
-    for (int i = 0; i < 10; i += 2)
+    in_fd = eb_stdin_fd(warm ? NULL : run->req->stdin_data, warm ? 0 : run->req->stdin_len, err);
+    if (in_fd < 0)
+        return in_fd;
+    for (int i = 0; i < (warm ? 12 : 10); i += 2)
         if (pipe2(&fds[i], O_CLOEXEC) < 0) {
             r = eb_error_set(err, -errno, "pipe: %s", execbox_strerror(-errno));
             goto out;
@@ -648,24 +747,27 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
         .stdout_fd = fds[1],
         .stderr_fd = fds[3],
         .status_fd = fds[5],
+        .pass_fd3 = warm,
+        .fd3 = fds[10],
         .cwd = "/workspace",
-        .path = run->lang->interpreter,
+        .path = lang->interpreter,
         .argv = argv,
         .envp = env.envp,
         /* With a cgroup the memory cap is the cgroup's (an OOM kill we can report); without,
          * the rlimit is the only one. */
-        .memory_rlimit = have_cg_mem ? -1 : run->lang->memory_rlimit,
+        .memory_rlimit = have_cg_mem ? -1 : lang->memory_rlimit,
         .memory = pol->memory,
         .file_size = pol->file_size,
-        .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + 1,
+        /* A warm interpreter spent CPU on its imports before the run: give that back. */
+        .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + (warm ? 10 : 1),
         .pre_exec = guest_pre_exec,
     };
     struct child_ctx ctx = {
         .j = j,
         .alive_fd = fds[8],
         .netns_fd = -1,
-        .ws_fd = ws_fd,
-        .cg = j->cg.version ? &cg : NULL,
+        .ws_fd = sb->ws_fd,
+        .cg = j->cg.version ? &sb->cg : NULL,
         .plans = {sysplan, &dyn},
         .nplans = 2,
         .init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest},
@@ -673,13 +775,13 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
         .writable = {"/tmp", "/workspace", "/dev/shm", NULL},
     };
     guest.pre_exec_arg = &ctx;
-    int keep[] = {in_fd, fds[1], fds[3], fds[5], fds[6], fds[8], ws_fd};
+    int keep[] = {in_fd, fds[1], fds[3], fds[5], fds[6], fds[8], fds[10], sb->ws_fd, code_ro};
     for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
         if (keep[i] >= 0)
             ctx.keep_fds[ctx.n_keep++] = keep[i];
     for (int i = 0; i < EB_CG_N; i++)
-        if (cg.procs_fd[i] >= 0)
-            ctx.keep_fds[ctx.n_keep++] = cg.procs_fd[i];
+        if (sb->cg.procs_fd[i] >= 0)
+            ctx.keep_fds[ctx.n_keep++] = sb->cg.procs_fd[i];
     ctx.init.guest_setup = guest_setup;
     ctx.init.guest_setup_arg = &ctx;
 
@@ -700,31 +802,40 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
     }
     if (pid == 0)
         child_main(&ctx);
-    struct killer k = {.cg = j->cg.version ? &cg : NULL, .pidfd = pidfd};
-    child.pid = pid;
-    child.pidfd = TAKE_FD(pidfd);
-    child.out_fd = TAKE_FD(fds[0]);
-    child.err_fd = TAKE_FD(fds[2]);
-    child.status_fd = TAKE_FD(fds[4]);
-    child.ctl_fd = TAKE_FD(fds[7]);
-    child.kill_all = kill_all;
-    child.ctx = &k;
-    k.pidfd = child.pidfd;
-    for (int i = 0; i < 10; i++)
-        if (i != 9)
-            eb_close(&fds[i]); /* keep the alive pipe's write end until the end */
-    eb_close(&in_fd);
-    eb_close(&netns_fd);
+    sb->k.cg = j->cg.version ? &sb->cg : NULL;
+    sb->child.pid = pid;
+    sb->child.pidfd = TAKE_FD(pidfd);
+    sb->k.pidfd = sb->child.pidfd;
+    sb->child.out_fd = TAKE_FD(fds[0]);
+    sb->child.err_fd = TAKE_FD(fds[2]);
+    sb->child.status_fd = TAKE_FD(fds[4]);
+    sb->child.ctl_fd = TAKE_FD(fds[7]);
+    sb->child.kill_all = kill_all;
+    sb->child.ctx = &sb->k;
+    sb->alive_w = TAKE_FD(fds[9]); /* kept until the end */
+    sb->go_fd = TAKE_FD(fds[11]);
+out:
+    for (int i = 0; i < 12; i++)
+        eb_close(&fds[i]);
+    return r;
+}
 
+/* Supervises a started sandbox to the end and fills res: output, status, the cgroup's CPU,
+ * peak memory and OOM count, the files left in /workspace. */
+static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct execbox_result *res,
+                          struct execbox_error *err)
+{
+    const struct execbox_policy *pol = run->policy;
     struct eb_outcome oc;
-    r = eb_supervise(&child, run->req, pol, run->start_ns, res, &oc, err);
+    int r = eb_supervise(&sb->child, run->req, pol, run->start_ns, res, &oc, err);
+    sb->child.pid = -1; /* reaped */
     struct eb_cgroup_stats st;
-    eb_cgroup_stats(&cg, &st);
+    eb_cgroup_stats(&sb->cg, &st);
     if (r == 0)
         r = eb_outcome_to_result(&oc, pol, res);
-    if (r == 0 && j->cg.version) {
+    if (r == 0 && sb->j->cg.version) {
         if (st.cpu_ns >= 0)
-            res->cpu_time = (double)st.cpu_ns / 1e9;
+            res->cpu_time = (double)(st.cpu_ns - sb->cpu_base_ns) / 1e9;
         if (st.peak_memory)
             res->peak_memory_bytes = st.peak_memory;
         if (st.oom_kills > 0 && !res->timed_out && !oc.cancelled) {
@@ -742,22 +853,98 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
     }
     if (r == 0) {
         _cleanup_close_ int wfd = -1;
-        if (ws_fd >= 0)
-            wfd = openat(ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        else if (ws_host[0])
-            wfd = open(ws_host, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (sb->ws_fd >= 0)
+            wfd = openat(sb->ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        else if (sb->ws_host[0])
+            wfd = open(sb->ws_host, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (wfd >= 0)
             r = eb_workspace_list(wfd, run->req->inline_files_max, res);
     }
-out:
-    eb_cgroup_destroy(&cg);
-    for (int i = 0; i < 10; i++)
-        eb_close(&fds[i]);
-    eb_child_close(&child);
-    if (ws_chowned)
-        (void)!chown(ws_host, ws_st.st_uid, ws_st.st_gid);
-    if (!pol->workspace[0] && ws_host[0])
-        eb_rm_rf(ws_host);
+    return r;
+}
+
+static int jail_run(void *state, const struct eb_run *run, struct execbox_result *res,
+                    struct execbox_error *err)
+{
+    struct eb_warm sb;
+    sandbox_init(&sb, state, run->policy, run->lang);
+    int r = sandbox_start(&sb, NULL, run, err);
+    if (r == 0)
+        r = sandbox_finish(&sb, run, res, err);
+    sandbox_destroy(&sb);
+    return r;
+}
+
+static int jail_warm_start(void *state, const struct execbox_policy *policy,
+                           const struct eb_language *lang, const char *preload,
+                           struct eb_warm **ret, struct execbox_error *err)
+{
+    struct jail *j = state;
+    if (!lang->warm_bootstrap)
+        return eb_error_set(err, -ENOTSUP, "%s cannot start warm", lang->name);
+    /* A caller's workspace would stay handed to the sandbox while it waits, and without root
+     * there is no private tmpfs for /code: both run cold. */
+    if (policy->workspace[0] || !j->userns.root_mode)
+        return eb_error_set(err, -ENOTSUP,
+                            "runs with a host workspace, or without root, are "
+                            "not kept warm");
+    struct eb_warm *sb = malloc(sizeof(*sb));
+    if (!sb)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    sandbox_init(sb, j, policy, lang);
+    int r = sandbox_start(sb, preload ? preload : "", NULL, err);
+    if (r < 0) {
+        sandbox_destroy(sb);
+        free(sb);
+        return r;
+    }
+    *ret = sb;
+    return 0;
+}
+
+static void jail_warm_discard(void *state, struct eb_warm *sb)
+{
+    (void)state;
+    if (sb) {
+        sandbox_destroy(sb);
+        free(sb);
+    }
+}
+
+/* Writes name into the sandbox's /code (through our writable handle on that mount). */
+static int code_write(int dirfd, const char *name, const char *data, size_t len)
+{
+    _cleanup_close_ int fd =
+        openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+    if (fd < 0)
+        return -errno;
+    return eb_write_all(fd, data, len);
+}
+
+static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *run,
+                         struct execbox_result *res, struct execbox_error *err)
+{
+    int r = code_write(sb->code_fd, run->lang->filename, run->code, run->code_len);
+    if (r == 0)
+        r = run->req->stdin_data
+                ? code_write(sb->code_fd, "stdin", run->req->stdin_data, run->req->stdin_len)
+            : symlinkat("/dev/null", sb->code_fd, "stdin") < 0 ? -errno
+                                                               : 0;
+    if (r == 0) {
+        struct eb_cgroup_stats st;
+        eb_cgroup_stats(&sb->cg, &st);
+        sb->cpu_base_ns = st.cpu_ns > 0 ? st.cpu_ns : 0;
+    }
+    if (r < 0) {
+        eb_error_set(err, r, "hand the program to the sandbox: %s", execbox_strerror(r));
+    } else if (eb_write_all(sb->go_fd, "g", 1) < 0) {
+        r = eb_error_set(err, -EPIPE, "the warm sandbox died before the run");
+    } else {
+        eb_close(&sb->go_fd);
+        eb_close(&sb->code_fd);
+        r = sandbox_finish(sb, run, res, err);
+    }
+    jail_warm_discard(state, sb);
     return r;
 }
 
@@ -767,4 +954,7 @@ const struct eb_backend_ops eb_backend_jail = {
     .open = jail_open,
     .run = jail_run,
     .close = jail_close,
+    .warm_start = jail_warm_start,
+    .warm_run = jail_warm_run,
+    .warm_discard = jail_warm_discard,
 };
