@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -229,7 +230,13 @@ int eb_pool_new(const struct eb_backend_ops *ops, void *state,
     pthread_cond_init(&p->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&p->mu, NULL);
+    /* The thread is the library's: it must never be the one a process signal is delivered to
+     * (a server that blocks SIGTERM to sigwait for it would die by it otherwise). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     int r = pthread_create(&p->thread, NULL, pool_thread, p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r != 0) {
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);

@@ -5,6 +5,8 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+
+#include "execbox/execbox.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +35,7 @@ struct srv_gauges {
     size_t queue_depth, queue_capacity, in_flight, workers;
     bool draining;
     const char *backend;
+    struct execbox_pool_stats pool; /* all zero without --pool */
 };
 
 void srv_metrics_init(struct srv_metrics *m);

@@ -45,7 +45,7 @@ static void help(FILE *f)
             "      --drain-timeout SECONDS  on SIGTERM, how long to let queued and running\n"
             "                           requests finish before killing them (default: enough\n"
             "                           for the queue at the policy's timeout)\n"
-            "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
+            "  -h, --help               this text\n\n" CLI_SANDBOX_HELP CLI_POOL_HELP
             "\nThe sandbox options set each request's default and maximum: a request may ask\n"
             "for less, never more. The access log goes to stderr as JSON lines. SIGTERM or\n"
             "SIGINT drains (stop accepting, finish what was accepted, exit 0); a second one\n"
@@ -201,6 +201,7 @@ int cmd_serve(int argc, char **argv)
     };
     static const struct option longopts[] = {
         CLI_SANDBOX_LONGOPTS,
+        CLI_POOL_LONGOPTS,
         {"listen", required_argument, NULL, 'L'},
         {"token", required_argument, NULL, OPT_TOKEN},
         {"insecure", no_argument, NULL, OPT_INSECURE},
@@ -286,6 +287,11 @@ int cmd_serve(int argc, char **argv)
         fprintf(stderr, "execbox serve: %s\n", err.msg);
         return EXIT_EXECBOX;
     }
+    /* With --pool, Python sandboxes for the server's own policy start now (a request asking
+     * for other limits is another policy: its pool fills after its first run). */
+    if (sb.exec.pool_size > 0 &&
+        execbox_executor_prewarm(cfg.exec, &cfg.policy, "python", &err) < 0)
+        fprintf(stderr, "execbox serve: warm pool: %s\n", err.msg);
     char shown[300];
     cfg.listen_fd = listen_on(listen_addr, token != NULL || insecure, shown, sizeof(shown));
     if (cfg.listen_fd < 0) {

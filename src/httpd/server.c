@@ -683,6 +683,7 @@ static void fill_gauges(struct srv *s, struct srv_gauges *g)
     g->draining = s->draining;
     g->backend = execbox_executor_backend(s->cfg.exec);
     pthread_mutex_unlock(&s->lock);
+    execbox_executor_pool_stats(s->cfg.exec, &g->pool);
 }
 
 static enum MHD_Result serve_health(struct srv *s, struct job *j, struct MHD_Connection *c)

@@ -528,6 +528,32 @@ class ServeTests(Tests):
             assert st == 400 and json.loads(data)["error"]["field"] == "code", data
             assert s.stop() == 0
 
+    def test_warm_pool(self):
+        """--pool: every request answered correctly from warm sandboxes, each used once; the
+        pool's thread never takes the server's SIGTERM; nothing is left after the drain."""
+        with Server("--pool", "2", "--preload", "json", "--workers", "2") as s:
+            pids = set()
+            for i in range(12):
+                wait_for(lambda: s.metrics()["execbox_pool_ready"] >= 1, timeout=60,
+                         what="a warm sandbox")
+                st, _, r = s.execute({"code": f"import os, random\nprint({i})\n"
+                                              f"print(random.random(), os.getpid())"})
+                assert st == 200 and r["exit_code"] == 0, (st, r)
+                out = r["stdout"].split("\n")
+                assert out[0] == str(i), r
+                pids.add(out[1])
+            assert len(pids) == 12, pids  # fresh random state every time
+            # Another policy (a shorter timeout) is served too, cold or from its own pool.
+            st, _, r = s.execute({"code": "print('short')", "timeout": 2})
+            assert st == 200 and r["stdout"] == "short\n", r
+            m = s.metrics()
+            warm, cold = (m['execbox_pool_runs_total{sandbox="warm"}'],
+                          m['execbox_pool_runs_total{sandbox="cold"}'])
+            assert warm + cold == 13 and warm >= 12, m  # each of the 12 found one ready
+            assert m["execbox_pool_started_total"] >= warm, m
+            assert s.stop() == 0
+            assert descendants(s.proc.pid) == []
+
     def test_sigterm_drains(self):
         with Server("--workers", "1", "--queue", "4") as s:
             results = {}
