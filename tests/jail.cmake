@@ -6,3 +6,11 @@ eb_unit_test(jail_threads)
 eb_integration_test(jail_walls)
 eb_integration_test(jail_work)
 eb_integration_test(jail_unprivileged)
+
+# Every jail attack and workload again, each run in a sandbox started ahead of time (the warm
+# pool's path, `run --warm`): nothing may differ but the time.
+foreach(t jail_walls jail_syscalls jail_work)
+  add_test(NAME integration.${t}_warm COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/${t}.py)
+  set_tests_properties(integration.${t}_warm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR};EXECBOX_BUILD=${PROJECT_BINARY_DIR};EXECBOX_TEST_WARM=1")
+endforeach()

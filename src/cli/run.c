@@ -26,6 +26,8 @@ static void help(FILE *f)
             "  -i, --stdin              pass our stdin to the program (default: /dev/null)\n"
             "      --json               print the result record as one JSON object\n"
             "      --pretty             indent the JSON\n"
+            "      --warm               run in a sandbox started ahead of time, as mcp and serve\n"
+            "                           do with --pool (waits for it; the result is the same)\n"
             "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
             "\nExit status: the program's own; 124 timeout; 128+N killed by signal N (137 also\n"
             "for an out-of-memory kill); 125 execbox itself failed (the reason on stderr).\n");
@@ -89,9 +91,27 @@ static const char *language_from_path(const char *path)
     return NULL;
 }
 
+/* --warm: starts one warm sandbox for this run's policy and language and waits for it (30 s at
+ * most). Where none can start (a language without a warm start, a host workspace on the jail)
+ * the run goes cold, as it would through a pool. */
+static void wait_warm(struct execbox_executor *ex, const struct execbox_policy *policy,
+                      const char *language)
+{
+    struct execbox_error err = {0};
+    if (execbox_executor_prewarm(ex, policy, language ? language : "python", &err) < 0)
+        return;
+    struct execbox_pool_stats st;
+    for (int i = 0; i < 3000; i++) {
+        execbox_executor_pool_stats(ex, &st);
+        if (st.ready > 0 || st.failed > 0)
+            return;
+        usleep(10 * 1000);
+    }
+}
+
 int cmd_run(int argc, char **argv)
 {
-    enum { OPT_JSON = CLI_OPT__LAST + 1, OPT_PRETTY };
+    enum { OPT_JSON = CLI_OPT__LAST + 1, OPT_PRETTY, OPT_WARM };
     static const struct option longopts[] = {
         CLI_SANDBOX_LONGOPTS,
         {"code", required_argument, NULL, 'c'},
@@ -99,13 +119,14 @@ int cmd_run(int argc, char **argv)
         {"stdin", no_argument, NULL, 'i'},
         {"json", no_argument, NULL, OPT_JSON},
         {"pretty", no_argument, NULL, OPT_PRETTY},
+        {"warm", no_argument, NULL, OPT_WARM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct cli_sandbox sb;
     cli_sandbox_init(&sb);
     const char *code_arg = NULL, *language = NULL;
-    bool json = false, pretty = false, pass_stdin = false;
+    bool json = false, pretty = false, pass_stdin = false, warm = false;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "c:l:ih", longopts, NULL)) != -1) {
@@ -120,6 +141,10 @@ int cmd_run(int argc, char **argv)
         case 'i': pass_stdin = true; break;
         case OPT_JSON: json = true; break;
         case OPT_PRETTY: json = pretty = true; break;
+        case OPT_WARM:
+            warm = true;
+            sb.exec.pool_size = 1;
+            break;
         case 'h': help(stdout); return 0;
         default: fprintf(stderr, "execbox run: see 'execbox run --help'\n"); return EXIT_EXECBOX;
         }
@@ -172,6 +197,8 @@ int cmd_run(int argc, char **argv)
     int status = EXIT_EXECBOX;
     if (cli_sandbox_policy(&sb, &policy) < 0 || cli_sandbox_executor(&sb, &ex) < 0)
         goto out;
+    if (warm)
+        wait_warm(ex, &policy, language);
     /* A vanished reader of our output must not kill us before the sandbox is torn down. */
     signal(SIGPIPE, SIG_IGN);
     struct execbox_error err = {0};
@@ -224,6 +251,13 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "execbox: killed for exceeding the memory limit\n");
     } else if (res->killed_reason == EXECBOX_KILLED_CPU) {
         fprintf(stderr, "execbox: killed for exceeding the CPU time limit\n");
+    }
+    if (warm) {
+        struct execbox_pool_stats st;
+        execbox_executor_pool_stats(ex, &st);
+        if (st.hits == 0)
+            fprintf(stderr, "execbox: note: no warm sandbox could be started for this run (see "
+                            "docs/pool.md); it ran cold\n");
     }
     status = sandbox_failed ? EXIT_EXECBOX : res->exit_code;
     if (interrupt_signal && res->killed_reason == EXECBOX_KILLED_CANCELLED) {

@@ -12,7 +12,12 @@ SKIP = 77
 
 
 def run(args, input=None, timeout=120, env=None):
-    """Runs `execbox ARGS...`; returns CompletedProcess with text stdout/stderr."""
+    """Runs `execbox ARGS...`; returns CompletedProcess with text stdout/stderr. With
+    EXECBOX_TEST_WARM=1 every `run` goes through a warm sandbox (`run --warm`), so that a suite
+    proves the same behaviour through the pool."""
+    args = list(args)
+    if os.environ.get("EXECBOX_TEST_WARM") == "1" and args[:1] == ["run"]:
+        args = ["run", "--warm"] + args[1:]
     return subprocess.run([EXECBOX] + list(args), input=input, capture_output=True,
                           timeout=timeout, env=env, text=isinstance(input, str) or input is None)
 
