@@ -1,20 +1,64 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Warm pool against cold starts through the library, in one run: p50/p99 latency, throughput
-# and CPU per run for print(6*7) and for a pandas describe(), at concurrency 1, 2 and 8.
-# Usage: bench/pool.sh [BACKEND]   (default: the library's default backend)
+# The warm pool against cold starts, in one run: p50/p99 latency, throughput and CPU per run
+# for print(6*7) and for a pandas describe(), through the library (bench/poolbench.c) and
+# through `execbox serve` (bench/serve_client.c), at concurrency 1, 2 and 8.
+# Usage: bench/pool.sh [BACKEND]   (default: the library's default backend, the jail)
+# Environment: RUNS (requests per level, default 200), BUILD (default build-release, else build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${EXECBOX_BUILD:-build-release}/execbox_poolbench
-[[ -x $bin ]] || bin=build/execbox_poolbench
+build=${BUILD:-build-release}
+[[ -x $build/execbox_poolbench ]] || build=build
+bench=$build/execbox_poolbench
+bin=$build/execbox
 b=()
 [[ -n ${1:-} ]] && b=(-b "$1")
 n=${RUNS:-200}
 pandas='import pandas as pd; print(pd.DataFrame({"a": range(100)}).describe().loc["mean", "a"])'
-echo "# poolbench, backend ${1:-default}, $n runs each, $(nproc) cores"
-"$bin" "${b[@]}" -n "$n" -j 1 -l "print cold c=1"
-"$bin" "${b[@]}" -n "$n" -j 1 -p 4 -l "print warm c=1"
-"$bin" "${b[@]}" -n "$n" -j 2 -p 8 -l "print warm c=2"
-"$bin" "${b[@]}" -n "$n" -j 8 -p 16 -l "print warm c=8"
-"$bin" "${b[@]}" -n $((n / 4)) -j 1 -c "$pandas" -l "pandas cold c=1"
-"$bin" "${b[@]}" -n $((n / 4)) -j 1 -p 4 -P numpy,pandas -c "$pandas" -l "pandas warm c=1"
+echo "# warm pool vs cold, backend ${1:-default}, $n runs per level, $(nproc) cores, $(date -u +%FT%TZ)"
+echo "## through the library (p50/p99 per run; -s: runs paced, not saturating the machine)"
+"$bench" "${b[@]}" -n "$n" -j 1 -s 20 -l "print cold c=1 paced"
+"$bench" "${b[@]}" -n "$n" -j 1 -s 20 -p 2 -l "print warm c=1 paced"
+"$bench" "${b[@]}" -n "$n" -j 1 -l "print cold c=1"
+"$bench" "${b[@]}" -n "$n" -j 1 -p 4 -l "print warm c=1"
+"$bench" "${b[@]}" -n "$n" -j 2 -l "print cold c=2"
+"$bench" "${b[@]}" -n "$n" -j 2 -p 8 -l "print warm c=2"
+"$bench" "${b[@]}" -n "$n" -j 8 -l "print cold c=8"
+"$bench" "${b[@]}" -n "$n" -j 8 -p 16 -l "print warm c=8"
+"$bench" "${b[@]}" -n $((n / 10)) -j 1 -s 500 -c "$pandas" -l "pandas cold c=1 paced"
+"$bench" "${b[@]}" -n $((n / 10)) -j 1 -s 500 -p 2 -P numpy,pandas -c "$pandas" -l "pandas warm c=1 paced"
+
+echo "## through execbox serve (HTTP on loopback, keep-alive)"
+client=$(mktemp /tmp/pool-client.XXXXXX)
+log=$(mktemp /tmp/pool-serve-log.XXXXXX)
+cc -O2 -pthread bench/serve_client.c -o "$client"
+pid=
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -f "$client" "$log"; }
+trap cleanup EXIT
+serve() { # serve LABEL ARGS...: starts a server, prints its port
+    : >"$log"
+    "$bin" serve --listen 127.0.0.1:0 --queue 256 --workers 8 "${b[@]/#-b/--backend}" "$@" 2>"$log" &
+    pid=$!
+    for _ in $(seq 200); do
+        addr=$(grep -o '"event":"listening","message":"[^"]*"' "$log" | sed 's/.*"message":"//; s/"$//' || true)
+        [[ -n $addr ]] && { echo "${addr##*:}"; return; }
+        sleep 0.05
+    done
+    echo "server did not start" >&2; cat "$log" >&2; exit 1
+}
+stop() { kill -TERM "$pid"; wait "$pid" || true; pid=; }
+pbody='{"code": "import pandas as pd; print(pd.DataFrame({\"a\": range(100)}).describe().loc[\"mean\", \"a\"])"}'
+for mode in cold warm; do
+    args=()
+    [[ $mode == warm ]] && args=(--pool 8 --preload numpy,pandas)
+    port=$(serve "${args[@]}")
+    sleep 3 # the warm pool fills (pandas takes a while)
+    for c in 1 2 8; do
+        printf 'serve %-5s print  c=%d  ' "$mode" "$c"
+        "$client" "$port" "$n" "$c"
+    done
+    sleep 2
+    printf 'serve %-5s pandas c=1  ' "$mode"
+    "$client" "$port" $((n / 10)) 1 "$pbody" '"stdout":"49.5\n"'
+    stop
+done

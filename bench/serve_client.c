@@ -3,7 +3,8 @@
  * serve_client.c - a small load client for bench/serve.sh: exactly N POST /v1/execute requests
  * over C keep-alive connections to 127.0.0.1:PORT, each answer checked (status 200 and the
  * program's expected output); prints throughput, p50/p99 latency and the error count.
- * Usage: serve_client PORT TOTAL CONCURRENCY
+ * Usage: serve_client PORT TOTAL CONCURRENCY [BODY EXPECTED] (EXPECTED: a substring of the
+ * answer, e.g. "stdout":"42\n" as it appears in the JSON)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -24,7 +25,8 @@ static long next_req; /* __atomic */
 static long errors;   /* __atomic */
 static double *lat;   /* seconds, one per request */
 
-static const char body[] = "{\"code\": \"print(6*7)\", \"language\": \"python\"}";
+static const char *body = "{\"code\": \"print(6*7)\", \"language\": \"python\"}";
+static const char *expect = "\"stdout\":\"42\\n\""; /* in the answer's JSON */
 
 static double now(void)
 {
@@ -51,7 +53,7 @@ static int dial(void)
 /* One request on fd; 0 when the answer is a 200 carrying the expected output. */
 static int one_request(int fd)
 {
-    char req[512];
+    char req[4096];
     int n = snprintf(req, sizeof(req),
                      "POST /v1/execute HTTP/1.1\r\nHost: bench\r\nContent-Type: "
                      "application/json\r\nContent-Length: %zu\r\n\r\n%s",
@@ -79,7 +81,7 @@ static int one_request(int fd)
         if (hdr_end && (long)(len - (size_t)(hdr_end + 4 - buf)) >= want)
             break;
     }
-    if (strncmp(buf, "HTTP/1.1 200", 12) != 0 || !strstr(hdr_end, "\"stdout\":\"42\\n\""))
+    if (strncmp(buf, "HTTP/1.1 200", 12) != 0 || !strstr(hdr_end, expect))
         return -1;
     return 0;
 }
@@ -116,9 +118,15 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: serve_client PORT TOTAL CONCURRENCY\n");
+    if (argc != 4 && argc != 6) {
+        fprintf(stderr, "usage: serve_client PORT TOTAL CONCURRENCY [BODY EXPECTED]\n");
         return 2;
+    }
+    if (argc == 6) {
+        body = argv[4];
+        expect = argv[5];
+        if (strlen(body) > 3000)
+            return 2;
     }
     port = (int)strtol(argv[1], NULL, 10);
     total = strtol(argv[2], NULL, 10);
