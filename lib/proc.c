@@ -323,6 +323,35 @@ void eb_child_close(struct eb_child *c)
     eb_close(&c->ctl_fd);
 }
 
+static int write_at(int dirfd, const char *name, const char *data, size_t len)
+{
+    _cleanup_close_ int fd =
+        openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+    if (fd < 0)
+        return -errno;
+    return eb_write_all(fd, data, len);
+}
+
+int eb_warm_deliver(int dirfd, const char *name, const char *code, size_t code_len, const char *in,
+                    size_t in_len, struct execbox_error *err)
+{
+    int r = write_at(dirfd, name, code, code_len);
+    if (r == 0)
+        r = in                                           ? write_at(dirfd, "stdin", in, in_len)
+            : symlinkat("/dev/null", dirfd, "stdin") < 0 ? -errno
+                                                         : 0;
+    if (r < 0)
+        return eb_error_set(err, r, "hand the program to the sandbox: %s", execbox_strerror(r));
+    return 0;
+}
+
+int eb_warm_go(int *go_fd, struct execbox_error *err)
+{
+    int r = eb_write_all(*go_fd, "g", 1);
+    eb_close(go_fd);
+    return r < 0 ? eb_error_set(err, -EPIPE, "the warm sandbox died before the run") : 0;
+}
+
 int eb_stdin_fd(const char *data, size_t len, struct execbox_error *err)
 {
     if (!data) {

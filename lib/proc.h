@@ -116,6 +116,16 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
 int eb_outcome_to_result(const struct eb_outcome *o, const struct execbox_policy *p,
                          struct execbox_result *res);
 
+/* Warm starts: writes a run's program as dir/name and its stdin as dir/stdin (a link to
+ * /dev/null when in is NULL), both read-only, through dirfd (the backend's way into the
+ * waiting sandbox). 0 or -errno with err set. */
+int eb_warm_deliver(int dirfd, const char *name, const char *code, size_t code_len, const char *in,
+                    size_t in_len, struct execbox_error *err);
+
+/* Sends the go byte on *go_fd and closes it. -EPIPE when the sandbox died before it (nothing
+ * ran: the caller may run cold). */
+int eb_warm_go(int *go_fd, struct execbox_error *err);
+
 /* A memfd holding data (for stdin), positioned at 0; or /dev/null when data is NULL. */
 int eb_stdin_fd(const char *data, size_t len, struct execbox_error *err);
 

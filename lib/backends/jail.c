@@ -911,39 +911,20 @@ static void jail_warm_discard(void *state, struct eb_warm *sb)
     }
 }
 
-/* Writes name into the sandbox's /code (through our writable handle on that mount). */
-static int code_write(int dirfd, const char *name, const char *data, size_t len)
-{
-    _cleanup_close_ int fd =
-        openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
-    if (fd < 0)
-        return -errno;
-    return eb_write_all(fd, data, len);
-}
-
 static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *run,
                          struct execbox_result *res, struct execbox_error *err)
 {
-    int r = code_write(sb->code_fd, run->lang->filename, run->code, run->code_len);
-    if (r == 0)
-        r = run->req->stdin_data
-                ? code_write(sb->code_fd, "stdin", run->req->stdin_data, run->req->stdin_len)
-            : symlinkat("/dev/null", sb->code_fd, "stdin") < 0 ? -errno
-                                                               : 0;
+    int r = eb_warm_deliver(sb->code_fd, run->lang->filename, run->code, run->code_len,
+                            run->req->stdin_data, run->req->stdin_len, err);
     if (r == 0) {
         struct eb_cgroup_stats st;
         eb_cgroup_stats(&sb->cg, &st);
         sb->cpu_base_ns = st.cpu_ns > 0 ? st.cpu_ns : 0;
-    }
-    if (r < 0) {
-        eb_error_set(err, r, "hand the program to the sandbox: %s", execbox_strerror(r));
-    } else if (eb_write_all(sb->go_fd, "g", 1) < 0) {
-        r = eb_error_set(err, -EPIPE, "the warm sandbox died before the run");
-    } else {
-        eb_close(&sb->go_fd);
         eb_close(&sb->code_fd);
-        r = sandbox_finish(sb, run, res, err);
+        r = eb_warm_go(&sb->go_fd, err);
     }
+    if (r == 0)
+        r = sandbox_finish(sb, run, res, err);
     jail_warm_discard(state, sb);
     return r;
 }

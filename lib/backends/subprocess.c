@@ -287,24 +287,17 @@ static void warm_discard(void *state, struct eb_warm *sb)
 static int warm_run(void *state, struct eb_warm *sb, const struct eb_run *run,
                     struct execbox_result *res, struct execbox_error *err)
 {
-    (void)state;
-    int r = eb_write_file(sb->paths.code, run->code, run->code_len, 0400);
-    if (r == 0)
-        r = run->req->stdin_data
-                ? eb_write_file(sb->paths.in, run->req->stdin_data, run->req->stdin_len, 0400)
-            : symlink("/dev/null", sb->paths.in) < 0 ? -errno
-                                                     : 0;
+    _cleanup_close_ int dirfd = open(sb->paths.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int r = dirfd < 0 ? eb_error_set(err, -errno, "open the run dir: %s", execbox_strerror(-errno))
+                      : eb_warm_deliver(dirfd, run->lang->filename, run->code, run->code_len,
+                                        run->req->stdin_data, run->req->stdin_len, err);
     /* Back to normal priority before the code runs (the whole process group: init and guest). */
     if (r == 0 && can_renice())
         setpriority(PRIO_PGRP, sb->child.pid, 0);
-    if (r < 0) {
-        eb_error_set(err, r, "hand the program to the sandbox: %s", execbox_strerror(r));
-    } else if (eb_write_all(sb->go_fd, "g", 1) < 0) {
-        r = eb_error_set(err, -EPIPE, "the warm sandbox died before the run");
-    } else {
-        eb_close(&sb->go_fd);
+    if (r == 0)
+        r = eb_warm_go(&sb->go_fd, err);
+    if (r == 0)
         r = sandbox_finish(sb, run, res, err);
-    }
     warm_discard(state, sb);
     return r;
 }
