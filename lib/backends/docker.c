@@ -12,7 +12,6 @@
  *
  * Thread safety: the state is read-only after open(); each run uses its own CURL easy handle.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -28,6 +27,7 @@
 #include <unistd.h>
 
 #include "../backend.h"
+#include "curl_load.h"
 #include "../buf.h"
 #include "../cancel.h"
 #include "../error.h"
@@ -619,6 +619,11 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
         eb_check_add(c, "engine", false, true, "%s", e.msg);
         return -ENOTSUP;
     }
+    const char *why = NULL;
+    if (!eb_curl_load(&why)) {
+        eb_check_add(c, "engine", false, true, "%s", why);
+        return -ENOTSUP;
+    }
     if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK) {
         eb_check_add(c, "engine", false, true, "libcurl could not initialise");
         return -ENOTSUP;
@@ -711,6 +716,9 @@ static int open_backend(const struct execbox_executor_options *o,
     (void)report;
     /* libcurl's global init is reference-counted and thread-safe in the libcurl we build
      * against (CURL_VERSION_THREADSAFE, 7.84+); each executor takes one reference. */
+    const char *why = NULL;
+    if (!eb_curl_load(&why))
+        return eb_error_set(err, -ENOTSUP, "%s", why);
     if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
         return eb_error_set(err, -ENOMEM, "libcurl could not initialise");
     struct docker_state *s = calloc(1, sizeof(*s));

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # `execbox agent`: the self-debugging loop against the Anthropic Messages API and the OpenAI
-# Chat Completions API, over libcurl (DESIGN.md section 7).
+# Chat Completions API, over libcurl (DESIGN.md section 7). A program of its own
+# (execbox-agent) that `execbox agent` executes, so that `execbox run` never loads libcurl.
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
-list(APPEND EB_CLI_SOURCES agent/agent.c agent/http.c agent/provider.c)
+eb_program(execbox_agent execbox-agent
+  SOURCES agent/main.c agent/agent.c agent/http.c agent/provider.c
+  LIBS PkgConfig::CURL)
 list(APPEND EB_CLI_DEFINES HAVE_AGENT)
-list(APPEND EB_CLI_LIBS PkgConfig::CURL)

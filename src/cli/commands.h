@@ -9,12 +9,9 @@ int cmd_check(int argc, char **argv);
 #ifdef HAVE_MCP
 int cmd_mcp(int argc, char **argv);
 #endif
-#ifdef HAVE_SERVE
+/* These two are programs of their own (execbox-serve, execbox-agent), executed by `execbox`. */
 int cmd_serve(int argc, char **argv);
-#endif
-#ifdef HAVE_AGENT
 int cmd_agent(int argc, char **argv);
-#endif
 
 /* Exit status when execbox itself failed (bad flag, sandbox could not start). */
 #define EXIT_EXECBOX 125

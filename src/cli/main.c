@@ -1,10 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /* main.c - `execbox`: dispatches to one subcommand. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "execbox/execbox.h"
+
+#if defined(HAVE_SERVE) || defined(HAVE_AGENT)
+/* Executes the program that implements a command: next to this binary (a build tree), else
+ * in LIBEXECDIR/execbox (an installed tree). Heavy libraries (libcurl, libmicrohttpd and their
+ * TLS stacks) stay out of `execbox run` this way. Returns only on failure. */
+static int exec_program(const char *name, int argc, char **argv)
+{
+    char self[PATH_MAX], path[PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(path, sizeof(path), "%s/%s", self, name);
+            if (access(path, X_OK) == 0) {
+                argv[0] = path;
+                execv(path, argv);
+            }
+        }
+    }
+    snprintf(path, sizeof(path), "%s/%s", EXECBOX_LIBEXECDIR, name);
+    argv[0] = path;
+    execv(path, argv);
+    fprintf(stderr, "execbox: cannot run '%s' (%s): %s\n", name, path, strerror(errno));
+    (void)argc;
+    return EXIT_EXECBOX;
+}
+#endif
+#ifdef HAVE_SERVE
+static int run_serve(int argc, char **argv)
+{
+    return exec_program("execbox-serve", argc, argv);
+}
+#endif
+#ifdef HAVE_AGENT
+static int run_agent(int argc, char **argv)
+{
+    return exec_program("execbox-agent", argc, argv);
+}
+#endif
 
 static const struct {
     const char *name;
@@ -18,10 +62,10 @@ static const struct {
     {"mcp", cmd_mcp, "MCP server on stdio"},
 #endif
 #ifdef HAVE_SERVE
-    {"serve", cmd_serve, "HTTP service"},
+    {"serve", run_serve, "HTTP service"},
 #endif
 #ifdef HAVE_AGENT
-    {"agent", cmd_agent, "the self-debugging agent"},
+    {"agent", run_agent, "the self-debugging agent"},
 #endif
 };
 

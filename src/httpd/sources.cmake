@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
-# `execbox serve`: the HTTP service on libmicrohttpd (included from src/CMakeLists.txt).
+# `execbox serve`: the HTTP service on libmicrohttpd. A program of its own (execbox-serve) that
+# `execbox serve` executes, so that `execbox run` never loads libmicrohttpd and its TLS stack.
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
-list(APPEND EB_CLI_SOURCES httpd/serve.c httpd/server.c httpd/request.c httpd/metrics.c)
+eb_program(execbox_serve execbox-serve
+  SOURCES httpd/main.c httpd/serve.c httpd/server.c httpd/request.c httpd/metrics.c
+  LIBS PkgConfig::MHD)
 list(APPEND EB_CLI_DEFINES HAVE_SERVE)
-list(APPEND EB_CLI_LIBS PkgConfig::MHD)

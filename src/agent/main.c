@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* main.c - execbox-agent: `execbox agent` executes this program (see src/cli/main.c). */
+#include "cli/commands.h"
+
+int main(int argc, char **argv)
+{
+    return cmd_agent(argc, argv);
+}

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* main.c - execbox-serve: `execbox serve` executes this program (see src/cli/main.c). */
+#include "cli/commands.h"
+
+int main(int argc, char **argv)
+{
+    return cmd_serve(argc, argv);
+}
