@@ -35,29 +35,40 @@ cc -O2 -pthread bench/serve_client.c -o "$client"
 pid=
 cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -f "$client" "$log"; }
 trap cleanup EXIT
-serve() { # serve LABEL ARGS...: starts a server, prints its port
+port=
+serve() { # serve ARGS...: starts a server in the background, sets $pid and $port
     : >"$log"
     "$bin" serve --listen 127.0.0.1:0 --queue 256 --workers 8 "${b[@]/#-b/--backend}" "$@" 2>"$log" &
     pid=$!
     for _ in $(seq 200); do
         addr=$(grep -o '"event":"listening","message":"[^"]*"' "$log" | sed 's/.*"message":"//; s/"$//' || true)
-        [[ -n $addr ]] && { echo "${addr##*:}"; return; }
+        [[ -n $addr ]] && { port=${addr##*:}; return; }
         sleep 0.05
     done
     echo "server did not start" >&2; cat "$log" >&2; exit 1
 }
 stop() { kill -TERM "$pid"; wait "$pid" || true; pid=; }
 pbody='{"code": "import pandas as pd; print(pd.DataFrame({\"a\": range(100)}).describe().loc[\"mean\", \"a\"])"}'
+# print(6*7): a cold server, then one keeping 8 warm sandboxes (no preload: each costs one
+# interpreter start).
 for mode in cold warm; do
     args=()
-    [[ $mode == warm ]] && args=(--pool 8 --preload numpy,pandas)
-    port=$(serve "${args[@]}")
-    sleep 3 # the warm pool fills (pandas takes a while)
+    [[ $mode == warm ]] && args=(--pool 8)
+    serve "${args[@]}"
+    sleep 2
     for c in 1 2 8; do
         printf 'serve %-5s print  c=%d  ' "$mode" "$c"
         "$client" "$port" "$n" "$c"
     done
-    sleep 2
+    stop
+done
+# pandas describe(), paced by a single client: cold, then with pandas preloaded in the pool
+# (every warm sandbox then costs a pandas import, ~0.25 s of CPU: it suits pandas-heavy traffic).
+for mode in cold warm; do
+    args=()
+    [[ $mode == warm ]] && args=(--pool 4 --preload numpy,pandas)
+    serve "${args[@]}"
+    sleep 3
     printf 'serve %-5s pandas c=1  ' "$mode"
     "$client" "$port" $((n / 10)) 1 "$pbody" '"stdout":"49.5\n"'
     stop

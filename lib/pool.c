@@ -2,10 +2,10 @@
 /*
  * pool.c - the warm pool. For each (policy, language) pair that runs ask for, a background
  * thread keeps `size` sandboxes started ahead of time: walls up, interpreter initialised, the
- * preload modules imported, waiting for code. A run takes one (or runs cold when none is
- * ready: it never waits for the pool), and the sandbox is destroyed after that one run; the
- * thread starts a replacement. Sandboxes unused for the idle time are destroyed, and a pair
- * nobody asked for in that time is forgotten.
+ * preload modules imported, waiting for code (one filler thread per core). A run takes one (or runs
+ * cold when none is ready: it never waits for the pool), and the sandbox is destroyed after that
+ * one run; the thread starts a replacement. Sandboxes unused for the idle time are destroyed, and a
+ * pair nobody asked for in that time is forgotten.
  */
 #include "pool.h"
 
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "limits.h"
@@ -39,10 +40,13 @@ struct pair {
     uint64_t retry_at;
 };
 
+#define POOL_THREADS_MAX 4
+
 struct eb_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_t thread;
+    pthread_t threads[POOL_THREADS_MAX]; /* fillers: one per core, at most the pool size */
+    unsigned n_threads;
     bool stop;
     const struct eb_backend_ops *ops;
     void *state;
@@ -232,12 +236,21 @@ int eb_pool_new(const struct eb_backend_ops *ops, void *state,
     pthread_mutex_init(&p->mu, NULL);
     /* The thread is the library's: it must never be the one a process signal is delivered to
      * (a server that blocks SIGTERM to sigwait for it would die by it otherwise). */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned want = cores < 1 ? 1 : cores > POOL_THREADS_MAX ? POOL_THREADS_MAX : (unsigned)cores;
+    if (want > p->size)
+        want = p->size;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    int r = pthread_create(&p->thread, NULL, pool_thread, p);
+    int r = 0;
+    for (unsigned i = 0; i < want && r == 0; i++) {
+        r = pthread_create(&p->threads[i], NULL, pool_thread, p);
+        if (r == 0)
+            p->n_threads++;
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (r != 0) {
+    if (p->n_threads == 0) {
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
         free(p);
@@ -255,7 +268,8 @@ void eb_pool_free(struct eb_pool *p)
     p->stop = true;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    pthread_join(p->thread, NULL);
+    for (unsigned i = 0; i < p->n_threads; i++)
+        pthread_join(p->threads[i], NULL);
     for (size_t i = 0; i < POOL_PAIRS; i++)
         discard_all(p, p->pairs[i].ready, p->pairs[i].n);
     pthread_cond_destroy(&p->cv);
@@ -272,7 +286,7 @@ static struct pair *want(struct eb_pool *p, const struct execbox_policy *pol,
         q = new_pair(p, pol, lang, evicted, n_evicted);
     if (q)
         q->last_want = eb_now_ns();
-    pthread_cond_signal(&p->cv);
+    pthread_cond_broadcast(&p->cv);
     return q;
 }
 

@@ -7,7 +7,8 @@
 
 struct eb_pool;
 
-/* Starts a pool over a backend that has warm ops. A background thread fills it. */
+/* Starts a pool over a backend that has warm ops. Background threads (one per core, at most
+ * 4 and at most the pool size) fill it. */
 int eb_pool_new(const struct eb_backend_ops *ops, void *state,
                 const struct execbox_executor_options *o, struct eb_pool **ret,
                 struct execbox_error *err);
