@@ -181,40 +181,35 @@ static void kill_everything(pid_t guest, int *guest_status, bool *guest_done)
     }
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 void eb_close_all_except(const int *keep, int n)
 {
-    int sorted[16];
-    if (n > 16)
-        n = 16;
+    int sorted[EB_KEEP_FDS_MAX];
+    if (n > EB_KEEP_FDS_MAX)
+        n = EB_KEEP_FDS_MAX; /* callers size their lists by EB_KEEP_FDS_MAX */
     memcpy(sorted, keep, (size_t)n * sizeof(int));
     /* insertion sort: qsort is not on the async-signal-safe list */
     for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && cmp_int(&sorted[j - 1], &sorted[j]) > 0; j--) {
-            int t = sorted[j];
-            sorted[j] = sorted[j - 1];
-            sorted[j - 1] = t;
+        for (int k = i; k > 0 && sorted[k - 1] > sorted[k]; k--) {
+            int t = sorted[k];
+            sorted[k] = sorted[k - 1];
+            sorted[k - 1] = t;
         }
-    unsigned next = 3;
+    unsigned lo = 0;
     for (int i = 0; i < n; i++) {
-        if (sorted[i] < (int)next)
-            continue;
-        if ((unsigned)sorted[i] > next)
-            syscall(SYS_close_range, next, (unsigned)sorted[i] - 1, 0U);
-        next = (unsigned)sorted[i] + 1;
+        if (sorted[i] < (int)lo)
+            continue; /* negative, or a duplicate */
+        if ((unsigned)sorted[i] > lo)
+            syscall(SYS_close_range, lo, (unsigned)sorted[i] - 1, 0U);
+        lo = (unsigned)sorted[i] + 1;
     }
-    syscall(SYS_close_range, next, ~0U, 0U);
+    syscall(SYS_close_range, lo, ~0U, 0U);
 }
 
 void eb_init_main(const struct eb_init *in)
 {
-    /* We were forked from a possibly threaded host without exec: drop every fd it had open
-     * (other sandboxes' pipes among them, whose EOF must not wait for us). */
+    /* We were forked from a possibly threaded host without exec: drop every fd it had open,
+     * its stdio included (other sandboxes' pipes among them, whose EOF must not wait for us,
+     * and a server's sockets, which must close when the server closes them). */
     const struct eb_guest *g = in->guest;
     int keep[] = {in->status_fd,
                   in->ctl_fd,

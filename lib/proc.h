@@ -64,8 +64,10 @@ struct eb_init {
     void *guest_setup_arg;
 };
 
-/* Closes every fd above 2 but those in keep (negative entries ignored; at most 16).
- * Async-signal-safe. */
+#define EB_KEEP_FDS_MAX 16
+
+/* Closes every fd, the standard ones included, but those in keep (negative entries ignored;
+ * at most EB_KEEP_FDS_MAX). Async-signal-safe. */
 void eb_close_all_except(const int *keep, int n);
 
 /* Runs in the sandbox's init process: forks the guest, reaps, kills all when the guest exits

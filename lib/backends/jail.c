@@ -352,8 +352,8 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
 /* Everything the child needs, prepared by the parent (the child formats nothing). */
 struct child_ctx {
     struct jail *j;
-    int alive_fd;     /* read end: POLLHUP once the parent is gone */
-    int keep_fds[16]; /* every fd the child needs; all others are closed at once */
+    int alive_fd;                  /* read end: POLLHUP once the parent is gone */
+    int keep_fds[EB_KEEP_FDS_MAX]; /* every fd the child needs; all others are closed at once */
     int n_keep;
     int netns_fd; /* from the pool, or -1 (then clone3 made a new one) */
     int ws_fd;    /* the fresh workspace's detached mount, or -1 */
@@ -379,26 +379,6 @@ static bool parent_gone(int fd)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
-}
-
-/* Closes every fd not in keep (async-signal-safe: a sort on the stack and close_range). */
-static void close_all_except(int *keep, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
-            int t = keep[k];
-            keep[k] = keep[k - 1];
-            keep[k - 1] = t;
-        }
-    unsigned lo = 0;
-    for (int i = 0; i < n; i++) {
-        if (keep[i] < 0)
-            continue;
-        if ((unsigned)keep[i] > lo)
-            syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
-        lo = (unsigned)keep[i] + 1;
-    }
-    syscall(SYS_close_range, lo, ~0U, 0);
 }
 
 /* In the guest after fork from init: Landlock (paths as the guest sees them). */
@@ -431,7 +411,7 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
     /* Close every fd but ours: in a threaded host the table holds the host's sockets and other
      * runs' pipes too; an init that kept another run's pipe (cloned while that run was between
      * pipe2 and its own clone) would delay that run's EOF until this one ends. */
-    close_all_except(c->keep_fds, c->n_keep);
+    eb_close_all_except(c->keep_fds, c->n_keep);
     int r;
     if (!j->userns.root_mode) {
         /* Unprivileged: the user namespace came with clone3; map ourselves to 1000 first so
