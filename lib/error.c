@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* error.c - struct execbox_error helpers and execbox_strerror(). */
+/* error.c - struct execbox_error helpers, execbox_strerror() and execbox_free(). */
 #include "error.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A small static table instead of strerror(): strerror is not async-signal-safe nor
@@ -61,6 +62,11 @@ const char *execbox_strerror(int code)
         if (texts[i].code == c)
             return texts[i].text;
     return c == 0 ? "success" : "unknown error";
+}
+
+void execbox_free(void *p)
+{
+    free(p);
 }
 
 int eb_error_set(struct execbox_error *err, int code, const char *fmt, ...)

@@ -106,100 +106,17 @@ int eb_result_add_degraded(struct execbox_result *r, const char *wall)
     return 0;
 }
 
-/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid (overlongs, surrogates and
- * code points above U+10FFFF are invalid, as RFC 3629 says). */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    unsigned int cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-char *eb_utf8_sanitize(const char *data, size_t len, size_t *ret_len)
-{
-    /* Worst case every byte becomes the 3-byte replacement character. */
-    char *out = malloc(len * 3 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    const unsigned char *p = (const unsigned char *)data;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq(p + i, len - i);
-        if (n == 0) {
-            out[o++] = (char)0xEF;
-            out[o++] = (char)0xBF;
-            out[o++] = (char)0xBD;
-            i++;
-            continue;
-        }
-        memcpy(out + o, p + i, n);
-        o += n;
-        i += n;
-    }
-    out[o] = '\0';
-    if (ret_len)
-        *ret_len = o;
-    return out;
-}
-
 static json_t *json_text(const char *data, size_t len)
 {
     if (!data)
         return json_string("");
     size_t n;
-    char *clean = eb_utf8_sanitize(data, len, &n);
+    char *clean = execbox_utf8_sanitize(data, len, &n, NULL);
     if (!clean)
         return NULL;
     json_t *s = json_stringn_nocheck(clean, n);
     free(clean);
     return s;
-}
-
-char *eb_base64(const unsigned char *data, size_t len)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc((len + 2) / 3 * 4 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned v = (unsigned)data[i] << 16;
-        if (i + 1 < len)
-            v |= (unsigned)data[i + 1] << 8;
-        if (i + 2 < len)
-            v |= data[i + 2];
-        out[o++] = tbl[(v >> 18) & 63];
-        out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? tbl[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return out;
 }
 
 json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags)
@@ -252,7 +169,7 @@ json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags)
         bad |= json_object_set_new(fo, "size", json_integer((json_int_t)f->size));
         bad |= json_object_set_new(fo, "mime", json_string(f->mime ? f->mime : ""));
         if (f->data && !(flags & EXECBOX_JSON_NO_FILE_DATA)) {
-            char *b64 = eb_base64(f->data, f->data_len);
+            char *b64 = execbox_base64(f->data, f->data_len);
             bad |= json_object_set_new(fo, "data", b64 ? json_string(b64) : NULL);
             free(b64);
         }
@@ -293,11 +210,6 @@ int execbox_result_to_json(const struct execbox_result *r, unsigned flags, char 
         return eb_error_set(err, -ENOMEM, "out of memory serialising the result");
     *ret_json = s;
     return 0;
-}
-
-void execbox_free(void *p)
-{
-    free(p);
 }
 
 const char *execbox_version(void)

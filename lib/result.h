@@ -23,13 +23,7 @@ int eb_result_add_degraded(struct execbox_result *r, const char *wall);
 /* A jansson object of the record. */
 json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags);
 
-/* Copies data replacing invalid UTF-8 sequences with U+FFFD; the copy is NUL-terminated. */
-char *eb_utf8_sanitize(const char *data, size_t len, size_t *ret_len);
-
 /* Parses Python's last uncaught exception from stderr into r->error_*. No-op when none. */
 int eb_parse_python_error(struct execbox_result *r);
-
-/* Standard base64 of data; NUL-terminated, malloc'd. */
-char *eb_base64(const unsigned char *data, size_t len);
 
 #endif

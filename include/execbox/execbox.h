@@ -309,6 +309,19 @@ const char *const *execbox_languages(void);
  * "js", "node" -> "javascript", "sh" -> "bash"; NULL -> "python"), or NULL when unknown. */
 const char *execbox_language_name(const char *name);
 
+/* ---- text: what every surface needs to put guest bytes into JSON ------------------------- */
+
+/* A NUL-terminated copy of data[0..len) with every invalid UTF-8 sequence replaced by U+FFFD
+ * (overlongs, surrogates and code points above U+10FFFF are invalid), its length in *ret_len.
+ * With ret_pending, a valid but incomplete sequence at the very end is left out rather than
+ * replaced and its length written there: hand those bytes in again with the stream's next
+ * chunk. Free with execbox_free(); NULL when out of memory. */
+char *execbox_utf8_sanitize(const char *data, size_t len, size_t *ret_len, size_t *ret_pending);
+
+/* Standard base64 (RFC 4648, padded) of data, NUL-terminated. Free with execbox_free(); NULL
+ * when out of memory. */
+char *execbox_base64(const void *data, size_t len);
+
 /* ---- the tool definition (DESIGN.md section 5) ------------------------------------------- */
 
 enum execbox_schema_format {

@@ -959,7 +959,7 @@ static int add_chunks(json_t *env, const char *prefix, const char *data, size_t 
     char name[64];
     for (size_t off = 0; off < len; off += DK_CHUNK_RAW, n++) {
         size_t take = len - off < DK_CHUNK_RAW ? len - off : DK_CHUNK_RAW;
-        _cleanup_free_ char *b64 = eb_base64((const unsigned char *)data + off, take);
+        _cleanup_free_ char *b64 = execbox_base64((const unsigned char *)data + off, take);
         if (!b64)
             return -ENOMEM;
         snprintf(name, sizeof(name), "%s_%zu", prefix, n);

@@ -219,13 +219,13 @@ char *srv_error_json(const char *code, const char *message, const char *field)
 {
     /* Messages quote the request (cut to a length that may split a character): clean them,
      * or jansson refuses the string and the client would get no answer at all. */
-    char *msg = srv_utf8_clean(message, strlen(message), NULL, NULL);
-    char *fld = field && *field ? srv_utf8_clean(field, strlen(field), NULL, NULL) : NULL;
+    char *msg = execbox_utf8_sanitize(message, strlen(message), NULL, NULL);
+    char *fld = field && *field ? execbox_utf8_sanitize(field, strlen(field), NULL, NULL) : NULL;
     json_t *e = msg ? json_pack("{s:s, s:s}", "code", code, "message", msg) : NULL;
     if (e && fld)
         json_object_set_new(e, "field", json_string(fld));
-    free(msg);
-    free(fld);
+    execbox_free(msg);
+    execbox_free(fld);
     if (!e)
         return NULL;
     json_t *o = json_pack("{s:o}", "error", e);
@@ -234,72 +234,6 @@ char *srv_error_json(const char *code, const char *message, const char *field)
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return s;
-}
-
-/* Length of the valid UTF-8 sequence at s (1..4), 0 if invalid, or -1 if s[0..n) is a valid
- * but incomplete prefix. */
-static int utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    int len;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0; /* no overlongs */
-        else if (c == 0xED)
-            hi = 0x9F; /* no surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F; /* nothing above U+10FFFF */
-    } else
-        return 0;
-    for (int i = 1; i < len; i++) {
-        if ((size_t)i >= n)
-            return -1;
-        unsigned char b = s[i];
-        if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF))
-            return 0;
-    }
-    return len;
-}
-
-char *srv_utf8_clean(const char *data, size_t len, size_t *ret_keep, size_t *ret_len)
-{
-    const unsigned char *s = (const unsigned char *)data;
-    char *out = malloc(len * 3 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0, i = 0, keep = 0;
-    while (i < len) {
-        int n = utf8_seq(s + i, len - i);
-        if (n < 0) {
-            keep = len - i;
-            break;
-        }
-        if (n == 0) {
-            memcpy(out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-            continue;
-        }
-        memcpy(out + o, s + i, (size_t)n);
-        o += (size_t)n;
-        i += (size_t)n;
-    }
-    out[o] = '\0';
-    if (ret_keep)
-        *ret_keep = keep;
-    if (ret_len)
-        *ret_len = o;
-    return out;
 }
 
 char *srv_sse_frame(const char *event, const char *json, size_t *ret_len)

@@ -39,12 +39,6 @@ void srv_run_spec_clear(struct srv_run_spec *s);
  * (NULL on no memory). field may be NULL or "". */
 char *srv_error_json(const char *code, const char *message, const char *field);
 
-/* Copies len bytes of guest output into a malloc'd, NUL-terminated string of valid UTF-8:
- * invalid bytes become U+FFFD. A multi-byte sequence cut off at the end of data is not
- * replaced but left out, and its length returned in *ret_keep, so the caller can carry those
- * bytes over to the next chunk. NULL on no memory. */
-char *srv_utf8_clean(const char *data, size_t len, size_t *ret_keep, size_t *ret_len);
-
 /* One server-sent event "event: NAME\ndata: JSON\n\n" as a malloc'd string; json must be a
  * single line (jansson's compact output is). NULL on no memory. */
 char *srv_sse_frame(const char *event, const char *json, size_t *ret_len);

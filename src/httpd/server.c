@@ -425,7 +425,7 @@ static void on_output(void *ud, enum execbox_stream stream, const char *data, si
     memcpy(joined, j->carry[k], j->carry_len[k]);
     memcpy(joined + j->carry_len[k], data, len);
     size_t keep = 0, clen = 0;
-    char *clean = srv_utf8_clean(joined, total, &keep, &clen);
+    char *clean = execbox_utf8_sanitize(joined, total, &clen, &keep);
     if (clean) {
         memcpy(j->carry[k], joined + total - keep, keep);
         j->carry_len[k] = keep;
@@ -435,7 +435,7 @@ static void on_output(void *ud, enum execbox_stream stream, const char *data, si
             sse_event(j, k ? "stderr" : "stdout", s, false);
         free(s);
         json_decref(o);
-        free(clean);
+        execbox_free(clean);
     }
     free(joined);
 }

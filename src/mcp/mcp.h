@@ -21,7 +21,4 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout, size
  * reads it and can correct its call. NULL when out of memory. */
 json_t *mcp_tool_error(const char *message);
 
-/* Base64 (RFC 4648, padded) of len bytes; free(). NULL when out of memory. */
-char *mcp_base64(const unsigned char *data, size_t len);
-
 #endif

@@ -14,28 +14,6 @@
 #define MCP_TEXT_SECTION_MAX (64U << 10)
 #define MCP_TEXT_TAIL (16U << 10)
 
-char *mcp_base64(const unsigned char *data, size_t len)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc((len + 2) / 3 * 4 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned v = (unsigned)data[i] << 16;
-        if (i + 1 < len)
-            v |= (unsigned)data[i + 1] << 8;
-        if (i + 2 < len)
-            v |= data[i + 2];
-        out[o++] = tbl[(v >> 18) & 63];
-        out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? tbl[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return out;
-}
-
 /* A growing text buffer; on allocation failure it stays failed and the render returns NULL. */
 struct text {
     char *s;
@@ -261,11 +239,11 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout, size
         const struct execbox_file *f = &res->files[i];
         if (!shown(f, &budget))
             continue;
-        char *b64 = mcp_base64(f->data, f->data_len);
+        char *b64 = execbox_base64(f->data, f->data_len);
         if (b64)
             json_array_append_new(content, json_pack("{s:s, s:s, s:s}", "type", "image", "data",
                                                      b64, "mimeType", f->mime));
-        free(b64);
+        execbox_free(b64);
     }
     json_object_set_new(result, "content", content);
     json_object_set_new(result, "structuredContent", rec);

@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     size_t keep = 0, clen = 0;
-    char *clean = srv_utf8_clean((const char *)data, size, &keep, &clen);
+    char *clean = execbox_utf8_sanitize((const char *)data, size, &clen, &keep);
     if (clean) {
         check(keep <= 3 && keep <= size, "carry is at most one partial sequence");
         json_t *s = json_stringn(clean, clen);

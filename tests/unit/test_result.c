@@ -203,7 +203,7 @@ static void test_sanitize_direct(void **state)
 {
     (void)state;
     size_t n = 99;
-    char *s = eb_utf8_sanitize("", 0, &n);
+    char *s = execbox_utf8_sanitize("", 0, &n, NULL);
     assert_non_null(s);
     assert_int_equal(n, 0);
     assert_string_equal(s, "");
@@ -211,10 +211,39 @@ static void test_sanitize_direct(void **state)
     /* Worst case: every byte replaced, three times the length. */
     char bad[1000];
     memset(bad, 0xFF, sizeof(bad));
-    s = eb_utf8_sanitize(bad, sizeof(bad), &n);
+    s = execbox_utf8_sanitize(bad, sizeof(bad), &n, NULL);
     assert_int_equal(n, 3000);
     assert_int_equal(s[3000], '\0');
     free(s);
+}
+
+/* A stream cut in the middle of a character: with ret_pending the partial tail is held back
+ * for the next chunk (as serve's live output does), without it every stray byte is replaced. */
+static void test_sanitize_pending(void **state)
+{
+    (void)state;
+    size_t n, pending;
+    char *s = execbox_utf8_sanitize("a\xE2\x82", 3, &n, &pending);
+    assert_string_equal(s, "a");
+    assert_int_equal(n, 1);
+    assert_int_equal(pending, 2);
+    execbox_free(s);
+    s = execbox_utf8_sanitize("\xE2\x82\xAC!", 4, &n, &pending); /* the carried bytes + more */
+    assert_string_equal(s, "\xE2\x82\xAC!");
+    assert_int_equal(pending, 0);
+    execbox_free(s);
+    s = execbox_utf8_sanitize("a\xE2\x82", 3, &n, NULL);
+    assert_string_equal(s, "a\xEF\xBF\xBD\xEF\xBF\xBD");
+    execbox_free(s);
+    /* Invalid (not merely incomplete) at the end is replaced, never held back. */
+    s = execbox_utf8_sanitize("a\xC0", 2, &n, &pending);
+    assert_string_equal(s, "a\xEF\xBF\xBD");
+    assert_int_equal(pending, 0);
+    execbox_free(s);
+    s = execbox_utf8_sanitize("\xF0\x9F\x98", 3, &n, &pending); /* 3 of 4 bytes */
+    assert_string_equal(s, "");
+    assert_int_equal(pending, 3);
+    execbox_free(s);
 }
 
 static void test_base64(void **state)
@@ -230,12 +259,12 @@ static void test_base64(void **state)
         {"foobar", "Zm9vYmFy"},
     };
     for (size_t i = 0; i < 7; i++) {
-        char *s = eb_base64((const unsigned char *)rfc4648[i][0], strlen(rfc4648[i][0]));
+        char *s = execbox_base64((const unsigned char *)rfc4648[i][0], strlen(rfc4648[i][0]));
         assert_string_equal(s, rfc4648[i][1]);
         free(s);
     }
     const unsigned char hi[] = {0xFF, 0xFE, 0xFD};
-    char *s = eb_base64(hi, 3);
+    char *s = execbox_base64(hi, 3);
     assert_string_equal(s, "//79");
     free(s);
 }
@@ -344,9 +373,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_field),     cmocka_unit_test(test_killed_reason_names),
         cmocka_unit_test(test_invalid_utf8),    cmocka_unit_test(test_invalid_utf8_everywhere),
-        cmocka_unit_test(test_sanitize_direct), cmocka_unit_test(test_base64),
-        cmocka_unit_test(test_files),           cmocka_unit_test(test_degraded),
-        cmocka_unit_test(test_sandbox_error),   cmocka_unit_test(test_pretty_and_args),
+        cmocka_unit_test(test_sanitize_direct), cmocka_unit_test(test_sanitize_pending),
+        cmocka_unit_test(test_base64),          cmocka_unit_test(test_files),
+        cmocka_unit_test(test_degraded),        cmocka_unit_test(test_sandbox_error),
+        cmocka_unit_test(test_pretty_and_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
