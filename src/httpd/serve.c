@@ -289,8 +289,7 @@ int cmd_serve(int argc, char **argv)
     }
     /* With --pool, Python sandboxes for the server's own policy start now (a request asking
      * for other limits is another policy: its pool fills after its first run). */
-    if (sb.exec.pool_size > 0 &&
-        execbox_executor_prewarm(cfg.exec, &cfg.policy, "python", &err) < 0)
+    if (execbox_executor_prewarm(cfg.exec, &cfg.policy, "python", &err) < 0) /* no-op: no pool */
         fprintf(stderr, "execbox serve: warm pool: %s\n", err.msg);
     char shown[300];
     cfg.listen_fd = listen_on(listen_addr, token != NULL || insecure, shown, sizeof(shown));

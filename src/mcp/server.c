@@ -1018,11 +1018,9 @@ int cmd_mcp(int argc, char **argv)
         goto out;
     /* With --pool, Python sandboxes for the host's own policy start now, before the first call
      * (a call asking for a shorter timeout is another policy: its pool fills after it). */
-    if (sb.exec.pool_size > 0) {
-        struct execbox_error perr = {0};
-        if (execbox_executor_prewarm(s.ex, &s.policy, "python", &perr) < 0)
-            fprintf(stderr, "execbox mcp: warm pool: %s\n", perr.msg);
-    }
+    struct execbox_error perr = {0}; /* a no-op without --pool */
+    if (execbox_executor_prewarm(s.ex, &s.policy, "python", &perr) < 0)
+        fprintf(stderr, "execbox mcp: warm pool: %s\n", perr.msg);
 
     /* SIGTERM and SIGINT wake the main loop through a pipe (a second one has the default
      * effect, should the server be stuck); SIGPIPE is ignored so that a vanished client shows
