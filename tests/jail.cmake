@@ -14,3 +14,7 @@ foreach(t jail_walls jail_syscalls jail_work)
   set_tests_properties(integration.${t}_warm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR};EXECBOX_BUILD=${PROJECT_BINARY_DIR};EXECBOX_TEST_WARM=1")
 endforeach()
+# Both walls suites force a re-stage of the shared /etc stage (unlinking its marker): never at
+# the same time as each other.
+set_tests_properties(integration.jail_walls integration.jail_walls_warm
+                     PROPERTIES RESOURCE_LOCK execbox_etc_stage)

@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../backend.h"
@@ -51,6 +52,7 @@
 #include "../jail/prewarm.h"
 #include "../jail/seccomp.h"
 #include "../lang.h"
+#include "../limits.h"
 #include "../proc.h"
 #include "../result.h"
 #include "../util.h"
@@ -181,7 +183,8 @@ static bool owner_dead(const char *s)
 
 /* Removes what execbox processes killed before their teardown left behind, found by name:
  * run cgroups "execbox-<pid>-<executor>-<n>", unprivileged workspaces "<tmp>/execbox-ws-<pid>-*"
- * and half-built /etc stages "<cache>.<pid>.*". Only names whose pid is dead are touched. (Mounts
+ * and swapped-out or half-built /etc stages "<cache>.<pid>.*" (a day after their last
+ * change: a live run of another execbox may still use one). Only names whose pid is dead. (Mounts
  * and processes need no sweep: they live in namespaces that died with the run.) */
 static void remove_stale(struct jail *j)
 {
@@ -216,6 +219,14 @@ static void remove_stale(struct jail *j)
             owner_dead(e->d_name + blen + 1)) {
             char p[EXECBOX_PATH_MAX + 256];
             snprintf(p, sizeof(p), "%s/%s", parent, e->d_name);
+            /* A stage swapped out by a re-stage may still be the /etc of a run of another,
+             * live execbox (its sandbox holds a bind of it: deleting the files would delete
+             * them under that run). It goes only when no run can still be going: the longest
+             * timeout after it was swapped out (the rename set its ctime). A half-built one
+             * waits as long; it is small. */
+            struct stat ds;
+            if (lstat(p, &ds) == 0 && time(NULL) - ds.st_ctime < (time_t)EB_TIMEOUT_MAX + 3600)
+                continue;
             eb_rm_rf(p);
         }
     closedir(d);

@@ -300,6 +300,26 @@ class JailWalls(Tests):
         assert all(o[0] == "3\n" for o in outs), outs
         assert ok(jail("print(1)")) == "1\n"
 
+    def test_restage_keeps_the_etc_of_a_running_sandbox(self):
+        # A run is using the staged /etc when another execbox re-stages it and exits; a third
+        # one's start-up sweep of the dead one's leftovers must not empty the /etc the first
+        # run still has mounted.
+        marker = "/run/execbox/jail/.staged"
+        if os.geteuid() != 0 or not os.path.exists(marker):
+            raise SkipTest("needs root's /run/execbox stage")
+        exe = os.environ.get("EXECBOX", "build/execbox")
+        first = subprocess.Popen(
+            [exe, "run", "-b", "jail", "-t", "30", "-c",
+             "import time, os\nprint(os.path.exists('/etc/passwd'), flush=True)\n"
+             "time.sleep(3)\nprint(open('/etc/passwd').read().count(':x:'))"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert first.stdout.readline() == "True\n"  # it runs, on the current stage
+        os.unlink(marker)  # forget the stage: the next execbox builds and swaps in a new one
+        assert ok(jail("print(1)")) == "1\n"  # re-stages, then exits: its old stage is a leftover
+        assert ok(jail("print(2)")) == "2\n"  # its start-up sweeps leftovers of dead execboxes
+        out, err = first.communicate(timeout=60)
+        assert first.returncode == 0 and out == "3\n", (first.returncode, out, err)
+
     def test_stale_leftovers_removed_at_start(self):
         # What an execbox killed mid-run leaves: a run cgroup with a process still in it, and
         # an unprivileged-mode workspace; both named after a pid that is now dead.
