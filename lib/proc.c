@@ -20,27 +20,13 @@
 
 #include "buf.h"
 #include "cancel.h"
+#include "childlib.h"
 #include "error.h"
 #include "limits.h"
 #include "result.h"
 #include "util.h"
 
 /* ---- child side (async-signal-safe only: we may have been forked from a threaded host) ---- */
-
-static void send_error(int fd, int code, const char *msg)
-{
-    struct eb_msg m;
-    memset(&m, 0, sizeof(m));
-    m.type = EB_MSG_ERROR;
-    eb_error_set_raw(&m.err, code, msg);
-    (void)eb_write_all(fd, &m, sizeof(m));
-}
-
-static int set_limit(int res, uint64_t v)
-{
-    struct rlimit rl = {.rlim_cur = (rlim_t)v, .rlim_max = (rlim_t)v};
-    return setrlimit(res, &rl);
-}
 
 void eb_guest_exec(const struct eb_guest *g)
 {
@@ -64,7 +50,7 @@ void eb_guest_exec(const struct eb_guest *g)
         _exit(127);
     if (in < 0 || out < 0 || errfd < 0 || (g->pass_fd3 && three < 0) || dup2(in, 0) < 0 ||
         dup2(out, 1) < 0 || dup2(errfd, 2) < 0 || (three >= 0 && dup2(three, 3) < 0)) {
-        send_error(status, -errno, "set up stdio");
+        eb_child_send_error(status, -errno, "set up stdio");
         _exit(127);
     }
     /* Every other inherited fd is closed by exec (the status pipe stays open until then). */
@@ -74,20 +60,12 @@ void eb_guest_exec(const struct eb_guest *g)
             fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
     if (g->cwd && chdir(g->cwd) < 0) {
-        send_error(status, -errno, "chdir to the workspace");
+        eb_child_send_error(status, -errno, "chdir to the workspace");
         _exit(127);
     }
-    /* Rlimits: a second layer under the cgroup (or the only one for subprocess). No core
-     * dumps: a crash must not write the guest's memory anywhere. */
-    int bad = set_limit(RLIMIT_CORE, 0);
-    bad |= set_limit(RLIMIT_FSIZE, g->file_size);
-    bad |= set_limit(RLIMIT_NOFILE, EB_NOFILE);
-    if (g->cpu_seconds)
-        bad |= set_limit(RLIMIT_CPU, g->cpu_seconds);
-    if (g->memory_rlimit >= 0)
-        bad |= set_limit(g->memory_rlimit, g->memory);
-    if (bad) {
-        send_error(status, -errno, "setrlimit");
+    int r = eb_child_rlimits(g->file_size, g->cpu_seconds, g->memory_rlimit, g->memory);
+    if (r < 0) {
+        eb_child_send_error(status, r, "setrlimit");
         _exit(127);
     }
     if (g->pre_exec) {
@@ -109,100 +87,8 @@ void eb_guest_exec(const struct eb_guest *g)
         msg[n++] = *p;
     msg[n++] = '\'';
     msg[n] = '\0';
-    send_error(status, -e, msg);
+    eb_child_send_error(status, -e, msg);
     _exit(127);
-}
-
-/* Direct children of this process, from /proc (CONFIG_PROC_CHILDREN). */
-static int read_children(pid_t *pids, int max)
-{
-    char path[64] = "/proc/self/task/";
-    /* Format our pid by hand: snprintf is not async-signal-safe. */
-    char num[16];
-    int k = 0;
-    for (pid_t p = getpid(); p > 0 && k < 15; p /= 10)
-        num[k++] = (char)('0' + p % 10);
-    size_t n = strlen(path);
-    while (k > 0)
-        path[n++] = num[--k];
-    memcpy(path + n, "/children", 10);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char buf[4096];
-    ssize_t len = eb_read_full(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (len < 0)
-        return -1;
-    int count = 0;
-    pid_t cur = 0;
-    bool in = false;
-    for (ssize_t i = 0; i < len && count < max; i++) {
-        if (buf[i] >= '0' && buf[i] <= '9') {
-            cur = cur * 10 + (buf[i] - '0');
-            in = true;
-        } else if (in) {
-            pids[count++] = cur;
-            cur = 0;
-            in = false;
-        }
-    }
-    if (in && count < max)
-        pids[count++] = cur;
-    return count;
-}
-
-/* Kills every descendant and reaps until none is left, recording the guest's status. */
-static void kill_everything(pid_t guest, int *guest_status, bool *guest_done)
-{
-    for (;;) {
-        if (getpid() == 1) {
-            /* pid 1 of our own pid namespace: -1 reaches exactly the sandbox's processes. */
-            kill(-1, SIGKILL);
-        } else {
-            pid_t kids[512];
-            int n = read_children(kids, 512);
-            for (int i = 0; i < n; i++) {
-                kill(-kids[i], SIGKILL); /* its process group, where it leads one */
-                kill(kids[i], SIGKILL);
-            }
-        }
-        int st;
-        pid_t w = waitpid(-1, &st, __WALL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            break; /* ECHILD: nothing left */
-        }
-        if (w == guest && !*guest_done) {
-            *guest_status = st;
-            *guest_done = true;
-        }
-    }
-}
-
-void eb_close_all_except(const int *keep, int n)
-{
-    int sorted[EB_KEEP_FDS_MAX];
-    if (n > EB_KEEP_FDS_MAX)
-        n = EB_KEEP_FDS_MAX; /* callers size their lists by EB_KEEP_FDS_MAX */
-    memcpy(sorted, keep, (size_t)n * sizeof(int));
-    /* insertion sort: qsort is not on the async-signal-safe list */
-    for (int i = 1; i < n; i++)
-        for (int k = i; k > 0 && sorted[k - 1] > sorted[k]; k--) {
-            int t = sorted[k];
-            sorted[k] = sorted[k - 1];
-            sorted[k - 1] = t;
-        }
-    unsigned lo = 0;
-    for (int i = 0; i < n; i++) {
-        if (sorted[i] < (int)lo)
-            continue; /* negative, or a duplicate */
-        if ((unsigned)sorted[i] > lo)
-            syscall(SYS_close_range, lo, (unsigned)sorted[i] - 1, 0U);
-        lo = (unsigned)sorted[i] + 1;
-    }
-    syscall(SYS_close_range, lo, ~0U, 0U);
 }
 
 void eb_init_main(const struct eb_init *in)
@@ -228,7 +114,7 @@ void eb_init_main(const struct eb_init *in)
     sigprocmask(SIG_BLOCK, &chld, NULL);
     int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0) {
-        send_error(in->status_fd, -errno, "signalfd");
+        eb_child_send_error(in->status_fd, -errno, "signalfd");
         _exit(1);
     }
     /* A raw fork, not glibc's: init may itself come from a raw clone3 of a threaded host (the
@@ -236,7 +122,7 @@ void eb_init_main(const struct eb_init *in)
      * that another thread of the host held at clone time, and never get them. */
     pid_t guest = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0UL);
     if (guest < 0) {
-        send_error(in->status_fd, -errno, "fork the guest");
+        eb_child_send_error(in->status_fd, -errno, "fork the guest");
         _exit(1);
     }
     if (guest == 0) {
@@ -259,45 +145,7 @@ void eb_init_main(const struct eb_init *in)
     close(in->guest->stdout_fd);
     close(in->guest->stderr_fd);
 
-    int guest_status = 0;
-    bool guest_done = false;
-    struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = in->ctl_fd, .events = POLLIN}};
-    while (!guest_done) {
-        if (poll(pfd, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (pfd[1].revents)
-            break; /* the parent asks us to kill everything (deadline, cancel) or is gone */
-        if (pfd[0].revents) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof(si)) > 0)
-                ;
-            int st;
-            pid_t w;
-            while ((w = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
-                if (w == guest) {
-                    guest_status = st;
-                    guest_done = true;
-                }
-        }
-    }
-    /* The guest ended (or must end): like a container, nothing outlives the main process. */
-    kill_everything(guest, &guest_status, &guest_done);
-
-    struct eb_msg m;
-    memset(&m, 0, sizeof(m));
-    m.type = EB_MSG_EXIT;
-    m.status = guest_status;
-    struct rusage ru;
-    if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
-        m.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
-        m.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
-        m.maxrss_kb = ru.ru_maxrss;
-    }
-    (void)eb_write_all(in->status_fd, &m, sizeof(m));
-    _exit(0);
+    eb_init_loop(guest, sfd, in->status_fd, in->ctl_fd);
 }
 
 /* ---- parent side -------------------------------------------------------------------------- */

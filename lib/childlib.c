@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/* childlib.c - the sandbox processes' own code: init loop, fd sweep, rlimits (see childlib.h). */
+#include "childlib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "limits.h"
+#include "util.h"
+
+void eb_child_send_error(int fd, int code, const char *msg)
+{
+    struct eb_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = EB_MSG_ERROR;
+    eb_error_set_raw(&m.err, code, msg);
+    (void)eb_write_all(fd, &m, sizeof(m));
+}
+
+static int set_limit(int res, uint64_t v)
+{
+    struct rlimit rl = {.rlim_cur = (rlim_t)v, .rlim_max = (rlim_t)v};
+    return setrlimit(res, &rl) < 0 ? -errno : 0;
+}
+
+int eb_child_rlimits(uint64_t file_size, uint64_t cpu_seconds, int memory_rlimit, uint64_t memory)
+{
+    /* A second layer under the cgroup (or the only one for subprocess). No core dumps: a crash
+     * must not write the guest's memory anywhere. */
+    int r = set_limit(RLIMIT_CORE, 0);
+    if (r == 0)
+        r = set_limit(RLIMIT_FSIZE, file_size);
+    if (r == 0)
+        r = set_limit(RLIMIT_NOFILE, EB_NOFILE);
+    if (r == 0 && cpu_seconds)
+        r = set_limit(RLIMIT_CPU, cpu_seconds);
+    if (r == 0 && memory_rlimit >= 0)
+        r = set_limit(memory_rlimit, memory);
+    return r;
+}
+
+/* Direct children of this process, from /proc (CONFIG_PROC_CHILDREN). */
+static int read_children(pid_t *pids, int max)
+{
+    char path[64] = "/proc/self/task/";
+    /* Format our pid by hand: snprintf is not async-signal-safe. */
+    char num[16];
+    int k = 0;
+    for (pid_t p = getpid(); p > 0 && k < 15; p /= 10)
+        num[k++] = (char)('0' + p % 10);
+    size_t n = strlen(path);
+    while (k > 0)
+        path[n++] = num[--k];
+    memcpy(path + n, "/children", 10);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[4096];
+    ssize_t len = eb_read_full(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (len < 0)
+        return -1;
+    int count = 0;
+    pid_t cur = 0;
+    bool in = false;
+    for (ssize_t i = 0; i < len && count < max; i++) {
+        if (buf[i] >= '0' && buf[i] <= '9') {
+            cur = cur * 10 + (buf[i] - '0');
+            in = true;
+        } else if (in) {
+            pids[count++] = cur;
+            cur = 0;
+            in = false;
+        }
+    }
+    if (in && count < max)
+        pids[count++] = cur;
+    return count;
+}
+
+/* Kills every descendant and reaps until none is left, recording the guest's status. */
+static void kill_everything(pid_t guest, int *guest_status, bool *guest_done)
+{
+    for (;;) {
+        if (getpid() == 1) {
+            /* pid 1 of our own pid namespace: -1 reaches exactly the sandbox's processes. */
+            kill(-1, SIGKILL);
+        } else {
+            pid_t kids[512];
+            int n = read_children(kids, 512);
+            for (int i = 0; i < n; i++) {
+                kill(-kids[i], SIGKILL); /* its process group, where it leads one */
+                kill(kids[i], SIGKILL);
+            }
+        }
+        int st;
+        pid_t w = waitpid(-1, &st, __WALL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            break; /* ECHILD: nothing left */
+        }
+        if (w == guest && !*guest_done) {
+            *guest_status = st;
+            *guest_done = true;
+        }
+    }
+}
+
+void eb_close_all_except(const int *keep, int n)
+{
+    int sorted[EB_KEEP_FDS_MAX];
+    if (n > EB_KEEP_FDS_MAX)
+        n = EB_KEEP_FDS_MAX; /* callers size their lists by EB_KEEP_FDS_MAX */
+    memcpy(sorted, keep, (size_t)n * sizeof(int));
+    /* insertion sort: qsort is not on the async-signal-safe list */
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && sorted[k - 1] > sorted[k]; k--) {
+            int t = sorted[k];
+            sorted[k] = sorted[k - 1];
+            sorted[k - 1] = t;
+        }
+    unsigned lo = 0;
+    for (int i = 0; i < n; i++) {
+        if (sorted[i] < (int)lo)
+            continue; /* negative, or a duplicate */
+        if ((unsigned)sorted[i] > lo)
+            syscall(SYS_close_range, lo, (unsigned)sorted[i] - 1, 0U);
+        lo = (unsigned)sorted[i] + 1;
+    }
+    syscall(SYS_close_range, lo, ~0U, 0U);
+}
+
+void eb_init_loop(pid_t guest, int sfd, int status_fd, int ctl_fd)
+{
+    int guest_status = 0;
+    bool guest_done = false;
+    struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl_fd, .events = POLLIN}};
+    while (!guest_done) {
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (pfd[1].revents)
+            break; /* the parent asks us to kill everything (deadline, cancel) or is gone */
+        if (pfd[0].revents) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof(si)) > 0)
+                ;
+            int st;
+            pid_t w;
+            while ((w = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
+                if (w == guest) {
+                    guest_status = st;
+                    guest_done = true;
+                }
+        }
+    }
+    /* The guest ended (or must end): like a container, nothing outlives the main process. */
+    kill_everything(guest, &guest_status, &guest_done);
+
+    struct eb_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = EB_MSG_EXIT;
+    m.status = guest_status;
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+        m.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+        m.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+        m.maxrss_kb = ru.ru_maxrss;
+    }
+    (void)eb_write_all(status_fd, &m, sizeof(m));
+    _exit(0);
+}

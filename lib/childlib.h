@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* childlib.h - what a sandbox's own processes run: the init's wait-kill-reap-report loop, the fd
+ * sweep and the guest's rlimits. libc and raw syscalls only, no allocation: async-signal-safe,
+ * so that a process forked from a threaded host may call it, and small enough to link into the
+ * template's helper module and the template runs' init program, which carry no more of the
+ * library than this. */
+#ifndef EB_CHILDLIB_H
+#define EB_CHILDLIB_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proc.h"
+
+/* Sends one EB_MSG_ERROR (code, msg) on fd: one atomic write. */
+void eb_child_send_error(int fd, int code, const char *msg);
+
+/* The sandbox init's loop once the guest exists: waits (SIGCHLD through the signalfd sfd, which
+ * the caller made with SIGCHLD blocked) until the guest exits or ctl_fd becomes readable or
+ * hangs up (the parent asks for, or needs, the end); then kills every other process of the
+ * sandbox (kill(-1) as pid 1 of its pid namespace, else its children's process groups), reaps
+ * them all, sends EB_MSG_EXIT with the guest's status and the CPU and memory of everything
+ * reaped on status_fd, and _exit(0)s. */
+__attribute__((noreturn)) void eb_init_loop(pid_t guest, int sfd, int status_fd, int ctl_fd);
+
+/* The guest's rlimits: no core dumps, file size, open files (EB_NOFILE), CPU seconds (0: none),
+ * and memory_rlimit (RLIMIT_AS or RLIMIT_DATA, -1: none) capped at memory. 0 or -errno. */
+int eb_child_rlimits(uint64_t file_size, uint64_t cpu_seconds, int memory_rlimit, uint64_t memory);
+
+#endif
