@@ -4,10 +4,11 @@
  * waits on a sandbox; an accepted run goes into a bounded queue, its connection is suspended,
  * and a worker thread runs it and resumes the connection with the answer.
  *
- * A job (one HTTP request) is shared by three owners, each holding a reference: the connection
- * (until libmicrohttpd reports the request completed), the queue and its worker (until the run
- * is done), and a streaming response (until libmicrohttpd frees it). Lock order: a job's lock,
- * then the server's; the server's lock is never held while taking a job's.
+ * The queue and the workers are the surfaces' shared job runner (common/runner.h). A job (one
+ * HTTP request) is shared by three owners, each holding a reference: the connection (until
+ * libmicrohttpd reports the request completed), the runner (until its done() callback), and a
+ * streaming response (until libmicrohttpd frees it). Lock order: a job's lock, then the
+ * server's, then the runner's; the runner calls us back with none of them held.
  *
  * A suspended connection is not watched by libmicrohttpd, so a watchdog thread polls the
  * sockets of queued and running jobs for a hang-up and fires the run's cancel token: the
@@ -32,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/runner.h"
 #include "metrics.h"
 #include "request.h"
 
@@ -81,12 +83,13 @@ struct job {
     const char *rej_code;
     char rej_msg[128];
     size_t rej_retry;
-    struct execbox_cancel *cancel;
+    struct runner_job rj; /* its place in the runner, and its cancel token */
     char *body;
     size_t body_len, body_cap, discarded;
     struct srv_run_spec spec;
     /* the answer */
     int status;
+    int run_status; /* the worker's answer, published as status in http_done() */
     char *resp;
     size_t resp_len;
     const char *outcome; /* for the log; NULL when nothing ran */
@@ -104,19 +107,10 @@ struct srv {
     struct srv_config cfg;
     struct MHD_Daemon *daemon;
     struct srv_metrics metrics;
+    struct runner *runner; /* the queue and the workers */
     pthread_mutex_t lock;
-    pthread_cond_t work; /* a job was queued, or stopping */
-    pthread_cond_t idle; /* pending went down */
-    struct job **ring;   /* the queue: cfg.queue slots */
-    size_t head, count;
-    struct job **active; /* queued or running jobs, for the watchdog */
-    size_t n_active;
-    size_t running;
     size_t pending; /* accepted and not yet completed on the wire */
     bool draining, stopping;
-    double avg_run_s; /* moving average, for Retry-After */
-    pthread_t *threads;
-    size_t n_threads;
     pthread_t watchdog;
     bool watchdog_started;
     uint64_t seq;
@@ -230,7 +224,7 @@ static void job_unref(struct job *j)
     if (!j || __atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     pthread_mutex_destroy(&j->lock);
-    execbox_cancel_free(j->cancel);
+    runner_job_release(&j->rj);
     free(j->body);
     srv_run_spec_clear(&j->spec);
     free(j->resp);
@@ -284,9 +278,9 @@ static struct job *job_new(struct srv *s, struct MHD_Connection *c, const char *
 
 static size_t retry_after(struct srv *s)
 {
-    pthread_mutex_lock(&s->lock);
-    double wait = s->avg_run_s * (double)(s->count + 1) / (double)s->cfg.workers;
-    pthread_mutex_unlock(&s->lock);
+    struct runner_stats st;
+    runner_get_stats(s->runner, &st);
+    double wait = st.avg_run_s * (double)(st.queued + 1) / (double)st.workers;
     size_t secs = (size_t)wait + 1;
     return secs > SRV_RETRY_AFTER_MAX ? SRV_RETRY_AFTER_MAX : secs;
 }
@@ -344,35 +338,28 @@ static enum MHD_Result respond_json(struct job *j, struct MHD_Connection *c, int
 
 /* ---- the queue --------------------------------------------------------------------------- */
 
-/* Takes a job into the queue. 0, -EAGAIN when full, -ESHUTDOWN when draining. */
+/* Takes a job into the runner. 0, -EAGAIN when full, -ESHUTDOWN when draining. */
 static int enqueue(struct srv *s, struct job *j)
 {
     pthread_mutex_lock(&s->lock);
-    int r = 0;
-    if (s->draining || s->stopping)
-        r = -ESHUTDOWN;
-    else if (s->count >= s->cfg.queue)
-        r = -EAGAIN;
-    else {
-        s->ring[(s->head + s->count) % s->cfg.queue] = job_ref(j);
-        s->count++;
-        s->active[s->n_active++] = j;
-        s->pending++;
-        j->accepted = true;
-        j->state = J_QUEUED;
-        pthread_cond_signal(&s->work);
-    }
+    bool draining = s->draining || s->stopping;
+    if (!draining)
+        s->pending++; /* before the runner may finish it */
     pthread_mutex_unlock(&s->lock);
-    return r;
-}
-
-static void remove_active(struct srv *s, struct job *j)
-{
-    for (size_t i = 0; i < s->n_active; i++)
-        if (s->active[i] == j) {
-            s->active[i] = s->active[--s->n_active];
-            return;
-        }
+    if (draining)
+        return -ESHUTDOWN;
+    j->state = J_QUEUED;
+    int r = runner_submit(s->runner, &job_ref(j)->rj);
+    if (r < 0) {
+        job_unref(j);
+        j->state = J_READING;
+        pthread_mutex_lock(&s->lock);
+        s->pending--;
+        pthread_mutex_unlock(&s->lock);
+        return r == -EEXIST ? -EAGAIN : r;
+    }
+    j->accepted = true;
+    return 0;
 }
 
 /* ---- streaming --------------------------------------------------------------------------- */
@@ -484,67 +471,83 @@ static enum srv_outcome outcome_of(const struct execbox_result *r)
     return SRV_OUTCOME_ERROR;
 }
 
-/* Runs one job and prepares its answer (status and body). */
-static void run_job(struct srv *s, struct job *j, bool skip)
+/* The runner's run(): runs one job and prepares its answer (run_status and resp). */
+static bool http_run(struct runner_job *rj, void *ud)
 {
+    struct srv *s = ud;
+    struct job *j = container_of(rj, struct job, rj);
+    pthread_mutex_lock(&j->lock);
+    bool skip = j->client_gone;
+    j->state = J_RUNNING;
+    pthread_mutex_unlock(&j->lock);
+    if (skip)
+        return false; /* the client hung up while queued: nothing to run, nobody to answer */
     int status = 200;
     char *body = NULL;
-    if (skip) {
-        /* The client hung up while queued: nothing to run, nobody to answer. */
+    if (j->sse) {
+        char start[128];
+        snprintf(start, sizeof(start), "{\"request_id\":\"%s\"}", j->id);
+        sse_event(j, "start", start, true);
+    }
+    struct execbox_request req = {
+        .language = j->spec.language,
+        .code = j->spec.code_len ? j->spec.code : "\n",
+        .code_len = j->spec.code_len ? j->spec.code_len : 1,
+        .stdin_data = j->spec.stdin_data,
+        .stdin_len = j->spec.stdin_len,
+        .policy = &j->spec.policy,
+        .on_output = j->sse ? on_output : NULL,
+        .userdata = j,
+        .cancel = j->rj.cancel,
+    };
+    struct execbox_result *res = NULL;
+    struct execbox_error err = {0};
+    uint64_t t = now_ns();
+    int r = execbox_executor_run(s->cfg.exec, &req, &res, &err);
+    j->run_s = (double)(now_ns() - t) / 1e9;
+    if (r < 0) {
+        status = r == -ENOMEM ? 503 : 400;
+        body = srv_error_json(r == -ENOMEM ? "unavailable" : "bad_request", err.msg, NULL);
+    } else {
+        enum srv_outcome o = outcome_of(res);
+        bool cancelled = res->killed_reason == EXECBOX_KILLED_CANCELLED;
+        srv_metrics_run(&s->metrics, o, cancelled);
+        j->outcome = cancelled ? "cancelled" : srv_outcome_name(o);
+        j->exit_code = res->exit_code;
+        if (execbox_result_to_json(res, 0, &body, &err) < 0) {
+            status = 500;
+            body = srv_error_json("internal", err.msg, NULL);
+        } else {
+            /* Keep the library's allocation out of free(): copy into our own. */
+            char *own = strdup(body);
+            execbox_free(body);
+            body = own;
+        }
+        execbox_result_free(res);
+    }
+    /* Read only by http_done() on this thread, or after J_DONE under the job's lock. */
+    j->run_status = status;
+    j->resp = body;
+    return true;
+}
+
+/* The runner's done(): the runner's books are already updated (once the connection is resumed
+ * the client may ask /metrics at once); publishes the answer and drops the runner's reference.
+ * A job that never ran (its client left while it was queued, or everything was cancelled) is
+ * answered 499. */
+static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
+{
+    (void)ud;
+    struct job *j = container_of(rj, struct job, rj);
+    pthread_mutex_lock(&j->lock);
+    int status = j->run_status;
+    char *body = j->resp;
+    if (end == RUNNER_DROPPED || (!body && !status)) {
+        __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
+        free(body);
         status = 499;
         body = srv_error_json("client_gone", "the client disconnected before the run", NULL);
-    } else {
-        if (j->sse) {
-            char start[128];
-            snprintf(start, sizeof(start), "{\"request_id\":\"%s\"}", j->id);
-            sse_event(j, "start", start, true);
-        }
-        struct execbox_request req = {
-            .language = j->spec.language,
-            .code = j->spec.code_len ? j->spec.code : "\n",
-            .code_len = j->spec.code_len ? j->spec.code_len : 1,
-            .stdin_data = j->spec.stdin_data,
-            .stdin_len = j->spec.stdin_len,
-            .policy = &j->spec.policy,
-            .on_output = j->sse ? on_output : NULL,
-            .userdata = j,
-            .cancel = j->cancel,
-        };
-        struct execbox_result *res = NULL;
-        struct execbox_error err = {0};
-        uint64_t t = now_ns();
-        int r = execbox_executor_run(s->cfg.exec, &req, &res, &err);
-        j->run_s = (double)(now_ns() - t) / 1e9;
-        if (r < 0) {
-            status = r == -ENOMEM ? 503 : 400;
-            body = srv_error_json(r == -ENOMEM ? "unavailable" : "bad_request", err.msg, NULL);
-        } else {
-            enum srv_outcome o = outcome_of(res);
-            bool cancelled = res->killed_reason == EXECBOX_KILLED_CANCELLED;
-            srv_metrics_run(&s->metrics, o, cancelled);
-            j->outcome = cancelled ? "cancelled" : srv_outcome_name(o);
-            j->exit_code = res->exit_code;
-            if (execbox_result_to_json(res, 0, &body, &err) < 0) {
-                status = 500;
-                body = srv_error_json("internal", err.msg, NULL);
-            } else {
-                /* Keep the library's allocation out of free(): copy into our own. */
-                char *own = strdup(body);
-                execbox_free(body);
-                body = own;
-            }
-            execbox_result_free(res);
-        }
     }
-    /* The books first: once the connection is resumed the client may already ask /metrics. */
-    pthread_mutex_lock(&s->lock);
-    s->running--;
-    remove_active(s, j);
-    if (!skip)
-        s->avg_run_s = s->avg_run_s ? 0.8 * s->avg_run_s + 0.2 * j->run_s : j->run_s;
-    pthread_mutex_unlock(&s->lock);
-
-    pthread_mutex_lock(&j->lock);
     j->status = status;
     j->resp = body;
     j->resp_len = body ? strlen(body) : 0;
@@ -565,90 +568,74 @@ static void run_job(struct srv *s, struct job *j, bool skip)
         MHD_resume_connection(j->conn);
     }
     pthread_mutex_unlock(&j->lock);
+    job_unref(j);
 }
 
-static void *worker_main(void *arg)
+static const struct runner_ops http_runner_ops = {.run = http_run, .done = http_done};
+
+struct watch_set {
+    struct job **jobs;
+    struct pollfd *pfds;
+    size_t n, cap;
+};
+
+/* runner_foreach's callback: collects the live jobs whose client may still hang up. */
+static void watch_collect(struct runner_job *rj, bool running, void *ctx)
 {
-    struct srv *s = arg;
-    for (;;) {
-        pthread_mutex_lock(&s->lock);
-        while (s->count == 0 && !s->stopping)
-            pthread_cond_wait(&s->work, &s->lock);
-        if (s->count == 0) {
-            pthread_mutex_unlock(&s->lock);
-            return NULL;
-        }
-        struct job *j = s->ring[s->head];
-        s->head = (s->head + 1) % s->cfg.queue;
-        s->count--;
-        s->running++;
-        pthread_mutex_unlock(&s->lock);
-
-        pthread_mutex_lock(&j->lock);
-        bool skip = j->client_gone;
-        j->state = J_RUNNING;
-        pthread_mutex_unlock(&j->lock);
-
-        run_job(s, j, skip);
-        job_unref(j);
-    }
+    (void)running;
+    struct watch_set *w = ctx;
+    struct job *j = container_of(rj, struct job, rj);
+    if (w->n >= w->cap || j->fd < 0 || __atomic_load_n(&j->client_gone, __ATOMIC_RELAXED))
+        return;
+    w->jobs[w->n] = job_ref(j);
+    w->pfds[w->n] = (struct pollfd){.fd = j->fd, .events = POLLRDHUP};
+    w->n++;
 }
 
-/* Polls the sockets of queued and running jobs for a hang-up; fires the run's cancel. */
+/* Polls the sockets of queued and running jobs for a hang-up; cancels the run. */
 static void *watchdog_main(void *arg)
 {
     struct srv *s = arg;
-    size_t cap = s->cfg.queue + s->cfg.workers;
-    struct job **jobs = calloc(cap, sizeof(*jobs));
-    struct pollfd *pfds = calloc(cap, sizeof(*pfds));
-    if (!jobs || !pfds) {
+    struct watch_set w = {.cap = s->cfg.queue + s->cfg.workers};
+    w.jobs = calloc(w.cap, sizeof(*w.jobs));
+    w.pfds = calloc(w.cap, sizeof(*w.pfds));
+    if (!w.jobs || !w.pfds) {
         srv_log("error", "watchdog", "out of memory: disconnected clients will not be noticed");
-        free(jobs);
-        free(pfds);
+        free(w.jobs);
+        free(w.pfds);
         return NULL;
     }
     for (;;) {
-        size_t n = 0;
         pthread_mutex_lock(&s->lock);
         bool stop = s->stopping;
-        for (size_t i = 0; i < s->n_active && n < cap; i++) {
-            struct job *j = s->active[i];
-            if (j->fd < 0 || __atomic_load_n(&j->client_gone, __ATOMIC_RELAXED))
-                continue;
-            jobs[n] = job_ref(j);
-            pfds[n].fd = j->fd;
-            pfds[n].events = POLLRDHUP;
-            pfds[n].revents = 0;
-            n++;
-        }
         pthread_mutex_unlock(&s->lock);
-        if (stop) {
-            for (size_t i = 0; i < n; i++)
-                job_unref(jobs[i]);
+        if (stop)
             break;
-        }
-        if (n == 0) {
+        w.n = 0;
+        runner_foreach(s->runner, watch_collect, &w);
+        if (w.n == 0) {
             usleep(SRV_WATCH_MS * 1000);
             continue;
         }
-        int r = poll(pfds, n, SRV_WATCH_MS);
-        for (size_t i = 0; i < n; i++) {
-            struct job *j = jobs[i];
-            if (r > 0 && (pfds[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        int r = poll(w.pfds, w.n, SRV_WATCH_MS);
+        for (size_t i = 0; i < w.n; i++) {
+            struct job *j = w.jobs[i];
+            if (r > 0 && (w.pfds[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
                 pthread_mutex_lock(&j->lock);
                 /* Only while still queued or running is the fd surely still this client's:
                  * the connection stays open until the job is answered. */
-                if ((j->state == J_QUEUED || j->state == J_RUNNING) && !j->client_gone) {
+                bool gone = (j->state == J_QUEUED || j->state == J_RUNNING) && !j->client_gone;
+                if (gone)
                     __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
-                    execbox_cancel_fire(j->cancel);
-                }
                 pthread_mutex_unlock(&j->lock);
+                if (gone) /* a queued job is answered 499 now, a running one is killed */
+                    runner_cancel(s->runner, &j->rj);
             }
             job_unref(j);
         }
     }
-    free(jobs);
-    free(pfds);
+    free(w.jobs);
+    free(w.pfds);
     return NULL;
 }
 
@@ -675,14 +662,14 @@ static bool wants_sse(struct MHD_Connection *c)
 
 static void fill_gauges(struct srv *s, struct srv_gauges *g)
 {
-    pthread_mutex_lock(&s->lock);
-    g->queue_depth = s->count;
-    g->queue_capacity = s->cfg.queue;
-    g->in_flight = s->running;
-    g->workers = s->cfg.workers;
-    g->draining = s->draining;
+    struct runner_stats st;
+    runner_get_stats(s->runner, &st);
+    g->queue_depth = st.queued;
+    g->queue_capacity = st.queue_capacity;
+    g->in_flight = st.running;
+    g->workers = st.workers;
+    g->draining = __atomic_load_n(&s->draining, __ATOMIC_RELAXED);
     g->backend = execbox_executor_backend(s->cfg.exec);
-    pthread_mutex_unlock(&s->lock);
     execbox_executor_pool_stats(s->cfg.exec, &g->pool);
 }
 
@@ -836,7 +823,7 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
         return respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
     if (r < 0)
         return respond_error(j, c, 400, "bad_request", err.msg, field, 0);
-    if (execbox_cancel_new(&j->cancel, &err) < 0)
+    if (runner_job_init(&j->rj, &err) < 0)
         return respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
 
     pthread_mutex_lock(&j->lock);
@@ -933,11 +920,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     pthread_mutex_lock(&j->lock);
     j->conn = NULL;
     j->suspended = false;
-    if (j->state == J_QUEUED || j->state == J_RUNNING) {
-        /* A streaming client hung up mid-run. */
+    bool live = j->state == J_QUEUED || j->state == J_RUNNING;
+    if (live) /* a streaming client hung up mid-run */
         __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
-        execbox_cancel_fire(j->cancel);
-    }
     int status = j->status;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK &&
         (j->client_gone || toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT ||
@@ -947,6 +932,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         status = 499;
     bool accepted = j->accepted;
     pthread_mutex_unlock(&j->lock);
+    if (live)
+        runner_cancel(s->runner, &j->rj);
 
     srv_metrics_status(&s->metrics, status);
     if (j->route == R_EXECUTE)
@@ -955,7 +942,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (accepted) {
         pthread_mutex_lock(&s->lock);
         s->pending--;
-        pthread_cond_broadcast(&s->idle);
         pthread_mutex_unlock(&s->lock);
     }
     job_unref(j);
@@ -974,8 +960,6 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
     s->quiesced_fd = -1;
     srv_metrics_init(&s->metrics);
     pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->work, NULL);
-    pthread_cond_init(&s->idle, NULL);
     unsigned char rnd[4] = {0};
     if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
         uint64_t t = now_ns();
@@ -983,26 +967,14 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
     }
     snprintf(s->id_prefix, sizeof(s->id_prefix), "%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
              rnd[3]);
-    s->ring = calloc(cfg->queue, sizeof(*s->ring));
-    s->active = calloc(cfg->queue + cfg->workers, sizeof(*s->active));
-    s->threads = calloc(cfg->workers, sizeof(*s->threads));
-    if (!s->ring || !s->active || !s->threads) {
+    struct runner_config rc = {.workers = (unsigned)cfg->workers, .queue = cfg->queue};
+    int r = runner_new(&rc, &http_runner_ops, s, &s->runner, err);
+    if (r < 0) {
         close(cfg->listen_fd);
-        s->cfg.listen_fd = -1;
         srv_stop(s);
-        return -ENOMEM;
+        return r;
     }
-    for (size_t i = 0; i < cfg->workers; i++) {
-        int r = pthread_create(&s->threads[i], NULL, worker_main, s);
-        if (r) {
-            close(cfg->listen_fd);
-            srv_stop(s);
-            snprintf(err->msg, sizeof(err->msg), "cannot start a worker: %s", strerror(r));
-            return -r;
-        }
-        s->n_threads++;
-    }
-    int r = pthread_create(&s->watchdog, NULL, watchdog_main, s);
+    r = pthread_create(&s->watchdog, NULL, watchdog_main, s);
     if (r) {
         close(cfg->listen_fd);
         srv_stop(s);
@@ -1032,6 +1004,7 @@ void srv_quiesce(struct srv *s)
     pthread_mutex_lock(&s->lock);
     __atomic_store_n(&s->draining, true, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->lock);
+    runner_drain(s->runner);
     if (s->daemon) {
         MHD_socket fd = MHD_quiesce_daemon(s->daemon);
         if (fd != MHD_INVALID_SOCKET) {
@@ -1047,21 +1020,25 @@ void srv_quiesce(struct srv *s)
 
 bool srv_idle(struct srv *s)
 {
+    struct runner_stats st;
+    runner_get_stats(s->runner, &st);
     pthread_mutex_lock(&s->lock);
-    bool idle = s->count == 0 && s->running == 0 && s->pending == 0;
+    bool idle = st.queued == 0 && st.running == 0 && s->pending == 0;
     pthread_mutex_unlock(&s->lock);
     return idle;
 }
 
+static void mark_gone(struct runner_job *rj, bool running, void *ctx)
+{
+    (void)running;
+    (void)ctx;
+    __atomic_store_n(&container_of(rj, struct job, rj)->client_gone, true, __ATOMIC_RELAXED);
+}
+
 void srv_cancel_all(struct srv *s)
 {
-    pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < s->n_active; i++) {
-        struct job *j = s->active[i];
-        __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
-        execbox_cancel_fire(j->cancel);
-    }
-    pthread_mutex_unlock(&s->lock);
+    runner_foreach(s->runner, mark_gone, NULL);
+    runner_cancel_all(s->runner);
 }
 
 void srv_stop(struct srv *s)
@@ -1074,18 +1051,11 @@ void srv_stop(struct srv *s)
         close(s->quiesced_fd);
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
-    pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->lock);
-    for (size_t i = 0; i < s->n_threads; i++)
-        pthread_join(s->threads[i], NULL);
     if (s->watchdog_started)
         pthread_join(s->watchdog, NULL);
-    pthread_cond_destroy(&s->work);
-    pthread_cond_destroy(&s->idle);
+    s->runner = runner_free(s->runner);
     pthread_mutex_destroy(&s->lock);
     srv_metrics_destroy(&s->metrics);
-    free(s->ring);
-    free(s->active);
-    free(s->threads);
     free(s);
 }

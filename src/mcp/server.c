@@ -5,12 +5,13 @@
  *  - The main thread reads stdin, splits it into newline-delimited JSON-RPC frames (bounded),
  *    answers initialize, ping and tools/list itself, queues tools/call as jobs, and handles
  *    notifications/cancelled. It also watches a self-pipe written by the SIGTERM/SIGINT handler.
- *  - A pool of worker threads runs the queued jobs (execbox_executor_run is thread-safe), so
- *    pipelined calls run in parallel up to --jobs; each reply carries its request's id.
+ *  - The surfaces' shared job runner (common/runner.h) runs the queued calls on its worker
+ *    threads (execbox_executor_run is thread-safe), so pipelined calls run in parallel up to
+ *    --jobs; each reply carries its request's id, which is the job's key in the runner.
  *  - Every frame goes out through send_frame(), which holds write_lock for the whole line: one
  *    writer at a time, so frames never interleave. stdout carries frames only; fd 1 is pointed
  *    at stderr at start so nothing else can write protocol bytes by accident.
- *  - s->lock guards the job list, the queue counters, batches and the negotiated version.
+ *  - s->lock guards batches, the stop flag and the negotiated version; the runner has its own.
  *
  * Lifecycle: on EOF of stdin the server stops reading, lets queued and running calls finish
  * (each is bounded by its timeout), writes their replies and exits 0. On SIGTERM or SIGINT, or
@@ -34,6 +35,7 @@
 #include "common/cliopts.h"
 #include "common/io.h"
 #include "common/jsonrpc.h"
+#include "common/runner.h"
 #include "execbox/execbox.h"
 #include "mcp.h"
 
@@ -67,16 +69,14 @@ struct batch {
 };
 
 struct job {
-    struct job *next;
-    json_t *id; /* a private deep copy: jobs travel between threads */
+    struct runner_job rj; /* key: id; cost: code_len */
+    json_t *id;           /* a private deep copy: jobs travel between threads */
     struct batch *batch;
     char *code;
     size_t code_len;
     char *language;
     struct execbox_policy policy;
-    struct execbox_cancel *cancel;
-    bool running;
-    bool cancelled;
+    json_t *result; /* the tool result, from the run to its reply */
 };
 
 struct server {
@@ -94,14 +94,11 @@ struct server {
     pthread_mutex_t write_lock; /* one frame at a time on out_fd */
     bool out_broken;            /* under write_lock */
 
+    struct runner *runner; /* the calls: queued, running; --jobs workers */
+
     pthread_mutex_t lock;
-    pthread_cond_t work; /* a job was queued, or the state changed */
-    struct job *jobs;    /* queued and running calls, oldest first */
-    unsigned n_jobs, n_running;
-    size_t code_bytes; /* sum of the jobs' code_len */
-    bool draining;     /* EOF: finish what is queued, accept nothing new */
-    bool stopping;     /* signal or broken output: cancel everything */
-    char version[16];  /* negotiated protocol version; "" before initialize */
+    bool stopping;    /* signal or broken output: cancel everything */
+    char version[16]; /* negotiated protocol version; "" before initialize */
 };
 
 /* Written by the signal handler, read by the main loop: the only global, as a handler has no
@@ -215,138 +212,88 @@ static void job_free(struct job *j)
     json_decref(j->id);
     free(j->code);
     free(j->language);
-    execbox_cancel_free(j->cancel);
+    json_decref(j->result);
+    runner_job_release(&j->rj);
     free(j);
 }
 
-/* Unlinks j from the job list. Caller holds s->lock. */
-static void job_unlink(struct server *s, struct job *j)
+static bool id_equal(const void *a, const void *b)
 {
-    for (struct job **p = &s->jobs; *p; p = &(*p)->next)
-        if (*p == j) {
-            *p = j->next;
-            s->n_jobs--;
-            s->code_bytes -= j->code_len;
-            return;
-        }
-}
-
-static struct job *job_find(struct server *s, const json_t *id)
-{
-    for (struct job *j = s->jobs; j; j = j->next)
-        if (json_equal(j->id, (json_t *)id))
-            return j;
-    return NULL;
+    return json_equal((json_t *)a, (json_t *)b);
 }
 
 /* Cancels everything: queued jobs are dropped unanswered, running ones are killed. */
 static void request_stop(struct server *s)
 {
-    struct job *dropped = NULL;
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
-    for (struct job **p = &s->jobs; *p;) {
-        struct job *j = *p;
-        if (j->running) {
-            j->cancelled = true;
-            execbox_cancel_fire(j->cancel);
-            p = &j->next;
-        } else {
-            *p = j->next;
-            s->n_jobs--;
-            s->code_bytes -= j->code_len;
-            j->next = dropped;
-            dropped = j;
-        }
-    }
-    pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->lock);
+    runner_cancel_all(s->runner);
     /* Wake the main loop if it is waiting for input (a worker saw stdout go away). */
     char c = 0;
     if (wake_fd >= 0)
         (void)!write(wake_fd, &c, 1);
-    while (dropped) {
-        struct job *j = dropped;
-        dropped = j->next;
+}
+
+/* The runner's run(): one call, on a worker thread. */
+static bool mcp_run(struct runner_job *rj, void *ud)
+{
+    struct server *s = ud;
+    struct job *j = container_of(rj, struct job, rj);
+    char idt[64];
+    id_text(j->id, idt, sizeof(idt));
+    struct execbox_request req = {
+        .language = j->language,
+        .code = j->code,
+        .code_len = j->code_len,
+        .policy = &j->policy,
+        .cancel = j->rj.cancel,
+        .inline_files_max = s->inline_max,
+    };
+    struct execbox_result *res = NULL;
+    struct execbox_error err = {0};
+    if (s->verbose)
+        logmsg("call %s: running %zu bytes of %s", idt, j->code_len,
+               j->language ? j->language : "python");
+    if (execbox_executor_run(s->ex, &req, &res, &err) < 0) {
+        char msg[320];
+        snprintf(msg, sizeof(msg), "execbox could not run the code: %s", err.msg);
+        j->result = mcp_tool_error(msg);
+    } else {
+        j->result = mcp_render_result(res, j->policy.timeout, MCP_IMAGES_BUDGET);
+        if (s->verbose)
+            logmsg("call %s: exit_code %d in %.3f s", idt, res->exit_code, res->execution_time);
+        execbox_result_free(res);
+    }
+    return true;
+}
+
+/* The runner's done(): the id is free again by now; answers the call, unless it was
+ * cancelled (MCP: the receiver of a cancellation should not answer the cancelled request). */
+static void mcp_done(struct runner_job *rj, enum runner_end end, void *ud)
+{
+    struct server *s = ud;
+    struct job *j = container_of(rj, struct job, rj);
+    if (end != RUNNER_RAN) {
+        if (s->verbose && end == RUNNER_CANCELLED) {
+            char idt[64];
+            id_text(j->id, idt, sizeof(idt));
+            logmsg("call %s: cancelled, not answered", idt);
+        }
         if (j->batch)
             batch_put(s, j->batch, NULL);
-        job_free(j);
+    } else {
+        json_t *m = j->result ? jrpc_result_new(j->id, j->result)
+                              : jrpc_error_new(j->id, JRPC_INTERNAL_ERROR,
+                                               "out of memory rendering the result", NULL);
+        j->result = NULL; /* stolen by the reply */
+        reply(s, j->batch, m);
     }
+    job_free(j);
 }
 
-static void *worker(void *arg)
-{
-    struct server *s = arg;
-    pthread_mutex_lock(&s->lock);
-    for (;;) {
-        struct job *j = NULL;
-        for (struct job *k = s->jobs; k && !s->stopping; k = k->next)
-            if (!k->running) {
-                j = k;
-                break;
-            }
-        if (!j) {
-            if (s->stopping || (s->draining && s->n_jobs == 0))
-                break;
-            pthread_cond_wait(&s->work, &s->lock);
-            continue;
-        }
-        j->running = true;
-        s->n_running++;
-        pthread_mutex_unlock(&s->lock);
-
-        char idt[64];
-        id_text(j->id, idt, sizeof(idt));
-        struct execbox_request req = {
-            .language = j->language,
-            .code = j->code,
-            .code_len = j->code_len,
-            .policy = &j->policy,
-            .cancel = j->cancel,
-            .inline_files_max = s->inline_max,
-        };
-        struct execbox_result *res = NULL;
-        struct execbox_error err = {0};
-        json_t *result = NULL;
-        if (s->verbose)
-            logmsg("call %s: running %zu bytes of %s", idt, j->code_len,
-                   j->language ? j->language : "python");
-        if (execbox_executor_run(s->ex, &req, &res, &err) < 0) {
-            char msg[320];
-            snprintf(msg, sizeof(msg), "execbox could not run the code: %s", err.msg);
-            result = mcp_tool_error(msg);
-        } else {
-            result = mcp_render_result(res, j->policy.timeout, MCP_IMAGES_BUDGET);
-            if (s->verbose)
-                logmsg("call %s: exit_code %d in %.3f s", idt, res->exit_code, res->execution_time);
-            execbox_result_free(res);
-        }
-
-        pthread_mutex_lock(&s->lock);
-        bool cancelled = j->cancelled;
-        job_unlink(s, j);
-        s->n_running--;
-        pthread_cond_broadcast(&s->work);
-        pthread_mutex_unlock(&s->lock);
-        if (cancelled) {
-            /* MCP: the receiver of a cancellation should not answer the cancelled request. */
-            if (s->verbose)
-                logmsg("call %s: cancelled, not answered", idt);
-            json_decref(result);
-            if (j->batch)
-                batch_put(s, j->batch, NULL);
-        } else {
-            json_t *m = result ? jrpc_result_new(j->id, result)
-                               : jrpc_error_new(j->id, JRPC_INTERNAL_ERROR,
-                                                "out of memory rendering the result", NULL);
-            reply(s, j->batch, m);
-        }
-        job_free(j);
-        pthread_mutex_lock(&s->lock);
-    }
-    pthread_mutex_unlock(&s->lock);
-    return NULL;
-}
+static const struct runner_ops mcp_runner_ops = {
+    .run = mcp_run, .done = mcp_done, .key_equal = id_equal};
 
 /* ---- methods --------------------------------------------------------------------------------- */
 
@@ -491,7 +438,7 @@ static json_t *do_tools_call(struct server *s, json_t *id, json_t *params, struc
                               "tools/call: params.arguments must be an object", NULL);
 
     struct job *j = calloc(1, sizeof(*j));
-    if (!j || execbox_cancel_new(&j->cancel, NULL) < 0 || !(j->id = json_deep_copy(id))) {
+    if (!j || runner_job_init(&j->rj, NULL) < 0 || !(j->id = json_deep_copy(id))) {
         job_free(j);
         return jrpc_error_new(id, JRPC_INTERNAL_ERROR, "out of memory", NULL);
     }
@@ -517,29 +464,18 @@ static json_t *do_tools_call(struct server *s, json_t *id, json_t *params, struc
         return jrpc_result_new(id, mcp_tool_error(msg));
     }
 
-    pthread_mutex_lock(&s->lock);
-    json_t *refused = NULL;
-    if (job_find(s, id)) {
-        refused = jrpc_error_new(id, JRPC_INVALID_REQUEST,
-                                 "invalid request: the id is in use by a call in progress", NULL);
-    } else if (s->n_jobs >= s->n_workers + MCP_MAX_PENDING ||
-               j->code_len > MCP_CODE_BYTES_MAX - s->code_bytes) {
-        refused = jrpc_error_new(id, JRPC_SERVER_BUSY,
-                                 "server busy: too many calls in progress; retry later", NULL);
-    } else {
-        j->batch = b;
-        struct job **p = &s->jobs;
-        while (*p)
-            p = &(*p)->next;
-        *p = j;
-        s->n_jobs++;
-        s->code_bytes += j->code_len;
-        pthread_cond_signal(&s->work);
-    }
-    pthread_mutex_unlock(&s->lock);
-    if (refused)
-        job_free(j);
-    return refused;
+    j->batch = b;
+    j->rj.key = j->id;
+    j->rj.cost = j->code_len;
+    int r2 = runner_submit(s->runner, &j->rj);
+    if (r2 == 0)
+        return NULL; /* the reply comes from mcp_done() */
+    job_free(j);
+    if (r2 == -EEXIST)
+        return jrpc_error_new(id, JRPC_INVALID_REQUEST,
+                              "invalid request: the id is in use by a call in progress", NULL);
+    return jrpc_error_new(id, JRPC_SERVER_BUSY,
+                          "server busy: too many calls in progress; retry later", NULL);
 }
 
 static void do_cancelled(struct server *s, json_t *params)
@@ -550,25 +486,10 @@ static void do_cancelled(struct server *s, json_t *params)
     const char *reason = json_string_value(json_object_get(params, "reason"));
     char idt[64];
     id_text(rid, idt, sizeof(idt));
-    struct job *dropped = NULL;
-    pthread_mutex_lock(&s->lock);
-    struct job *j = job_find(s, rid);
-    if (j && j->running) {
-        j->cancelled = true;
-        execbox_cancel_fire(j->cancel); /* the worker sees the run end and stays silent */
-    } else if (j) {
-        job_unlink(s, j);
-        dropped = j;
-    }
-    pthread_mutex_unlock(&s->lock);
-    if (j)
+    /* A running call is killed and mcp_done() stays silent; a queued one is dropped. */
+    if (runner_cancel_key(s->runner, rid) != RUNNER_NOT_LIVE)
         logmsg("call %s cancelled by the client%s%.100s", idt, reason ? ": " : "",
                reason ? reason : "");
-    if (dropped) {
-        if (dropped->batch)
-            batch_put(s, dropped->batch, NULL);
-        job_free(dropped);
-    }
 }
 
 static json_t *do_request(struct server *s, const struct jrpc_msg *msg, struct batch *b)
@@ -883,24 +804,19 @@ static int serve(struct server *s, int sig_rd)
 /* After EOF: waits for the calls in progress, still honouring a signal. */
 static void drain(struct server *s, int sig_rd)
 {
-    pthread_mutex_lock(&s->lock);
-    s->draining = true;
-    pthread_cond_broadcast(&s->work);
-    unsigned left = s->n_jobs;
-    pthread_mutex_unlock(&s->lock);
-    if (left)
-        logmsg("end of input: finishing %u call(s) in progress", left);
-    while (left) {
+    runner_drain(s->runner);
+    struct runner_stats st;
+    runner_get_stats(s->runner, &st);
+    if (st.queued + st.running)
+        logmsg("end of input: finishing %zu call(s) in progress", st.queued + st.running);
+    while (runner_wait_idle(s->runner, MCP_DRAIN_POLL_MS) < 0) {
         struct pollfd pf = {.fd = sig_rd, .events = POLLIN};
-        if (poll(&pf, 1, MCP_DRAIN_POLL_MS) > 0) {
+        if (poll(&pf, 1, 0) > 0) {
             char c = 0;
             if (read(sig_rd, &c, 1) == 1)
                 logmsg("%s: cancelling calls in progress", c ? strsignal(c) : "stop");
             request_stop(s);
         }
-        pthread_mutex_lock(&s->lock);
-        left = s->n_jobs;
-        pthread_mutex_unlock(&s->lock);
     }
 }
 
@@ -1039,41 +955,34 @@ int cmd_mcp(int argc, char **argv)
 
     pthread_mutex_init(&s.lock, NULL);
     pthread_mutex_init(&s.write_lock, NULL);
-    pthread_cond_init(&s.work, NULL);
-    pthread_t threads[MCP_MAX_JOBS];
-    unsigned started = 0;
-    for (; started < s.n_workers; started++)
-        if (pthread_create(&threads[started], NULL, worker, &s) != 0)
-            break;
-    if (started == 0) {
-        fprintf(stderr, "execbox mcp: cannot start worker threads\n");
+    struct runner_config rc = {
+        .workers = s.n_workers, .queue = MCP_MAX_PENDING, .max_cost = MCP_CODE_BYTES_MAX};
+    struct execbox_error rerr = {0};
+    if (runner_new(&rc, &mcp_runner_ops, &s, &s.runner, &rerr) < 0) {
+        fprintf(stderr, "execbox mcp: %s\n", rerr.msg);
     } else {
         logmsg("ready: backend '%s', %u parallel call(s), timeout %g s, tools:%s%s%s%s",
-               execbox_executor_backend(s.ex), started, s.policy.timeout, " ", s.tools[0].name,
+               execbox_executor_backend(s.ex), s.n_workers, s.policy.timeout, " ", s.tools[0].name,
                s.n_tools > 1 ? " " : "", s.n_tools > 1 ? s.tools[1].name : "");
         if (serve(&s, sig_pipe[0]))
             drain(&s, sig_pipe[0]);
         request_stop(&s);
         status = 0;
-    }
-    /* The runs are cancelled by now, but a worker can still be blocked writing a reply to a
-     * client that stopped reading. Wait a bounded time, then leave without it. */
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += MCP_STOP_GRACE_S;
-    for (unsigned i = 0; i < started; i++)
-        if (pthread_timedjoin_np(threads[i], NULL, &deadline) != 0) {
+        /* The runs are cancelled by now, but a worker can still be blocked writing a reply to
+         * a client that stopped reading. Wait a bounded time, then leave without it. */
+        if (runner_stop(s.runner, MCP_STOP_GRACE_S * 1000) < 0) {
             logmsg("a reply is still blocked on stdout after %d s; exiting without it",
                    MCP_STOP_GRACE_S);
             fflush(stderr);
             _exit(status); /* the thread still uses s, so no cleanup can run */
         }
+        s.runner = runner_free(s.runner);
+    }
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     wake_fd = -1;
     close(sig_pipe[0]);
     close(sig_pipe[1]);
-    pthread_cond_destroy(&s.work);
     pthread_mutex_destroy(&s.write_lock);
     pthread_mutex_destroy(&s.lock);
 out:

@@ -1,0 +1,8 @@
+# SPDX-License-Identifier: MIT
+# What the surfaces (serve, mcp) share in src/common/, as cmocka unit tests.
+add_executable(test_runner unit/test_runner.c ${PROJECT_SOURCE_DIR}/src/common/runner.c
+                           ${PROJECT_SOURCE_DIR}/src/common/io.c)
+target_include_directories(test_runner PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(test_runner PRIVATE execbox Threads::Threads PkgConfig::CMOCKA)
+add_test(NAME unit.runner COMMAND test_runner)
+set_tests_properties(unit.runner PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
