@@ -681,11 +681,17 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
             return r;
         eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "code", NULL, 0, code_ro);
     } else {
+        /* The program gets a tmpfs of its own, sized for it (the root is too small for a
+         * program of up to EXECBOX_CODE_MAX), read-only once written. */
+        snprintf(opts, sizeof(opts), "size=%zu,nr_inodes=16,mode=0755",
+                 run->code_len + (64U << 10));
+        eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "code", opts, 0, -1);
         eb_plan_add(&dyn, EB_MOP_FILE, NULL, guest_code + 1, NULL, 0, -1);
         /* The program text is not copied into the plan: the child reads it from its copy of
          * our memory. */
         dyn.ops[dyn.n - 1].data = run->code;
         dyn.ops[dyn.n - 1].len = run->code_len;
+        eb_plan_add(&dyn, EB_MOP_RDONLY, NULL, "code", NULL, 0, -1);
     }
     if (dyn.overflow)
         return eb_error_set(err, -E2BIG, "mount plan too large");

@@ -272,6 +272,10 @@ static int run_op(const struct eb_mop *o)
         return syscall(SYS_fchownat, AT_FDCWD, o->dst, o->uid, o->gid, AT_SYMLINK_NOFOLLOW) < 0
                    ? -errno
                    : 0;
+    case EB_MOP_RDONLY:
+        return setattr(o->dst, 0,
+                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                           MOUNT_ATTR_NOEXEC);
     case EB_MOP_PROC:
         /* Shows only our pid namespace's processes. */
         return mount("proc", o->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? -errno

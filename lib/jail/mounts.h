@@ -22,6 +22,7 @@ enum eb_mop_type {
     EB_MOP_ATTACH,   /* move the detached mount fd onto dst */
     EB_MOP_PROC,     /* a fresh proc for our pid namespace on dst */
     EB_MOP_CHOWN,    /* give dst (not following links) to uid:gid */
+    EB_MOP_RDONLY,   /* make the mount on dst read-only, nosuid, nodev, noexec */
 };
 
 struct eb_mop {

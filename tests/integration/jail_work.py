@@ -59,6 +59,19 @@ class JailWork(Tests):
         finally:
             shutil.rmtree(ws)
 
+    def test_large_code_runs(self):
+        # The documented code limit (16 MiB) holds in every mode: a program is not written into
+        # the sandbox's small root (1.1 MB failed there with "no space left on device").
+        for size in (1100 * 1000, 15 * 1000 * 1000):
+            with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+                f.write("x = '" + "a" * size + "'\nprint(len(x))\n")
+            try:
+                res, p = run_json(["-b", "jail", f.name], timeout=120)
+            finally:
+                os.unlink(f.name)
+            assert res["exit_code"] == 0, (size, res["exit_code"], res["stderr"][-500:])
+            assert res["stdout"] == f"{size}\n", (size, res["stdout"][:200])
+
     def test_multiprocessing(self):
         # POSIX semaphores live in /dev/shm, which must stay writable under Landlock.
         r = jail("import multiprocessing as mp\nwith mp.Pool(2) as p: print(p.map(abs, [-1, -2]))")
