@@ -49,8 +49,24 @@ int eb_child_rlimits(uint64_t file_size, uint64_t cpu_seconds, int memory_rlimit
     return r;
 }
 
-/* Direct children of this process, from /proc (CONFIG_PROC_CHILDREN). */
-static int read_children(pid_t *pids, int max)
+/* SIGKILLs one direct child of ours and its process group, where it leads one. The pid is
+ * pinned by a pidfd first; a child of ours cannot be reused before we reap it anyway, so its
+ * group id (the same number) names only its group. */
+static int kill_child(pid_t kid, void *arg)
+{
+    (void)arg;
+    kill(-kid, SIGKILL);
+    int pfd = (int)syscall(SYS_pidfd_open, kid, 0);
+    if (pfd >= 0) {
+        syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+        close(pfd);
+    }
+    return 0;
+}
+
+/* SIGKILLs every direct child of this process, read from /proc (CONFIG_PROC_CHILDREN) to
+ * EOF: the whole list, never a cut-off last number. */
+static void kill_children(void)
 {
     char path[64] = "/proc/self/task/";
     /* Format our pid by hand: snprintf is not async-signal-safe. */
@@ -64,28 +80,9 @@ static int read_children(pid_t *pids, int max)
     memcpy(path + n, "/children", 10);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
-    char buf[4096];
-    ssize_t len = eb_read_full(fd, buf, sizeof(buf) - 1);
+        return;
+    (void)eb_read_pids(fd, EB_PIDS_MAX, kill_child, NULL);
     close(fd);
-    if (len < 0)
-        return -1;
-    int count = 0;
-    pid_t cur = 0;
-    bool in = false;
-    for (ssize_t i = 0; i < len && count < max; i++) {
-        if (buf[i] >= '0' && buf[i] <= '9') {
-            cur = cur * 10 + (buf[i] - '0');
-            in = true;
-        } else if (in) {
-            pids[count++] = cur;
-            cur = 0;
-            in = false;
-        }
-    }
-    if (in && count < max)
-        pids[count++] = cur;
-    return count;
 }
 
 /* Kills every descendant and reaps until none is left, recording the guest's status. */
@@ -96,12 +93,7 @@ static void kill_everything(pid_t guest, int *guest_status, bool *guest_done)
             /* pid 1 of our own pid namespace: -1 reaches exactly the sandbox's processes. */
             kill(-1, SIGKILL);
         } else {
-            pid_t kids[512];
-            int n = read_children(kids, 512);
-            for (int i = 0; i < n; i++) {
-                kill(-kids[i], SIGKILL); /* its process group, where it leads one */
-                kill(kids[i], SIGKILL);
-            }
+            kill_children();
         }
         int st;
         pid_t w = waitpid(-1, &st, __WALL);
@@ -117,11 +109,11 @@ static void kill_everything(pid_t guest, int *guest_status, bool *guest_done)
     }
 }
 
-void eb_close_all_except(const int *keep, int n)
+int eb_close_all_except(const int *keep, int n)
 {
     int sorted[EB_KEEP_FDS_MAX];
-    if (n > EB_KEEP_FDS_MAX)
-        n = EB_KEEP_FDS_MAX; /* callers size their lists by EB_KEEP_FDS_MAX */
+    if (n < 0 || n > EB_KEEP_FDS_MAX)
+        return -E2BIG; /* never drop an fd the caller needs: closing nothing, say so */
     memcpy(sorted, keep, (size_t)n * sizeof(int));
     /* insertion sort: qsort is not on the async-signal-safe list */
     for (int i = 1; i < n; i++)
@@ -138,7 +130,9 @@ void eb_close_all_except(const int *keep, int n)
             syscall(SYS_close_range, lo, (unsigned)sorted[i] - 1, 0U);
         lo = (unsigned)sorted[i] + 1;
     }
-    syscall(SYS_close_range, lo, ~0U, 0U);
+    if (syscall(SYS_close_range, lo, ~0U, 0U) < 0)
+        return -errno;
+    return 0;
 }
 
 void eb_init_loop(pid_t guest, int sfd, int status_fd, int ctl_fd)

@@ -104,7 +104,11 @@ void eb_init_main(const struct eb_init *in)
                   g->stderr_fd,
                   g->status_fd,
                   g->pass_fd3 ? g->fd3 : -1};
-    eb_close_all_except(keep, (int)ARRAY_SIZE(keep));
+    int cr = eb_close_all_except(keep, (int)ARRAY_SIZE(keep));
+    if (cr < 0) {
+        eb_child_send_error(in->status_fd, cr, "close the host's fds");
+        _exit(1);
+    }
 
     /* SIGCHLD through a signalfd so that one poll() waits for the guest and for the parent's
      * kill request at once. */

@@ -66,9 +66,10 @@ struct eb_init {
 
 #define EB_KEEP_FDS_MAX 16
 
-/* Closes every fd, the standard ones included, but those in keep (negative entries ignored;
- * at most EB_KEEP_FDS_MAX). Async-signal-safe. */
-void eb_close_all_except(const int *keep, int n);
+/* Closes every fd, the standard ones included, but those in keep (negative entries ignored).
+ * More than EB_KEEP_FDS_MAX entries: closes nothing and returns -E2BIG (a caller must fail,
+ * never run with fds silently dropped or kept). 0 or -errno. Async-signal-safe. */
+int eb_close_all_except(const int *keep, int n);
 
 /* Runs in the sandbox's init process: forks the guest, reaps, kills all when the guest exits
  * or ctl_fd fires, sends EB_MSG_EXIT, then _exit(0). When not pid 1 it must already be a

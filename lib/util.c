@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* util.c - EINTR-safe I/O, small file helpers, safe tree removal. */
 #include "util.h"
+#include <stdbool.h>
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -119,4 +120,50 @@ const char *eb_tmp_dir(void)
 {
     const char *t = secure_getenv("TMPDIR");
     return t && t[0] == '/' ? t : "/tmp";
+}
+
+int eb_read_pids(int fd, unsigned long max, int (*fn)(pid_t pid, void *arg), void *arg)
+{
+    char buf[512];
+    unsigned long count = 0;
+    long cur = 0;
+    int digits = 0;
+    bool bad = false; /* the current token is not a plain number */
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        for (ssize_t i = 0; i <= n; i++) {
+            bool end = i == n; /* n == 0: EOF ends the last token */
+            if (end && n > 0)
+                break;
+            char ch = end ? ' ' : buf[i];
+            if (ch >= '0' && ch <= '9') {
+                if (++digits > 9)
+                    bad = true;
+                else
+                    cur = cur * 10 + (ch - '0');
+                continue;
+            }
+            if (ch != ' ' && ch != '\n' && ch != '\t') {
+                bad = true;
+                continue;
+            }
+            if (digits > 0 && !bad && cur > 0) {
+                if (count >= max)
+                    return -E2BIG;
+                count++;
+                int r = fn((pid_t)cur, arg);
+                if (r < 0)
+                    return r;
+            }
+            cur = 0;
+            digits = 0;
+            bad = false;
+        }
+        if (n == 0)
+            return (int)(count > INT32_MAX ? INT32_MAX : count);
+    }
 }

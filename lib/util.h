@@ -61,6 +61,14 @@ ssize_t eb_read_full(int fd, void *buf, size_t len);
 /* Reads a whole small file (at most max bytes, else -EFBIG) into a NUL-terminated buffer. */
 int eb_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
 
+/* Reads a kernel list of pids (cgroup.procs, /proc/.../children: decimal numbers separated by
+ * white space) from fd to EOF, in small chunks, and calls fn for each complete number: a number
+ * is taken only once a separator or EOF ends it, never a cut-off one, never one that does not
+ * fit a pid (more than 9 digits, or 0). Stops after max numbers (returns -E2BIG) or when fn
+ * returns < 0 (returns that). Returns how many were passed to fn, or -errno on a read error.
+ * Allocates nothing: async-signal-safe. */
+int eb_read_pids(int fd, unsigned long max, int (*fn)(pid_t pid, void *arg), void *arg);
+
 /* Writes buf to path (created 0600, O_EXCL unless truncate). 0 or -errno. */
 int eb_write_file(const char *path, const void *buf, size_t len, int mode);
 

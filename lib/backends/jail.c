@@ -375,6 +375,17 @@ struct child_ctx {
     const char *writable[4];
 };
 
+/* Adds fd (if >= 0) to the child's keep list; past EB_KEEP_FDS_MAX only counts, so that the
+ * parent fails before the clone instead of the list overflowing or an fd being dropped. */
+static void keep_fd(struct child_ctx *c, int fd)
+{
+    if (fd < 0)
+        return;
+    if (c->n_keep < EB_KEEP_FDS_MAX)
+        c->keep_fds[c->n_keep] = fd;
+    c->n_keep++;
+}
+
 __attribute__((noreturn)) static void child_fail(const struct child_ctx *c, int code,
                                                  const char *what)
 {
@@ -422,8 +433,9 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
     /* Close every fd but ours: in a threaded host the table holds the host's sockets and other
      * runs' pipes too; an init that kept another run's pipe (cloned while that run was between
      * pipe2 and its own clone) would delay that run's EOF until this one ends. */
-    eb_close_all_except(c->keep_fds, c->n_keep);
-    int r;
+    int r = eb_close_all_except(c->keep_fds, c->n_keep);
+    if (r < 0)
+        child_fail(c, r, "close the host's fds");
     if (!j->userns.root_mode) {
         /* Unprivileged: the user namespace came with clone3; map ourselves to 1000 first so
          * that the files we create in the new root have an owner. */
@@ -774,11 +786,9 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     guest.pre_exec_arg = &ctx;
     int keep[] = {in_fd, fds[1], fds[3], fds[5], fds[6], fds[8], fds[10], sb->ws_fd, code_ro};
     for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
-        if (keep[i] >= 0)
-            ctx.keep_fds[ctx.n_keep++] = keep[i];
+        keep_fd(&ctx, keep[i]);
     for (int i = 0; i < EB_CG_N; i++)
-        if (sb->cg.procs_fd[i] >= 0)
-            ctx.keep_fds[ctx.n_keep++] = sb->cg.procs_fd[i];
+        keep_fd(&ctx, sb->cg.procs_fd[i]);
     ctx.init.guest_setup = guest_setup;
     ctx.init.guest_setup_arg = &ctx;
 
@@ -789,9 +799,14 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     netns_fd = eb_netns_take(j->pool);
     if (netns_fd >= 0) {
         ctx.netns_fd = netns_fd;
-        ctx.keep_fds[ctx.n_keep++] = netns_fd;
+        keep_fd(&ctx, netns_fd);
     } else
         flags |= CLONE_NEWNET;
+    if (ctx.n_keep > EB_KEEP_FDS_MAX) {
+        r = eb_error_set(err, -E2BIG, "the sandbox's init needs %d fds, more than %d", ctx.n_keep,
+                         EB_KEEP_FDS_MAX);
+        goto out;
+    }
     pid_t pid = eb_clone_ns(flags, &pidfd);
     if (pid < 0) {
         r = eb_error_set(err, -errno, "clone3 into new namespaces: %s", execbox_strerror(-errno));

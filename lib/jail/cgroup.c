@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../error.h"
+#include "../limits.h"
 #include "../util.h"
 
 static const char *const ctrl_name[EB_CG_N] = {"memory", "pids", "cpu", "cpuacct"};
@@ -319,6 +321,35 @@ int eb_cgroup_join(struct eb_cgroup *cg)
     return r;
 }
 
+struct kill_member {
+    const char *name; /* "/<the run's cgroup name>" */
+};
+
+/* SIGKILLs pid if it is still in our cgroup: pinned by a pidfd first, then checked, then
+ * signalled through the pidfd, so that a pid that exited and was reused by a host process
+ * after the list was read is never killed. */
+static int kill_member(pid_t pid, void *arg)
+{
+    const struct kill_member *km = arg;
+    if (pid <= 1)
+        return 0;
+    _cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pfd < 0)
+        return 0; /* gone already */
+    char p[64], *text = NULL;
+    snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+    if (eb_read_file(p, 1U << 16, &text, NULL) < 0)
+        return 0;
+    size_t n = strlen(km->name);
+    bool member = false;
+    for (const char *h = strstr(text, km->name); h && !member; h = strstr(h + 1, km->name))
+        member = h[n] == '\n' || h[n] == '/' || h[n] == '\0';
+    free(text);
+    if (member)
+        syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+    return 0;
+}
+
 void eb_cgroup_kill(const struct eb_cgroup *cg)
 {
     if (!cg->root || cg->root->version == 0)
@@ -331,19 +362,16 @@ void eb_cgroup_kill(const struct eb_cgroup *cg)
     for (int c = 0; c < EB_CG_N; c++) {
         if (!cg->dir[c][0])
             continue;
+        struct kill_member km = {.name = strrchr(cg->dir[c], '/')};
+        if (!km.name)
+            continue;
         for (int round = 0; round < 8; round++) {
-            char buf[8192];
-            if (read_small(cg->dir[c], "cgroup.procs", buf, sizeof(buf)) < 0 || !buf[0])
+            char p[EXECBOX_PATH_MAX + 32];
+            snprintf(p, sizeof(p), "%s/cgroup.procs", cg->dir[c]);
+            _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            /* The whole list, to EOF: a pids cap may allow up to EB_PIDS_MAX tasks. */
+            if (fd < 0 || eb_read_pids(fd, EB_PIDS_MAX, kill_member, &km) <= 0)
                 break;
-            for (char *p = buf; *p;) {
-                long pid = strtol(p, &p, 10);
-                if (pid > 1)
-                    kill((pid_t)pid, SIGKILL);
-                while (*p == '\n')
-                    p++;
-                if (pid <= 0)
-                    break;
-            }
         }
         return;
     }

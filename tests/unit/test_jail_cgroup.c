@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -254,6 +257,121 @@ static void test_nothing_usable(void **state)
     eb_cgroup_destroy(&cg);
 }
 
+static pid_t sleeper(void)
+{
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        for (;;)
+            pause();
+    }
+    return p;
+}
+
+static bool alive(pid_t p)
+{
+    int st;
+    return waitpid(p, &st, WNOHANG) == 0;
+}
+
+static void reap(pid_t p)
+{
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+}
+
+static struct eb_cgroup v1_run(struct eb_cgroup_root *r, const char *procs)
+{
+    mk("pids");
+    mk("pids/execbox-1-run");
+    put("pids/execbox-1-run/cgroup.procs", procs);
+    memset(r, 0, sizeof(*r));
+    r->version = 1;
+    struct eb_cgroup cg;
+    memset(&cg, 0, sizeof(cg));
+    cg.root = r;
+    snprintf(cg.dir[EB_CG_PIDS], sizeof(cg.dir[0]), "%s/pids/execbox-1-run", root);
+    return cg;
+}
+
+/* A task list longer than any fixed buffer: the number cut off at the buffer's end must never
+ * be taken as a pid (it used to be: the cut-off prefix here is a live process of ours). */
+static void test_v1_kill_never_takes_a_cut_off_number(void **state)
+{
+    (void)state;
+    pid_t victim = sleeper();
+    char num[16];
+    int nl = snprintf(num, sizeof(num), "%d", (int)victim);
+    static char procs[16384];
+    size_t off = 0, cut = 8191 - (size_t)nl; /* where the old 8 KiB read stopped */
+    while (off + 9 <= cut - 9) {
+        memcpy(procs + off, "99999999\n", 9); /* above pid_max: no such process */
+        off += 9;
+    }
+    size_t pad = cut - off; /* one more filler line of exactly the remaining length */
+    memset(procs + off, '0', pad - 9);
+    memcpy(procs + off + pad - 9, "99999999\n", 9);
+    off += pad;
+    off += (size_t)snprintf(procs + off, sizeof(procs) - off, "%s9999999\n", num);
+    struct eb_cgroup_root r;
+    struct eb_cgroup cg = v1_run(&r, procs);
+    eb_cgroup_kill(&cg);
+    bool ok = alive(victim);
+    reap(victim);
+    assert_true(ok);
+}
+
+/* A listed pid that is not (or no longer) in the run's cgroup, as after it exited and its
+ * number went to a host process, is never killed. */
+static void test_v1_kill_only_members(void **state)
+{
+    (void)state;
+    pid_t other = sleeper();
+    char procs[64];
+    snprintf(procs, sizeof(procs), "%d\n", (int)other);
+    struct eb_cgroup_root r;
+    struct eb_cgroup cg = v1_run(&r, procs);
+    eb_cgroup_kill(&cg);
+    bool ok = alive(other);
+    reap(other);
+    assert_true(ok);
+}
+
+static int collect(pid_t pid, void *arg)
+{
+    long *sum = arg;
+    sum[0]++;
+    sum[1] += pid;
+    return 0;
+}
+
+/* The list reader: to EOF across its small reads, complete numbers only. */
+static void test_read_pids(void **state)
+{
+    (void)state;
+    char p[512];
+    snprintf(p, sizeof(p), "%s/list", root);
+    static char text[65536];
+    size_t off = 0;
+    long want = 0;
+    for (int i = 1; i <= 5000; i++) {
+        off += (size_t)snprintf(text + off, sizeof(text) - off, "%d%s", 100000 + i,
+                                i % 2 ? "\n" : " ");
+        want += 100000 + i;
+    }
+    off += (size_t)snprintf(text + off, sizeof(text) - off, "12a 0 1234567890 777");
+    put("list", text);
+    int fd = open(p, O_RDONLY);
+    long sum[2] = {0, 0};
+    assert_int_equal(eb_read_pids(fd, 100000, collect, sum), 5001);
+    assert_int_equal(sum[0], 5001);
+    assert_int_equal(sum[1], want + 777);
+    close(fd);
+    fd = open(p, O_RDONLY);
+    assert_int_equal(eb_read_pids(fd, 10, collect, sum), -E2BIG);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +381,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v2_undelegated_falls_back_to_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_usable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v1_kill_never_takes_a_cut_off_number, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v1_kill_only_members, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_pids, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@
 #include "backend.h"
 #include "execbox/execbox.h"
 #include "lang.h"
+#include "proc.h"
 #include "result.h"
 #include "util.h"
 
@@ -932,6 +933,33 @@ static int teardown(void **state)
     return 0;
 }
 
+/* More fds to keep than the sweep can hold: it refuses and closes nothing (it used to keep
+ * the first EB_KEEP_FDS_MAX and close the rest, silently). Run in a child: a sweep closes. */
+static void test_close_all_except_refuses_too_many(void **state)
+{
+    (void)state;
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        int keep[EB_KEEP_FDS_MAX + 1];
+        for (int i = 0; i < EB_KEEP_FDS_MAX + 1; i++)
+            keep[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (eb_close_all_except(keep, EB_KEEP_FDS_MAX + 1) != -E2BIG)
+            _exit(1);
+        if (fcntl(keep[EB_KEEP_FDS_MAX], F_GETFD) < 0 || fcntl(2, F_GETFD) < 0)
+            _exit(2); /* something was closed */
+        if (eb_close_all_except(keep, EB_KEEP_FDS_MAX) != 0)
+            _exit(3);
+        if (fcntl(keep[EB_KEEP_FDS_MAX], F_GETFD) >= 0 || fcntl(keep[0], F_GETFD) < 0)
+            _exit(4);
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
     if (access("/usr/bin/python3", X_OK) != 0) {
@@ -945,6 +973,7 @@ int main(void)
         return 1;
     setenv("TMPDIR", tmpdir, 1);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_close_all_except_refuses_too_many),
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_signals),
         cmocka_unit_test(test_timeout_busy_loop),
