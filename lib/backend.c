@@ -16,6 +16,9 @@ static const struct eb_backend_ops *const registry[] = {
 #ifdef HAVE_DOCKER
     &eb_backend_docker,
 #endif
+#ifdef HAVE_REMOTE
+    &eb_backend_remote,
+#endif
 };
 
 static const char *const names[] = {
@@ -25,6 +28,9 @@ static const char *const names[] = {
     "subprocess",
 #ifdef HAVE_DOCKER
     "docker",
+#endif
+#ifdef HAVE_REMOTE
+    "remote",
 #endif
     NULL,
 };

@@ -58,5 +58,6 @@ void eb_check_add(struct execbox_check *c, const char *name, bool ok, bool requi
 extern const struct eb_backend_ops eb_backend_subprocess;
 extern const struct eb_backend_ops eb_backend_jail;
 extern const struct eb_backend_ops eb_backend_docker;
+extern const struct eb_backend_ops eb_backend_remote;
 
 #endif

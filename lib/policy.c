@@ -359,6 +359,32 @@ int execbox_policy_check_within(const struct execbox_policy *req, const struct e
     return 0;
 }
 
+void execbox_policy_cap(struct execbox_policy *p, const struct execbox_policy *max)
+{
+    struct execbox_policy b = *max;
+    eb_policy_resolve(p);
+    eb_policy_resolve(&b);
+    if (p->timeout > b.timeout)
+        p->timeout = b.timeout;
+    if (p->cpus > b.cpus)
+        p->cpus = b.cpus;
+    if (p->pids > b.pids)
+        p->pids = b.pids;
+    static const size_t sizes[] = {
+        offsetof(struct execbox_policy, memory),
+        offsetof(struct execbox_policy, tmpfs),
+        offsetof(struct execbox_policy, workspace_size),
+        offsetof(struct execbox_policy, output_limit),
+        offsetof(struct execbox_policy, file_size),
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+        uint64_t *x = (uint64_t *)((char *)p + sizes[i]);
+        uint64_t y = *(const uint64_t *)((const char *)&b + sizes[i]);
+        if (*x > y)
+            *x = y;
+    }
+}
+
 json_t *eb_policy_to_object(const struct execbox_policy *in)
 {
     struct execbox_policy p = *in;

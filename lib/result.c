@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "error.h"
+#include "limits.h"
+#include "text.h"
 #include "util.h"
 
 struct execbox_result *eb_result_new(const char *backend, const char *language)
@@ -189,6 +191,166 @@ json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags)
         return NULL;
     }
     return o;
+}
+
+/* A copy of the JSON string v (NUL-terminated), its length in *ret_len. */
+static char *dup_text(const json_t *v, size_t *ret_len)
+{
+    size_t n = json_string_length(v);
+    char *d = malloc(n + 1);
+    if (!d)
+        return NULL;
+    memcpy(d, json_string_value(v), n);
+    d[n] = '\0';
+    if (ret_len)
+        *ret_len = n;
+    return d;
+}
+
+static int from_killed_reason(const char *s, enum execbox_killed_reason *ret)
+{
+    for (int k = EXECBOX_KILLED_TIMEOUT; k <= EXECBOX_KILLED_CANCELLED; k++)
+        if (strcmp(s, execbox_killed_reason_name((enum execbox_killed_reason)k)) == 0) {
+            *ret = (enum execbox_killed_reason)k;
+            return 0;
+        }
+    return -EBADMSG;
+}
+
+/* The file entries of a record: {path, size, mime, data?} each. */
+static int files_from_array(const json_t *a, struct execbox_result *r, struct execbox_error *err)
+{
+    size_t n = json_array_size(a);
+    if (n > EB_FILES_MAX)
+        return eb_error_set(err, -EBADMSG, "files: %zu entries, more than %d", n, EB_FILES_MAX);
+    if (n == 0)
+        return 0;
+    r->files = calloc(n, sizeof(*r->files));
+    if (!r->files)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *f = json_array_get(a, i);
+        const json_t *path = json_object_get(f, "path"), *size = json_object_get(f, "size");
+        const json_t *mime = json_object_get(f, "mime"), *data = json_object_get(f, "data");
+        if (!json_is_string(path) || !json_is_integer(size) || json_integer_value(size) < 0 ||
+            (mime && !json_is_string(mime)) || (data && !json_is_string(data)))
+            return eb_error_set(err, -EBADMSG, "files[%zu]: not {path, size, mime, data?}", i);
+        struct execbox_file *x = &r->files[r->n_files++];
+        x->path = dup_text(path, NULL);
+        x->mime = mime ? dup_text(mime, NULL) : strdup("");
+        x->size = (uint64_t)json_integer_value(size);
+        if (!x->path || !x->mime)
+            return eb_error_set(err, -ENOMEM, "out of memory");
+        if (data) {
+            size_t dn = 0;
+            int d =
+                eb_base64_decode(json_string_value(data), json_string_length(data), &x->data, &dn);
+            if (d == -ENOMEM)
+                return eb_error_set(err, -ENOMEM, "out of memory");
+            if (d < 0)
+                return eb_error_set(err, -EBADMSG, "files[%zu].data: not base64", i);
+            x->data_len = dn;
+        }
+    }
+    return 0;
+}
+
+int eb_result_from_object(const json_t *o, struct execbox_result *r, struct execbox_error *err)
+{
+    if (!json_is_object(o))
+        return eb_error_set(err, -EBADMSG, "not a JSON object");
+    const json_t *out = json_object_get(o, "stdout"), *errs = json_object_get(o, "stderr");
+    const json_t *code = json_object_get(o, "exit_code"), *t = json_object_get(o, "execution_time");
+    if (!json_is_string(out) || !json_is_string(errs))
+        return eb_error_set(err, -EBADMSG, "stdout and stderr must be strings");
+    if (!json_is_integer(code) || json_integer_value(code) < 0 || json_integer_value(code) > 255)
+        return eb_error_set(err, -EBADMSG, "exit_code must be an integer from 0 to 255");
+    if (!json_is_number(t) || json_number_value(t) < 0)
+        return eb_error_set(err, -EBADMSG, "execution_time must be a number of seconds");
+    r->stdout_data = dup_text(out, &r->stdout_len);
+    r->stderr_data = dup_text(errs, &r->stderr_len);
+    if (!r->stdout_data || !r->stderr_data)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    r->exit_code = (int)json_integer_value(code);
+    r->execution_time = json_number_value(t);
+    r->stdout_bytes = r->stdout_len;
+    r->stderr_bytes = r->stderr_len;
+
+    static const struct {
+        const char *name;
+        size_t off;
+    } flags[] = {
+        {"timed_out", offsetof(struct execbox_result, timed_out)},
+        {"oom_killed", offsetof(struct execbox_result, oom_killed)},
+        {"stdout_truncated", offsetof(struct execbox_result, stdout_truncated)},
+        {"stderr_truncated", offsetof(struct execbox_result, stderr_truncated)},
+        {"files_truncated", offsetof(struct execbox_result, files_truncated)},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
+        const json_t *v = json_object_get(o, flags[i].name);
+        if (v && !json_is_boolean(v))
+            return eb_error_set(err, -EBADMSG, "%s must be true or false", flags[i].name);
+        *(bool *)((char *)r + flags[i].off) = json_is_true(v);
+    }
+    static const struct {
+        const char *name;
+        size_t off;
+    } counts[] = {
+        {"stdout_bytes", offsetof(struct execbox_result, stdout_bytes)},
+        {"stderr_bytes", offsetof(struct execbox_result, stderr_bytes)},
+        {"peak_memory_bytes", offsetof(struct execbox_result, peak_memory_bytes)},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(counts); i++) {
+        const json_t *v = json_object_get(o, counts[i].name);
+        if (!v || json_is_null(v))
+            continue;
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return eb_error_set(err, -EBADMSG, "%s must be a count of bytes", counts[i].name);
+        *(uint64_t *)((char *)r + counts[i].off) = (uint64_t)json_integer_value(v);
+    }
+    const json_t *sig = json_object_get(o, "signal");
+    if (sig && !json_is_null(sig)) {
+        if (!json_is_integer(sig) || json_integer_value(sig) < 1 || json_integer_value(sig) > 64)
+            return eb_error_set(err, -EBADMSG, "signal must be null or a signal number");
+        r->signal = (int)json_integer_value(sig);
+    }
+    const json_t *kr = json_object_get(o, "killed_reason");
+    if (kr && !json_is_null(kr) &&
+        (!json_is_string(kr) || from_killed_reason(json_string_value(kr), &r->killed_reason) < 0))
+        return eb_error_set(err, -EBADMSG, "killed_reason is not one this version knows");
+    const json_t *cpu = json_object_get(o, "cpu_time");
+    if (cpu && !json_is_null(cpu)) {
+        if (!json_is_number(cpu) || json_number_value(cpu) < 0)
+            return eb_error_set(err, -EBADMSG, "cpu_time must be null or seconds");
+        r->cpu_time = json_number_value(cpu);
+    }
+    const json_t *e = json_object_get(o, "error");
+    if (e && !json_is_null(e)) {
+        const json_t *n = json_object_get(e, "name"), *v = json_object_get(e, "value");
+        const json_t *tb = json_object_get(e, "traceback");
+        if (!json_is_string(n) || (v && !json_is_string(v)) || (tb && !json_is_string(tb)))
+            return eb_error_set(err, -EBADMSG, "error must be null or {name, value, traceback}");
+        if (eb_result_set_error(r, json_string_value(n), v ? json_string_value(v) : "",
+                                tb ? json_string_value(tb) : "") < 0)
+            return eb_error_set(err, -ENOMEM, "out of memory");
+    }
+    const json_t *files = json_object_get(o, "files");
+    if (files && !json_is_array(files))
+        return eb_error_set(err, -EBADMSG, "files must be an array");
+    int fr = files ? files_from_array(files, r, err) : 0;
+    if (fr < 0)
+        return fr;
+    const json_t *deg = json_object_get(o, "degraded");
+    if (deg && !json_is_array(deg))
+        return eb_error_set(err, -EBADMSG, "degraded must be an array");
+    for (size_t i = 0; i < json_array_size(deg) && i < EXECBOX_CHECK_MAX_WALLS; i++) {
+        const json_t *w = json_array_get(deg, i);
+        if (!json_is_string(w))
+            return eb_error_set(err, -EBADMSG, "degraded must list wall names");
+        if (eb_result_add_degraded(r, json_string_value(w)) < 0)
+            return eb_error_set(err, -ENOMEM, "out of memory");
+    }
+    return 0;
 }
 
 int execbox_result_to_json(const struct execbox_result *r, unsigned flags, char **ret_json,

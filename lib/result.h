@@ -23,6 +23,13 @@ int eb_result_add_degraded(struct execbox_result *r, const char *wall);
 /* A jansson object of the record. */
 json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags);
 
+/* Fills r (fresh from eb_result_new; its backend and language are kept) from a result record
+ * as eb_result_to_object writes it, e.g. one another execbox sent. The four core fields must
+ * be there with their types; every other field is optional but checked when present. 0,
+ * -EBADMSG with a message naming the bad field, or -ENOMEM. On failure r may hold part of the
+ * record: free it. */
+int eb_result_from_object(const json_t *o, struct execbox_result *r, struct execbox_error *err);
+
 /* Parses Python's last uncaught exception from stderr into r->error_*. No-op when none. */
 int eb_parse_python_error(struct execbox_result *r);
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* text.c - the encodings every surface needs: UTF-8 made valid (for JSON) and base64. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "execbox/execbox.h"
+#include "text.h"
 
 /* The valid UTF-8 sequence at s: its length (1..4), 0 when invalid (overlongs, surrogates and
  * code points above U+10FFFF are invalid, as RFC 3629 says), or -1 when s[0..n) is a valid
@@ -94,4 +96,45 @@ char *execbox_base64(const void *data, size_t len)
     }
     out[o] = '\0';
     return out;
+}
+
+int eb_base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
+{
+    if (len % 4)
+        return -EBADMSG;
+    unsigned char *out = malloc(len / 4 * 3 + 1);
+    if (!out)
+        return -ENOMEM;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        unsigned v = 0;
+        int pad = 0;
+        for (size_t k = 0; k < 4; k++) {
+            char c = s[i + k];
+            int x = c >= 'A' && c <= 'Z'   ? c - 'A'
+                    : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                    : c >= '0' && c <= '9' ? c - '0' + 52
+                    : c == '+'             ? 62
+                    : c == '/'             ? 63
+                                           : -1;
+            /* '=' only at the end of the last quantum, at most two of them */
+            if (c == '=' && i + 4 == len && k >= 2 && (k == 3 || s[i + 3] == '=')) {
+                pad++;
+                x = 0;
+            } else if (x < 0 || pad) {
+                free(out);
+                return -EBADMSG;
+            }
+            v = v << 6 | (unsigned)x;
+        }
+        out[o++] = (unsigned char)(v >> 16);
+        if (pad < 2)
+            out[o++] = (unsigned char)(v >> 8);
+        if (pad < 1)
+            out[o++] = (unsigned char)v;
+    }
+    out[o] = 0;
+    *ret = out;
+    *ret_len = o;
+    return 0;
 }

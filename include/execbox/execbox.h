@@ -110,6 +110,11 @@ int execbox_policy_load_file(struct execbox_policy *p, const char *path, struct 
 int execbox_policy_check_within(const struct execbox_policy *req, const struct execbox_policy *max,
                                 struct execbox_error *err);
 
+/* Lowers every limit of *p that is above the one in *max to it (0 fields count as their
+ * defaults); fields that are not limits (workspace, rootfs) are left alone, so that
+ * execbox_policy_check_within() still refuses them. */
+void execbox_policy_cap(struct execbox_policy *p, const struct execbox_policy *max);
+
 /* The policy as a JSON object with every field resolved; free with execbox_free(). */
 int execbox_policy_to_json(const struct execbox_policy *p, char **ret_json,
                            struct execbox_error *err);
@@ -228,6 +233,11 @@ struct execbox_executor_options {
     const char *docker_image;   /* docker: image to run */
     const char *docker_runtime; /* docker: OCI runtime name, NULL = engine default */
     int docker_pull;            /* docker: 0 never, 1 if missing */
+    /* remote: other `execbox serve` instances, as base URLs separated by commas
+     * ("http://10.0.0.5:8080,http://10.0.0.6:8080"); each run goes to one of them and fails
+     * over to the next on a connection error, a 429 or a 5xx (see docs/deploy.md). */
+    const char *remote_urls;
+    const char *remote_token; /* remote: their bearer token, NULL = $EXECBOX_REMOTE_TOKEN */
     /* Warm pool: sandboxes set up ahead of time, each serving exactly one run (see
      * docs/pool.md). A run finds one ready for its (policy, language) or runs cold; it never
      * waits for or fails because of the pool. */

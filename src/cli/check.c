@@ -16,7 +16,8 @@ static void help(FILE *f)
             "why.\nExit status 0 when the backend can run with every required wall, 1 "
             "otherwise.\n  -b, --backend NAME   the backend to check\n"
             "      --all            check every compiled-in backend\n"
-            "      --docker-host URL, --image NAME, --runtime NAME   (docker)\n",
+            "      --docker-host URL, --image NAME, --runtime NAME   (docker)\n"
+            "      --remote URL[,URL...], --remote-token T   (remote: probes each /v1/health)\n",
             EXECBOX_DEFAULT_BACKEND);
 }
 
@@ -50,6 +51,8 @@ int cmd_check(int argc, char **argv)
         {"docker-host", required_argument, NULL, CLI_OPT_DOCKER_HOST},
         {"image", required_argument, NULL, CLI_OPT_IMAGE},
         {"runtime", required_argument, NULL, CLI_OPT_RUNTIME},
+        {"remote", required_argument, NULL, CLI_OPT_REMOTE},
+        {"remote-token", required_argument, NULL, CLI_OPT_REMOTE_TOKEN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -64,6 +67,8 @@ int cmd_check(int argc, char **argv)
         case CLI_OPT_DOCKER_HOST: o.docker_host = optarg; break;
         case CLI_OPT_IMAGE: o.docker_image = optarg; break;
         case CLI_OPT_RUNTIME: o.docker_runtime = optarg; break;
+        case CLI_OPT_REMOTE: o.remote_urls = optarg; break;
+        case CLI_OPT_REMOTE_TOKEN: o.remote_token = optarg; break;
         case 'h': help(stdout); return 0;
         default: help(stderr); return 2;
         }

@@ -27,6 +27,8 @@ enum {
     CLI_OPT_POOL,
     CLI_OPT_PRELOAD,
     CLI_OPT_POOL_IDLE,
+    CLI_OPT_REMOTE,
+    CLI_OPT_REMOTE_TOKEN,
     CLI_OPT__LAST,
 };
 
@@ -62,6 +64,8 @@ enum {
         {"docker-host", required_argument, NULL, CLI_OPT_DOCKER_HOST},                             \
         {"image", required_argument, NULL, CLI_OPT_IMAGE},                                         \
         {"runtime", required_argument, NULL, CLI_OPT_RUNTIME},                                     \
+        {"remote", required_argument, NULL, CLI_OPT_REMOTE},                                       \
+        {"remote-token", required_argument, NULL, CLI_OPT_REMOTE_TOKEN},                           \
     {                                                                                              \
         "pull", required_argument, NULL, CLI_OPT_PULL                                              \
     }
@@ -72,8 +76,8 @@ enum {
 /* Help text for the shared flags. */
 #define CLI_SANDBOX_HELP                                                                           \
     "Sandbox options:\n"                                                                           \
-    "  -b, --backend NAME       jail | subprocess | docker (default: " EXECBOX_DEFAULT_BACKEND     \
-    ")\n"                                                                                          \
+    "  -b, --backend NAME       jail | subprocess | docker | remote "                              \
+    "(default: " EXECBOX_DEFAULT_BACKEND ")\n"                                                     \
     "  -t, --timeout SECONDS    wall-clock limit (default 10)\n"                                   \
     "  -m, --memory SIZE        memory cap, e.g. 256M, 1.5G (default 256M)\n"                      \
     "      --cpus N             CPU share, 1 = one core (default 1)\n"                             \
@@ -87,7 +91,9 @@ enum {
     "      --rootfs DIR         read-only root (default: the host's system dirs)\n"                \
     "      --policy FILE        JSON policy with the same field names; flags override it\n"        \
     "      --allow-degraded     jail: run even if a wall is missing (the result says which)\n"     \
-    "      --docker-host URL, --image NAME, --runtime NAME, --pull never|missing  (docker)\n"
+    "      --docker-host URL, --image NAME, --runtime NAME, --pull never|missing  (docker)\n"      \
+    "      --remote URL[,URL...]  other `execbox serve` instances; --remote-token T (default\n"    \
+    "                           $EXECBOX_REMOTE_TOKEN)  (remote)\n"
 
 #define CLI_MAX_POLICY_FLAGS 32
 

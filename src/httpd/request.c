@@ -105,6 +105,7 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
                   struct execbox_error *err)
 {
     struct srv_run_spec spec = {.policy = *server};
+    bool cap = false;
     if (field_size)
         field[0] = '\0';
     if (len == 0)
@@ -166,6 +167,14 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
                 r = -ENOMEM;
                 goto out;
             }
+        } else if (strcmp(key, "cap") == 0) {
+            /* The remote backend sends its whole policy with "cap": true: this server's
+             * maxima then lower it instead of refusing it. */
+            if (!json_is_boolean(v)) {
+                r = bad(err, field, field_size, "cap", "cap: expected true or false");
+                goto out;
+            }
+            cap = json_is_true(v);
         } else if (strcmp(key, "workspace") == 0 || strcmp(key, "rootfs") == 0) {
             /* Host paths are the operator's to choose, never a caller's. */
             r = bad(err, field, field_size, key, "%s: may not be set per request", key);
@@ -197,6 +206,8 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
         r = bad(err, field, field_size, "stdin", "stdin: larger than the maximum of 16 MiB");
         goto out;
     }
+    if (cap)
+        execbox_policy_cap(&spec.policy, server);
     struct execbox_error cerr = {0};
     if (execbox_policy_check_within(&spec.policy, server, &cerr) < 0) {
         /* The library's message starts with the field's name ("timeout 20s exceeds ..."). */

@@ -443,6 +443,41 @@ static void test_check_within(void **state)
     within_bad("rootfs", "/srv", "rootfs");
 }
 
+/* Every limit above the maximum is lowered to it, the others kept; host paths are not limits
+ * and are left for check_within to refuse. */
+static void test_cap(void **state)
+{
+    (void)state;
+    static const char *const above[][2] = {
+        {"timeout", "11"}, {"memory", "257M"},       {"cpus", "1.5"},        {"pids", "65"},
+        {"tmpfs", "65M"},  {"workspace_size", "1G"}, {"output_limit", "2M"}, {"file_size", "65M"},
+    };
+    struct execbox_policy max, req;
+    execbox_policy_init(&max);
+    execbox_policy_init(&req);
+    for (size_t i = 0; i < sizeof(above) / sizeof(above[0]); i++)
+        assert_int_equal(execbox_policy_set(&req, above[i][0], above[i][1], NULL), 0);
+    assert_int_equal(execbox_policy_check_within(&req, &max, NULL), -EPERM);
+    execbox_policy_cap(&req, &max);
+    assert_int_equal(execbox_policy_check_within(&req, &max, NULL), 0);
+    assert_memory_equal(&req, &max, sizeof(req));
+    /* lower values stay */
+    execbox_policy_init(&req);
+    req.timeout = 1;
+    req.memory = 64 * MiB;
+    execbox_policy_cap(&req, &max);
+    assert_true(req.timeout == 1 && req.memory == 64 * MiB);
+    /* zero counts as the default, on both sides */
+    struct execbox_policy zero;
+    memset(&zero, 0, sizeof(zero));
+    execbox_policy_set(&req, "timeout", "30", NULL);
+    execbox_policy_cap(&req, &zero);
+    assert_true(req.timeout == EXECBOX_DEFAULT_TIMEOUT);
+    execbox_policy_set(&req, "workspace", "/srv", NULL);
+    execbox_policy_cap(&req, &max);
+    assert_int_equal(execbox_policy_check_within(&req, &max, NULL), -EPERM);
+}
+
 static void test_to_json_round_trip(void **state)
 {
     (void)state;
@@ -482,19 +517,13 @@ static void test_to_json_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_parse_size_good),
-        cmocka_unit_test(test_parse_size_bad),
-        cmocka_unit_test(test_set_every_field),
-        cmocka_unit_test(test_set_dash_and_underscore),
-        cmocka_unit_test(test_set_relative_path),
-        cmocka_unit_test(test_set_bad_values),
-        cmocka_unit_test(test_set_unknown_key),
-        cmocka_unit_test(test_merge_json),
-        cmocka_unit_test(test_merge_json_bad),
-        cmocka_unit_test(test_load_file),
-        cmocka_unit_test(test_check_within),
-        cmocka_unit_test(test_to_json_round_trip),
+        cmocka_unit_test(test_defaults),          cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_parse_size_good),   cmocka_unit_test(test_parse_size_bad),
+        cmocka_unit_test(test_set_every_field),   cmocka_unit_test(test_set_dash_and_underscore),
+        cmocka_unit_test(test_set_relative_path), cmocka_unit_test(test_set_bad_values),
+        cmocka_unit_test(test_set_unknown_key),   cmocka_unit_test(test_merge_json),
+        cmocka_unit_test(test_merge_json_bad),    cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_check_within),      cmocka_unit_test(test_to_json_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "result.h"
+#include "text.h"
 
 static char *dup_bytes(const char *d, size_t n)
 {
@@ -310,6 +311,92 @@ static void test_files(void **state)
     execbox_result_free(r);
 }
 
+/* A record read back (what the remote backend does with another execbox's answer) writes out
+ * exactly as it came in; malformed ones are refused naming the field. */
+static void test_from_object_round_trip(void **state)
+{
+    (void)state;
+    struct execbox_result *r = eb_result_new("jail", "python");
+    assert_non_null(r);
+    r->stdout_data = strdup("out\n");
+    r->stdout_len = 4;
+    r->stderr_data = strdup("Traceback...\nValueError: x\n");
+    r->stderr_len = strlen(r->stderr_data);
+    r->stdout_bytes = 4000;
+    r->stderr_bytes = r->stderr_len;
+    r->stdout_truncated = true;
+    r->exit_code = 137;
+    r->signal = 9;
+    r->oom_killed = true;
+    r->killed_reason = EXECBOX_KILLED_MEMORY;
+    r->execution_time = 1.25;
+    r->cpu_time = 0.5;
+    r->peak_memory_bytes = 1 << 20;
+    assert_int_equal(eb_result_set_error(r, "MemoryLimit", "over", "tb"), 0);
+    r->files = calloc(1, sizeof(*r->files));
+    r->n_files = 1;
+    r->files[0].path = strdup("a.png");
+    r->files[0].mime = strdup("image/png");
+    r->files[0].data = (unsigned char *)strdup("\x89PNG!");
+    r->files[0].data_len = 5;
+    r->files[0].size = 5;
+    assert_int_equal(eb_result_add_degraded(r, "seccomp"), 0);
+    json_t *o = eb_result_to_object(r, 0);
+    struct execbox_result *back = eb_result_new("jail", "python");
+    struct execbox_error err = {0, ""};
+    assert_int_equal(eb_result_from_object(o, back, &err), 0);
+    json_t *o2 = eb_result_to_object(back, 0);
+    assert_true(json_equal(o, o2));
+    json_decref(o2);
+    execbox_result_free(back);
+
+    static const char *const bad[] = {
+        "[]",
+        "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":\"0\",\"execution_time\":0}",
+        "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0}",
+        "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,\"execution_time\":0,"
+        "\"killed_reason\":\"bored\"}",
+        "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,\"execution_time\":0,"
+        "\"files\":[{\"path\":\"a\",\"size\":1,\"data\":\"!!!!\"}]}",
+        "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":999,\"execution_time\":0}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *j = json_loads(bad[i], 0, NULL);
+        assert_non_null(j);
+        back = eb_result_new("remote", "python");
+        assert_int_equal(eb_result_from_object(j, back, &err), -EBADMSG);
+        assert_true(err.msg[0] != 0);
+        execbox_result_free(back);
+        json_decref(j);
+    }
+    json_decref(o);
+    execbox_result_free(r);
+}
+
+static void test_base64_decode(void **state)
+{
+    (void)state;
+    static const char *const in[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "iVBORw0KGgpyZXN0"};
+    static const char *const out[] = {"", "f", "fo", "foo", "foob", "\x89PNG\r\n\x1a\nrest"};
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+        unsigned char *d = NULL;
+        size_t n = 0;
+        assert_int_equal(eb_base64_decode(in[i], strlen(in[i]), &d, &n), 0);
+        assert_int_equal(n, strlen(out[i]));
+        assert_memory_equal(d, out[i], n);
+        char *again = execbox_base64(d, n);
+        assert_string_equal(again, in[i]);
+        free(again);
+        free(d);
+    }
+    static const char *const bad[] = {"Zg=", "Z===", "Zg=a", "=Zg=", "Zm9v!A==", "Zg==Zg=="};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        unsigned char *d = NULL;
+        size_t n = 0;
+        assert_int_equal(eb_base64_decode(bad[i], strlen(bad[i]), &d, &n), -EBADMSG);
+    }
+}
+
 static void test_degraded(void **state)
 {
     (void)state;
@@ -376,7 +463,8 @@ int main(void)
         cmocka_unit_test(test_sanitize_direct), cmocka_unit_test(test_sanitize_pending),
         cmocka_unit_test(test_base64),          cmocka_unit_test(test_files),
         cmocka_unit_test(test_degraded),        cmocka_unit_test(test_sandbox_error),
-        cmocka_unit_test(test_pretty_and_args),
+        cmocka_unit_test(test_pretty_and_args), cmocka_unit_test(test_from_object_round_trip),
+        cmocka_unit_test(test_base64_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
