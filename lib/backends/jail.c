@@ -60,7 +60,7 @@
 
 #define CG_PREFIX "execbox-"
 #define NETNS_POOL 2
-#define STAGE_VERSION "execbox-stage-2\n" /* bump when the staged files change */
+#define STAGE_VERSION "execbox-stage-3\n" /* bump when the staged files change */
 
 struct jail {
     struct eb_userns userns;

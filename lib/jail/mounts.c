@@ -57,7 +57,11 @@ void eb_plan_add(struct eb_mount_plan *p, int type, const char *src, const char 
 
 /* ---- staging /etc (parent, once per executor) ---------------------------------------------- */
 
-static int copy_file(const char *src, const char *dst)
+/* Copies a regular file, keeping its modification time: Python validates a module's cached
+ * bytecode by the source's mtime and size (sitecustomize.py in /usr/lib links into /etc), so a
+ * staged copy with a new mtime would make every run recompile it, and fail to write the cache
+ * into the read-only /usr. */
+static int copy_file(const char *src, const struct stat *st, const char *dst)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -71,6 +75,9 @@ static int copy_file(const char *src, const char *dst)
     }
     r = eb_write_all(fd, buf, len);
     fchmod(fd, 0644);
+    const struct timespec times[2] = {st->st_atim, st->st_mtim};
+    if (r == 0 && futimens(fd, times) < 0)
+        r = -errno;
     close(fd);
     free(buf);
     return r;
@@ -91,7 +98,7 @@ static int copy_tree(const char *src, const char *dst, int depth)
         return symlink(t, dst) < 0 ? -errno : 0;
     }
     if (S_ISREG(st.st_mode))
-        return copy_file(src, dst);
+        return copy_file(src, &st, dst);
     if (!S_ISDIR(st.st_mode) || depth <= 0)
         return 0;
     if (mkdir(dst, 0755) < 0 && errno != EEXIST)
