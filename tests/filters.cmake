@@ -16,3 +16,6 @@ add_test(NAME integration.filters_exec
 set_tests_properties(integration.filters_exec PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EB_FILTER_EXEC=$<TARGET_FILE:eb_filter_exec>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR}")
 
+# The library's filter is the one eb_seccomp_gen compiled at build time: the test compares it
+# with a fresh libseccomp compile of the same rules.
+target_link_libraries(test_seccomp PRIVATE eb_seccomp_compiler)

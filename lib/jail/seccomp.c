@@ -12,10 +12,10 @@
 #include <errno.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
-#include <seccomp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -26,6 +26,13 @@
 
 #include "error.h"
 #include "util.h"
+
+/* This file is compiled twice. With EB_SECCOMP_COMPILER (the build-time generator
+ * eb_seccomp_gen and the test that checks its output) it holds the rules and builds them with
+ * libseccomp; in the library it holds the program that generator wrote into seccomp_bpf.h, so
+ * a run neither compiles the filter nor loads libseccomp. */
+#ifdef EB_SECCOMP_COMPILER
+#include <seccomp.h>
 
 /* A syscall denied whatever its arguments. nr is its x86_64 number, used only when the installed
  * libseccomp is older than the call (2.5.4 does not know open_tree_attr); -1 when there is none. */
@@ -267,7 +274,7 @@ static int export_bpf(scmp_filter_ctx ctx, struct eb_seccomp *f, struct execbox_
     return 0;
 }
 
-int eb_seccomp_prepare(struct eb_seccomp *f, struct execbox_error *err)
+int eb_seccomp_compile(struct eb_seccomp *f, size_t *ret_n_denied, struct execbox_error *err)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx)
@@ -300,9 +307,26 @@ int eb_seccomp_prepare(struct eb_seccomp *f, struct execbox_error *err)
     if (r < 0)
         goto out;
     *f = out;
+    *ret_n_denied = ARRAY_SIZE(denied_calls);
 out:
     seccomp_release(ctx);
     return r;
+}
+
+#else /* the library: the program compiled at build time */
+#include "seccomp_bpf.h"
+
+int eb_seccomp_prepare(struct eb_seccomp *f, struct execbox_error *err)
+{
+    size_t n = ARRAY_SIZE(eb_seccomp_bpf);
+    struct sock_filter *insns = malloc(sizeof(eb_seccomp_bpf));
+    if (!insns)
+        return eb_error_set(err, -ENOMEM, "seccomp: allocating %zu instructions", n);
+    memcpy(insns, eb_seccomp_bpf, sizeof(eb_seccomp_bpf));
+    f->insns = insns;
+    f->prog.len = (unsigned short)n;
+    f->prog.filter = f->insns;
+    return 0;
 }
 
 int eb_seccomp_apply(const struct eb_seccomp *f, struct execbox_error *err)
@@ -370,6 +394,7 @@ int eb_seccomp_probe(char *detail, size_t n)
     snprintf(detail, n,
              "filter mode; %zu calls and socket, clone, personality, ioctl arguments "
              "denied with EPERM; other ABIs %s",
-             ARRAY_SIZE(denied_calls), kp ? "kill the process" : "kill the thread");
+             (size_t)EB_SECCOMP_BPF_DENIED, kp ? "kill the process" : "kill the thread");
     return 0;
 }
+#endif

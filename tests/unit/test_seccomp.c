@@ -465,6 +465,23 @@ static void test_prepare_release_and_errors(void **state)
     eb_seccomp_release(NULL);
 }
 
+/* The library's program is the build-time compile of the current rules, instruction for
+ * instruction: a stale or hand-edited seccomp_bpf.h fails here. */
+static void test_prepared_program_is_a_fresh_compile(void **state)
+{
+    (void)state;
+    struct execbox_error err = {0};
+    struct eb_seccomp lib = {0}, fresh = {0};
+    size_t n_denied = 0;
+    assert_int_equal(eb_seccomp_prepare(&lib, &err), 0);
+    assert_int_equal(eb_seccomp_compile(&fresh, &n_denied, &err), 0);
+    assert_true(n_denied > 40);
+    assert_int_equal(lib.prog.len, fresh.prog.len);
+    assert_memory_equal(lib.insns, fresh.insns, lib.prog.len * sizeof(*lib.insns));
+    eb_seccomp_release(&lib);
+    free(fresh.insns);
+}
+
 static void test_probe(void **state)
 {
     (void)state;
@@ -485,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_allowed_calls_work),
         cmocka_unit_test(test_other_abis_are_killed),
         cmocka_unit_test(test_prepare_release_and_errors),
+        cmocka_unit_test(test_prepared_program_is_a_fresh_compile),
         cmocka_unit_test(test_probe),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
