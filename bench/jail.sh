@@ -1,40 +1,138 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Cold start of one sandboxed `python3 -c pass`, in one hyperfine run: bare python, execbox's
-# jail (every wall: user/pid/mount/net/ipc/uts/cgroup namespaces, a cgroup, tmpfs root +
-# pivot_root, seccomp, Landlock), and bubblewrap in a comparable locked-down configuration
-# (it has no resource limits at all). Prints the medians, the overhead over bare python in ms,
-# and the ratio. Needs hyperfine and bwrap (scripts/deps/bench.apt). Usage: bench/jail.sh [EXECBOX]
+# Cold start of one sandboxed `python3 -B -c pass`: bare python, execbox's jail (every wall:
+# user/pid/mount/net/ipc/uts/cgroup namespaces, a cgroup, tmpfs root, seccomp, Landlock),
+# bubblewrap with the same namespaces and a comparable root (it has no resource limits, seccomp
+# or Landlock), and the kernel floor (bench/floor.c: fork + unshare of the same namespaces, then
+# exec). The commands run interleaved, one of each per round in rotating order, so that a busy
+# machine slows all of them alike. Prints medians of wall and CPU time (user+system of the
+# process and every descendant it reaped) and the overhead over bare python.
+#
+# Then the same on a host with MOUNTS (default 2000) extra mounts, made in a private mount
+# namespace of this benchmark (the host's table is untouched): a sandbox whose mount namespace
+# copied the host's pays ~2.4 us per mount; execbox's jail must not.
+#
+# Needs bwrap (scripts/deps/bench.apt) and root for the mount part. Usage:
+#   bench/jail.sh [BUILD_DIR]      (default build-release; RUNS=200 MOUNTS=2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-EXECBOX=${1:-build-release/execbox}
-[ -x "$EXECBOX" ] || { cmake --preset release >/dev/null && cmake --build --preset release >/dev/null; }
-PY=/usr/bin/python3
-RUNS=${RUNS:-300}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+BUILD=${1:-build-release}
+if [ ! -x "$BUILD/execbox" ] || [ ! -x "$BUILD/execbox_floor" ]; then
+  cmake --preset release >/dev/null && cmake --build --preset release >/dev/null
+  BUILD=build-release
+fi
+"$BUILD/execbox" check -b jail | sed -n '/tier/p'
+exec python3 - "$BUILD" "${RUNS:-200}" "${MOUNTS:-2000}" <<'PY'
+import ctypes, os, statistics, sys, time
 
-bwrap_cmd="bwrap --unshare-all --die-with-parent --new-session --cap-drop ALL \
- --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
- --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp \
- --tmpfs /workspace --chdir /workspace --clearenv --setenv PATH /usr/bin:/bin \
- --setenv HOME /workspace --setenv TMPDIR /tmp $PY -B -c pass"
+build, runs, n_mounts = os.path.abspath(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+PY = "/usr/bin/python3"
+bare = [PY, "-B", "-c", "pass"]
+cmds = {
+    "bare": bare,
+    "execbox": [f"{build}/execbox", "run", "-b", "jail", "-c", "pass"],
+    "bwrap": ["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+              "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+              "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+              "--symlink", "usr/sbin", "/sbin", "--ro-bind", "/etc", "/etc", "--proc", "/proc",
+              "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/workspace",
+              "--chdir", "/workspace", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
+              "--setenv", "HOME", "/workspace", "--setenv", "TMPDIR", "/tmp"] + bare,
+    "floor": [f"{build}/execbox_floor"] + bare,
+}
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNS = 0x00020000
+devnull = os.open("/dev/null", os.O_RDWR)
 
-"$EXECBOX" check -b jail | sed -n '/tier/p'
-hyperfine -N --warmup 20 --runs "$RUNS" --export-json "$out/h.json" \
-  -n bare "$PY -B -c pass" \
-  -n jail "$EXECBOX run -b jail -c pass" \
-  -n bwrap "$bwrap_cmd" >/dev/null
 
-python3 - "$out/h.json" <<'PY'
-import json, sys
-r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-bare = r["bare"]["median"] * 1e3
-print(f"{'':6} {'median ms':>10} {'min ms':>7} {'+ms vs bare':>12} {'ratio':>6} {'cpu ms':>7} {'+cpu ms':>8}")
-cpu = lambda x: (x["user"] + x["system"]) * 1e3
-for n in ("bare", "jail", "bwrap"):
-    m = r[n]["median"] * 1e3
-    print(f"{n:6} {m:10.2f} {r[n]['min']*1e3:7.2f} {m - bare:+12.2f} {m / bare:6.2f} "
-          f"{cpu(r[n]):7.2f} {cpu(r[n]) - cpu(r['bare']):+8.2f}")
-print("(cpu = mean user+system of the whole process tree; less sensitive to a busy machine)")
+def setns(fd):
+    if libc.setns(fd, CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "setns")
+
+
+def one(argv):
+    t0 = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, {"PATH": "/usr/bin:/bin"},
+                         file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0),
+                                       (os.POSIX_SPAWN_DUP2, devnull, 1)])
+    _, st, ru = os.wait4(pid, 0)
+    wall = (time.perf_counter_ns() - t0) / 1e6
+    if os.waitstatus_to_exitcode(st) != 0:
+        sys.exit(f"{argv[0]} failed: {st}")
+    return wall, (ru.ru_utime + ru.ru_stime) * 1e3
+
+
+def bench(variants, rounds, warmup=10):
+    """variants: name -> (argv, mount ns fd). Interleaved rounds; returns name -> (wall, cpu)."""
+    names = list(variants)
+    res = {n: ([], []) for n in names}
+    for r in range(warmup + rounds):
+        k = r % len(names)
+        for n in names[k:] + names[:k]:
+            argv, ns = variants[n]
+            setns(ns)
+            w, c = one(argv)
+            if r >= warmup:
+                res[n][0].append(w)
+                res[n][1].append(c)
+    setns(host_ns)
+    return {n: (statistics.median(w), statistics.median(c)) for n, (w, c) in res.items()}
+
+
+def table(title, m, base):
+    print(f"\n{title}")
+    print(f"{'':16} {'wall ms':>8} {'+ms':>7} {'cpu ms':>7} {'+cpu':>7}")
+    bw, bc = m[base]
+    for n, (w, c) in m.items():
+        print(f"{n:16} {w:8.2f} {w - bw:+7.2f} {c:7.2f} {c - bc:+7.2f}")
+
+
+host_ns = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+m = bench({n: (a, host_ns) for n, a in cmds.items()}, runs)
+table(f"cold start, median of {runs} interleaved rounds (+ = over bare python)", m, "bare")
+print("(bwrap's cpu misses its sandbox: its monitor exits without reaping the sandbox's init)")
+ex, bw = m["execbox"][0] - m["bare"][0], m["bwrap"][0] - m["bare"][0]
+print(f"execbox overhead {ex:+.2f} ms, bwrap {bw:+.2f} ms, floor "
+      f"{m['floor'][0] - m['bare'][0]:+.2f} ms: execbox/bwrap overhead ratio {ex / bw:.2f}")
+
+if os.geteuid() != 0 or n_mounts <= 0:
+    sys.exit(0)
+# A private mount namespace with n_mounts extra tmpfs mounts, held by a child process.
+r, w = os.pipe()
+kid = os.fork()
+if kid == 0:
+    os.close(r)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        os._exit(1)
+    MS_REC, MS_PRIVATE = 0x4000, 0x40000
+    libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
+    libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, b"size=1m,nr_inodes=65536")
+    for i in range(n_mounts):
+        d = f"/mnt/m{i}".encode()
+        os.mkdir(d)
+        if libc.mount(b"tmpfs", d, b"tmpfs", 0, b"size=4k") != 0:
+            os._exit(1)
+    os.write(w, b"k")
+    time.sleep(3600)
+    os._exit(0)
+os.close(w)
+if os.read(r, 1) != b"k":
+    sys.exit("could not make the mounts")
+many_ns = os.open(f"/proc/{kid}/ns/mnt", os.O_RDONLY)
+with open(f"/proc/{kid}/mountinfo") as f:
+    total = sum(1 for _ in f)
+try:
+    v = {}
+    for n in ("bare", "execbox", "floor"):
+        v[n] = (cmds[n], host_ns)
+        v[f"{n} +{n_mounts}"] = (cmds[n], many_ns)
+    mm = bench(v, max(runs // 2, 20))
+finally:
+    os.kill(kid, 9)
+    os.waitpid(kid, 0)
+table(f"with {n_mounts} extra mounts ({total} in all), median of {max(runs // 2, 20)} rounds", mm,
+      "bare")
+for n in ("execbox", "floor"):
+    d = mm[f"{n} +{n_mounts}"][0] - mm[n][0]
+    print(f"{n}: {d:+.2f} ms with {n_mounts} extra mounts ({d * 1e3 / n_mounts:+.2f} us a mount)")
 PY
