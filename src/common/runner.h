@@ -97,7 +97,7 @@ int runner_submit(struct runner *r, struct runner_job *job);
 enum runner_cancelled {
     RUNNER_NOT_LIVE = 0, /* not queued nor running (never accepted, or already ended) */
     RUNNER_UNQUEUED,     /* was queued: removed, and done(RUNNER_DROPPED) has been called */
-    RUNNER_FIRED,        /* is running: its cancel token was fired; done(RUNNER_CANCELLED) follows */
+    RUNNER_FIRED,        /* is running: its token was fired; done(RUNNER_CANCELLED) follows */
 };
 
 /* Cancels one job. The caller must hold no lock that done() takes. job may be a job that has
