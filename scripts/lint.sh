@@ -10,6 +10,11 @@ if grep -nE '\b(strcpy|sprintf|vsprintf|atoi|atol|gets|strtok)\s*\(' $files | gr
     echo "lint: banned function used (see docs/STYLE: use snprintf, strtol, strtok_r, memcpy)" >&2
     status=1
 fi
+# Dependencies run CLI -> surface -> common: only src/cli/ may include the CLI's private headers.
+if git ls-files 'src/*.c' 'src/*.h' | grep -v '^src/cli/' | xargs grep -nE '#include "(cli/|\.\./cli/)' ; then
+    echo "lint: a surface includes a private header of src/cli/ (share it from src/common/)" >&2
+    status=1
+fi
 if command -v clang-format >/dev/null; then
     bad=$(for f in $files; do clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || echo "$f"; done)
     if [[ -n "$bad" ]]; then

@@ -16,7 +16,7 @@
 
 #include "agent/http.h"
 #include "agent/provider.h"
-#include "cli/commands.h"
+#include "common/surface.h"
 #include "common/cliopts.h"
 #include "common/io.h"
 #include "execbox/execbox.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* main.c - execbox-serve: `execbox serve` executes this program (see src/cli/main.c). */
-#include "cli/commands.h"
+#include "common/surface.h"
 
 int main(int argc, char **argv)
 {

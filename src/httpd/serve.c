@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
+#include "common/surface.h"
 #include "common/cliopts.h"
 #include "execbox/execbox.h"
 #include "server.h"

@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
+#include "common/surface.h"
 #include "common/cliopts.h"
 #include "common/io.h"
 #include "common/jsonrpc.h"
