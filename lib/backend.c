@@ -19,6 +19,9 @@ static const struct eb_backend_ops *const registry[] = {
 #ifdef HAVE_REMOTE
     &eb_backend_remote,
 #endif
+#ifdef HAVE_E2B
+    &eb_backend_e2b,
+#endif
 };
 
 static const char *const names[] = {
@@ -31,6 +34,9 @@ static const char *const names[] = {
 #endif
 #ifdef HAVE_REMOTE
     "remote",
+#endif
+#ifdef HAVE_E2B
+    "e2b",
 #endif
     NULL,
 };

@@ -59,5 +59,6 @@ extern const struct eb_backend_ops eb_backend_subprocess;
 extern const struct eb_backend_ops eb_backend_jail;
 extern const struct eb_backend_ops eb_backend_docker;
 extern const struct eb_backend_ops eb_backend_remote;
+extern const struct eb_backend_ops eb_backend_e2b;
 
 #endif

@@ -238,6 +238,7 @@ struct execbox_executor_options {
      * over to the next on a connection error, a 429 or a 5xx (see docs/deploy.md). */
     const char *remote_urls;
     const char *remote_token; /* remote: their bearer token, NULL = $EXECBOX_REMOTE_TOKEN */
+    const char *e2b_template; /* e2b: template to start, NULL = "code-interpreter-v1" */
     /* Warm pool: sandboxes set up ahead of time, each serving exactly one run (see
      * docs/pool.md). A run finds one ready for its (policy, language) or runs cold; it never
      * waits for or fails because of the pool. */

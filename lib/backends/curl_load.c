@@ -4,8 +4,12 @@
 #include "curl_load.h"
 
 #include <dlfcn.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static struct eb_curl_api api;
 static const char *load_error;
@@ -74,4 +78,39 @@ const struct eb_curl_api *eb_curl_load(const char **why)
 const struct eb_curl_api *eb_curl(void)
 {
     return &api;
+}
+
+size_t eb_http_body_write(char *p, size_t size, size_t n, void *ud)
+{
+    struct eb_http_body *b = ud;
+    size_t len = size * n;
+    if (b->len + len > b->max) {
+        b->overflow = true;
+        return 0; /* aborts the transfer: a reply this large is not one we expect */
+    }
+    char *d = realloc(b->data, b->len + len + 1);
+    if (!d)
+        return 0;
+    memcpy(d + b->len, p, len);
+    b->data = d;
+    b->len += len;
+    b->data[b->len] = '\0';
+    return len;
+}
+
+void eb_http_message(const struct eb_http_body *b, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (!b->data)
+        return;
+    json_t *j = json_loadb(b->data, b->len, 0, NULL);
+    const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+    snprintf(out, size, "%s", m ? m : b->data);
+    json_decref(j);
+    size_t k = 0;
+    for (char *q = out; *q; q++, k++)
+        if (*q == '\n' || *q == '\r')
+            *q = ' ';
+    while (k && out[k - 1] == ' ')
+        out[--k] = '\0';
 }

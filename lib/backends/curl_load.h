@@ -8,6 +8,8 @@
 
 #define CURL_DISABLE_TYPECHECK 1 /* its macros would shadow ours */
 #include <curl/curl.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 struct eb_curl_api {
     CURLcode (*global_init)(long flags);
@@ -31,6 +33,20 @@ struct eb_curl_api {
     CURLMcode (*multi_poll)(CURLM *m, struct curl_waitfd *extra, unsigned n, int ms, int *ret);
     CURLMsg *(*multi_info_read)(CURLM *m, int *left);
 };
+
+/* A bounded reply body, shared by the HTTP backends: eb_http_body_write (a curl write callback)
+ * keeps at most max bytes, NUL-terminated, and stops the transfer (overflow set) past them. */
+struct eb_http_body {
+    char *data;
+    size_t len;
+    size_t max;
+    bool overflow;
+};
+size_t eb_http_body_write(char *p, size_t size, size_t n, void *ud);
+
+/* The "message" of a JSON error reply ({"message": ...}, as Docker and E2B send), else the raw
+ * text, on one line (CR/LF become spaces, trailing blanks dropped); "" when there is no body. */
+void eb_http_message(const struct eb_http_body *b, char *out, size_t size);
 
 /* Loads libcurl once per process (thread-safe). The table, or NULL with *why saying what
  * failed. */

@@ -220,35 +220,10 @@ struct docker_state {
 
 /* ---- HTTP over the engine socket ----------------------------------------------------------- */
 
-struct body {
-    char *data;
-    size_t len;
-    size_t max;
-    bool overflow;
-};
-
-static size_t body_write(char *p, size_t size, size_t n, void *ud)
-{
-    struct body *b = ud;
-    size_t len = size * n;
-    if (b->len + len > b->max) {
-        b->overflow = true;
-        return 0; /* aborts the transfer: an engine reply this large is not one we expect */
-    }
-    char *d = realloc(b->data, b->len + len + 1);
-    if (!d)
-        return 0;
-    memcpy(d + b->len, p, len);
-    b->data = d;
-    b->len += len;
-    b->data[b->len] = '\0';
-    return len;
-}
-
 static size_t discard_write(char *p, size_t size, size_t n, void *ud)
 {
     /* Keeps the last bytes (a pull's progress stream ends with its error, if any). */
-    struct body *b = ud;
+    struct eb_http_body *b = ud;
     size_t len = size * n;
     if (!b->data) {
         b->data = malloc(b->max + 1);
@@ -269,21 +244,6 @@ static size_t discard_write(char *p, size_t size, size_t n, void *ud)
     }
     b->data[b->len] = '\0';
     return len;
-}
-
-/* The engine's error message from a JSON reply ({"message": ...}), else the raw text. */
-static void engine_message(const struct body *b, char *out, size_t size)
-{
-    out[0] = '\0';
-    if (!b->data)
-        return;
-    json_t *j = json_loadb(b->data, b->len, 0, NULL);
-    const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
-    snprintf(out, size, "%s", m ? m : b->data);
-    json_decref(j);
-    size_t n = strlen(out);
-    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
-        out[--n] = '\0';
 }
 
 /* The headers of /_ping that identify the engine (Docker clients negotiate from these). */
@@ -320,7 +280,7 @@ struct call {
     bool versioned;     /* prefix the negotiated /vX.Y */
     const char *json;   /* request body, or NULL */
     long timeout_ms;
-    curl_write_callback writer; /* NULL: body_write into *reply */
+    curl_write_callback writer; /* NULL: eb_http_body_write into *reply */
     void *writer_data;
     curl_xferinfo_callback progress; /* optional: non-zero return aborts */
     void *progress_data;
@@ -329,8 +289,9 @@ struct call {
 
 /* Sets up h for one call (for curl_easy_perform or a multi handle). *ret_hdrs, freed by the
  * caller after the transfer, holds the request headers. 0 or -errno. */
-static int prepare(CURL *h, const struct docker_state *s, const struct call *c, struct body *reply,
-                   struct curl_slist **ret_hdrs, struct execbox_error *err)
+static int prepare(CURL *h, const struct docker_state *s, const struct call *c,
+                   struct eb_http_body *reply, struct curl_slist **ret_hdrs,
+                   struct execbox_error *err)
 {
     char url[1024];
     if (snprintf(url, sizeof(url), "%s%s", c->versioned ? s->base : s->root, c->path) >=
@@ -360,7 +321,7 @@ static int prepare(CURL *h, const struct docker_state *s, const struct call *c, 
     } else if (strcmp(c->method, "GET") == 0) {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     }
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, c->writer ? c->writer : body_write);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, c->writer ? c->writer : eb_http_body_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, c->writer ? c->writer_data : (void *)reply);
     if (c->headers) {
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, ping_header);
@@ -378,7 +339,7 @@ static int prepare(CURL *h, const struct docker_state *s, const struct call *c, 
 /* The outcome of a finished transfer: 0 with *status (any HTTP status), or -errno with a
  * message a user understands. */
 static int finish(CURL *h, CURLcode cr, const struct docker_state *s, const struct call *c,
-                  const struct body *reply, long *status, struct execbox_error *err)
+                  const struct eb_http_body *reply, long *status, struct execbox_error *err)
 {
     if (cr != CURLE_OK) {
         long oserr = 0;
@@ -416,8 +377,8 @@ static int finish(CURL *h, CURLcode cr, const struct docker_state *s, const stru
 }
 
 /* Performs one call; 0 with *status set (any HTTP status), or -errno with a message. */
-static int http(CURL *h, const struct docker_state *s, const struct call *c, struct body *reply,
-                long *status, struct execbox_error *err)
+static int http(CURL *h, const struct docker_state *s, const struct call *c,
+                struct eb_http_body *reply, long *status, struct execbox_error *err)
 {
     struct curl_slist *hdrs = NULL;
     int r = prepare(h, s, c, reply, &hdrs, err);
@@ -433,14 +394,14 @@ static int http(CURL *h, const struct docker_state *s, const struct call *c, str
 static int http_json(CURL *h, const struct docker_state *s, const struct call *c, long *status,
                      json_t **ret, char *msg, size_t msg_size, struct execbox_error *err)
 {
-    struct body b = {.max = DK_BODY_MAX};
+    struct eb_http_body b = {.max = DK_BODY_MAX};
     int r = http(h, s, c, &b, status, err);
     if (r < 0) {
         free(b.data);
         return r;
     }
     if (msg)
-        engine_message(&b, msg, msg_size);
+        eb_http_message(&b, msg, msg_size);
     *ret = b.data ? json_loadb(b.data, b.len, 0, NULL) : NULL;
     free(b.data);
     return 0;
@@ -506,7 +467,7 @@ static int parse_options(const struct execbox_executor_options *o, struct docker
 static int negotiate(CURL *h, struct docker_state *s, struct execbox_error *err)
 {
     long st = 0;
-    struct body b = {.max = 4096};
+    struct eb_http_body b = {.max = 4096};
     struct ping_headers ph = {"", ""};
     struct call c = {.method = "GET", .path = "/_ping", .timeout_ms = DK_PING_MS, .headers = &ph};
     int r = http(h, s, &c, &b, &st, err);
@@ -580,7 +541,7 @@ static int pull_image(CURL *h, const struct docker_state *s, struct execbox_erro
     char path[800];
     snprintf(path, sizeof(path), "/images/create?fromImage=%s", q);
     curl_free(q);
-    struct body tail = {.max = 2048};
+    struct eb_http_body tail = {.max = 2048};
     struct call c = {.method = "POST",
                      .path = path,
                      .versioned = true,
@@ -590,7 +551,7 @@ static int pull_image(CURL *h, const struct docker_state *s, struct execbox_erro
     long st = 0;
     int r = http(h, s, &c, &tail, &st, err);
     char msg[200] = "";
-    engine_message(&tail, msg, sizeof(msg));
+    eb_http_message(&tail, msg, sizeof(msg));
     bool failed = tail.data && strstr(tail.data, "\"error");
     free(tail.data);
     if (r < 0)
@@ -1130,7 +1091,7 @@ static int watch(struct container *k, uint64_t deadline, int cancel_fd, struct f
                       .timeout_ms = left_ms,
                       .writer = guard_write,
                       .writer_data = guard};
-    struct body wb = {.max = DK_BODY_MAX};
+    struct eb_http_body wb = {.max = DK_BODY_MAX};
     struct curl_slist *whdrs = NULL, *lhdrs = NULL;
     CURL *hl = curl_easy_init();
     CURLM *m = curl_multi_init();
@@ -1170,7 +1131,7 @@ static int watch(struct container *k, uint64_t deadline, int cancel_fd, struct f
                     *ret_done = true;
                 } else if (r == 0) {
                     char m2[200];
-                    engine_message(&wb, m2, sizeof(m2));
+                    eb_http_message(&wb, m2, sizeof(m2));
                     r = eb_error_set(err, -EIO, "waiting for the container: HTTP %ld: %s", st, m2);
                 }
                 goto out;

@@ -17,7 +17,8 @@ static void help(FILE *f)
             "otherwise.\n  -b, --backend NAME   the backend to check\n"
             "      --all            check every compiled-in backend\n"
             "      --docker-host URL, --image NAME, --runtime NAME   (docker)\n"
-            "      --remote URL[,URL...], --remote-token T   (remote: probes each /v1/health)\n",
+            "      --remote URL[,URL...], --remote-token T   (remote: probes each /v1/health)\n"
+            "      --e2b-template NAME   (e2b)\n",
             EXECBOX_DEFAULT_BACKEND);
 }
 
@@ -53,6 +54,7 @@ int cmd_check(int argc, char **argv)
         {"runtime", required_argument, NULL, CLI_OPT_RUNTIME},
         {"remote", required_argument, NULL, CLI_OPT_REMOTE},
         {"remote-token", required_argument, NULL, CLI_OPT_REMOTE_TOKEN},
+        {"e2b-template", required_argument, NULL, CLI_OPT_E2B_TEMPLATE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -69,6 +71,7 @@ int cmd_check(int argc, char **argv)
         case CLI_OPT_RUNTIME: o.docker_runtime = optarg; break;
         case CLI_OPT_REMOTE: o.remote_urls = optarg; break;
         case CLI_OPT_REMOTE_TOKEN: o.remote_token = optarg; break;
+        case CLI_OPT_E2B_TEMPLATE: o.e2b_template = optarg; break;
         case 'h': help(stdout); return 0;
         default: help(stderr); return 2;
         }

@@ -29,6 +29,7 @@ enum {
     CLI_OPT_POOL_IDLE,
     CLI_OPT_REMOTE,
     CLI_OPT_REMOTE_TOKEN,
+    CLI_OPT_E2B_TEMPLATE,
     CLI_OPT__LAST,
 };
 
@@ -66,6 +67,7 @@ enum {
         {"runtime", required_argument, NULL, CLI_OPT_RUNTIME},                                     \
         {"remote", required_argument, NULL, CLI_OPT_REMOTE},                                       \
         {"remote-token", required_argument, NULL, CLI_OPT_REMOTE_TOKEN},                           \
+        {"e2b-template", required_argument, NULL, CLI_OPT_E2B_TEMPLATE},                           \
     {                                                                                              \
         "pull", required_argument, NULL, CLI_OPT_PULL                                              \
     }
@@ -76,7 +78,7 @@ enum {
 /* Help text for the shared flags. */
 #define CLI_SANDBOX_HELP                                                                           \
     "Sandbox options:\n"                                                                           \
-    "  -b, --backend NAME       jail | subprocess | docker | remote "                              \
+    "  -b, --backend NAME       jail | subprocess | docker | remote | e2b "                        \
     "(default: " EXECBOX_DEFAULT_BACKEND ")\n"                                                     \
     "  -t, --timeout SECONDS    wall-clock limit (default 10)\n"                                   \
     "  -m, --memory SIZE        memory cap, e.g. 256M, 1.5G (default 256M)\n"                      \
@@ -93,7 +95,8 @@ enum {
     "      --allow-degraded     jail: run even if a wall is missing (the result says which)\n"     \
     "      --docker-host URL, --image NAME, --runtime NAME, --pull never|missing  (docker)\n"      \
     "      --remote URL[,URL...]  other `execbox serve` instances; --remote-token T (default\n"    \
-    "                           $EXECBOX_REMOTE_TOKEN)  (remote)\n"
+    "                           $EXECBOX_REMOTE_TOKEN)  (remote)\n"                                \
+    "      --e2b-template NAME  (e2b; E2B_API_KEY from the environment)\n"
 
 #define CLI_MAX_POLICY_FLAGS 32
 

@@ -32,6 +32,16 @@ def run_json(args, **kw):
                              f"stderr={p.stderr[:500]!r}")
 
 
+def check(cond, msg=""):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def eq(a, b, what=""):
+    if a != b:
+        raise AssertionError(f"{what}: {a!r} != {b!r}")
+
+
 class Tests:
     """Minimal runner: every method named test_* runs; prints 'N passed, N failed'."""
 
