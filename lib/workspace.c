@@ -185,3 +185,37 @@ int eb_workspace_list(int dirfd, size_t inline_max, struct execbox_result *r)
         qsort(r->files, r->n_files, sizeof(*r->files), cmp_files);
     return rc;
 }
+
+int eb_workspace_check_host(const char *real, struct execbox_error *err)
+{
+    /* The directory itself would be handed over: the code could change or fill what the
+     * host's own programs and users rely on. */
+    static const char *const exact[] = {
+        "/",      "/usr",       "/etc",      "/bin",       "/sbin",      "/lib",     "/lib32",
+        "/lib64", "/libx32",    "/boot",     "/proc",      "/sys",       "/dev",     "/run",
+        "/var",   "/tmp",       "/var/tmp",  "/home",      "/root",      "/srv",     "/opt",
+        "/mnt",   "/media",     "/var/lib",  "/var/log",   "/var/cache", "/dev/shm", "/run/user",
+        "/snap",  "/var/spool", "/var/mail", "/usr/local",
+    };
+    /* Nothing below these either: system files, kernel interfaces, our own state. */
+    static const char *const tree[] = {"/usr",   "/etc",   "/bin",        "/sbin", "/lib",
+                                       "/lib32", "/lib64", "/libx32",     "/boot", "/proc",
+                                       "/sys",   "/dev",   "/run/execbox"};
+    if (real[0] != '/')
+        return eb_error_set(err, -EINVAL, "workspace '%s' is not an absolute path", real);
+    for (size_t i = 0; i < ARRAY_SIZE(exact); i++)
+        if (strcmp(real, exact[i]) == 0)
+            return eb_error_set(err, -EPERM,
+                                "workspace '%s' is a system directory: give a directory of "
+                                "your own",
+                                real);
+    for (size_t i = 0; i < ARRAY_SIZE(tree); i++) {
+        size_t n = strlen(tree[i]);
+        if (strncmp(real, tree[i], n) == 0 && real[n] == '/')
+            return eb_error_set(err, -EPERM,
+                                "workspace '%s' is inside the system directory '%s': give a "
+                                "directory of your own",
+                                real, tree[i]);
+    }
+    return 0;
+}

@@ -16,6 +16,13 @@ int eb_mkdtemp(const char *what, char *path, struct execbox_error *err);
  * path; images up to inline_max bytes are read into data. dirfd stays owned by the caller. */
 int eb_workspace_list(int dirfd, size_t inline_max, struct execbox_result *r);
 
+/* Refuses a host directory that must never be handed to sandboxed code as its workspace: `/`,
+ * the top-level system and shared directories (/usr, /etc, /var, /tmp, /home, ...), anything
+ * below the system trees (/usr, /etc, /bin, /sbin, /lib*, /boot, /proc, /sys, /dev) and
+ * execbox's own state (/run/execbox). real must be a canonical path (realpath). 0, or -EPERM
+ * with err set. */
+int eb_workspace_check_host(const char *real, struct execbox_error *err);
+
 /* A MIME type guessed from the file name. */
 const char *eb_mime_from_name(const char *name);
 

@@ -14,10 +14,12 @@
  * namespace then owns nothing it could mount or reconfigure. As an ordinary user the user
  * namespace comes first (it is what grants the right to make the others).
  *
- * A caller-given workspace (root mode): the guest is nobody outside, so for the run the
- * workspace directory itself is handed to nobody (chown) and given back afterwards; files the
- * guest creates there are owned by nobody on the host. Files already in it stay the caller's
- * (readable if their mode says so). As an ordinary user the guest is the user outside.
+ * A caller-given workspace (root mode): an id-mapped mount of the directory, so the host inode
+ * is never chowned: through it the guest (nobody outside) is seen as the directory's owner,
+ * and the files it creates belong on the host to the directory's owner and group. The syscall
+ * filter refuses setuid and setgid modes (the guest acts as that owner, possibly root, there),
+ * system directories are refused as workspaces, and the directory's own owner and mode are
+ * put back after the run. As an ordinary user the guest is the user outside.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -578,10 +580,68 @@ struct eb_warm {
     int code_fd;         /* warm: our writable handle on the sandbox's /code */
     int go_fd;           /* warm: write end of the guest's fd 3 */
     int64_t cpu_base_ns; /* warm: the cgroup's CPU time when the run began */
-    struct stat ws_st;
-    bool ws_chowned;
+    int ws_root;         /* a caller's workspace: the host directory, pinned, or -1 */
+    struct stat ws_st;   /* its owner and mode before the run, restored after it */
     char ws_host[EXECBOX_PATH_MAX];
 };
+
+/* A caller's host directory as the run's /workspace. Refused when it is a system directory.
+ * The directory is pinned by an fd, and its owner and mode are kept to be put back after the
+ * run (the code may change what is inside, not the directory it was handed; see
+ * restore_workspace_root). As root: an id-mapped clone of it (MOUNT_ATTR_IDMAP), so the host
+ * inode's owner is never changed: the guest (nobody outside) is seen as the directory's owner
+ * through this mount only, and what it creates is owned on disk by the directory's owner and
+ * group. Unprivileged: the guest is the user outside already; the child binds the path. */
+static int host_workspace(struct eb_warm *sb, const char *path, struct execbox_error *err)
+{
+    const struct jail *j = sb->j;
+    if (!realpath(path, sb->ws_host))
+        return eb_error_set(err, -errno, "workspace '%s': %s", path, execbox_strerror(-errno));
+    int r = eb_workspace_check_host(sb->ws_host, err);
+    if (r < 0)
+        return r;
+    sb->ws_root = open(sb->ws_host, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (sb->ws_root < 0)
+        return eb_error_set(err, errno == ENOTDIR ? -ENOTDIR : -errno,
+                            "workspace '%s' is not a directory we can open: %s", path,
+                            execbox_strerror(-errno));
+    if (fstat(sb->ws_root, &sb->ws_st) < 0)
+        return eb_error_set(err, -errno, "stat the workspace: %s", execbox_strerror(-errno));
+    if (!j->userns.root_mode)
+        return 0;
+    _cleanup_close_ int tree = (int)syscall(SYS_open_tree, sb->ws_root, "",
+                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    if (tree < 0)
+        return eb_error_set(err, -errno, "clone the workspace mount: %s", execbox_strerror(-errno));
+    _cleanup_close_ int userns = -1;
+    if ((r = eb_idmap_userns(sb->ws_st.st_uid, j->userns.host_uid, sb->ws_st.st_gid,
+                             j->userns.host_gid, &userns, err)) < 0)
+        return r;
+    struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                           .userns_fd = (uint64_t)userns};
+    if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+        return eb_error_set(err, -errno,
+                            "id-map the workspace '%s' (its filesystem must support id-mapped "
+                            "mounts): %s",
+                            path, execbox_strerror(-errno));
+    sb->ws_fd = TAKE_FD(tree);
+    return 0;
+}
+
+/* Puts the workspace directory's owner and mode back as they were before the run, through the
+ * fd that pinned it: the code, seen as its owner through the mount, may have changed its mode.
+ * (Never a setuid or setgid bit: the syscall filter refuses those modes.) */
+static void restore_workspace_root(int fd, const struct stat *before)
+{
+    struct stat now;
+    if (fstat(fd, &now) < 0)
+        return;
+    if ((now.st_uid != before->st_uid || now.st_gid != before->st_gid) &&
+        fchown(fd, before->st_uid, before->st_gid) < 0)
+        return;
+    if ((now.st_mode & 07777) != (before->st_mode & 07777))
+        (void)fchmod(fd, before->st_mode & 07777);
+}
 
 static void sandbox_init(struct eb_warm *sb, struct jail *j, const struct execbox_policy *pol,
                          const struct eb_language *lang)
@@ -594,7 +654,7 @@ static void sandbox_init(struct eb_warm *sb, struct jail *j, const struct execbo
         sb->cg.procs_fd[i] = -1;
     eb_child_init(&sb->child);
     sb->k.pidfd = -1;
-    sb->ws_fd = sb->alive_w = sb->code_fd = sb->go_fd = -1;
+    sb->ws_fd = sb->ws_root = sb->alive_w = sb->code_fd = sb->go_fd = -1;
 }
 
 /* Kills whatever still runs (a warm sandbox never given a run), and removes everything the
@@ -613,9 +673,9 @@ static void sandbox_destroy(struct eb_warm *sb)
     eb_close(&sb->alive_w);
     eb_close(&sb->ws_fd);
     eb_child_close(&sb->child);
-    if (sb->ws_chowned)
-        (void)!chown(sb->ws_host, sb->ws_st.st_uid, sb->ws_st.st_gid);
-    sb->ws_chowned = false;
+    if (sb->ws_root >= 0)
+        restore_workspace_root(sb->ws_root, &sb->ws_st);
+    eb_close(&sb->ws_root);
     if (!sb->policy.workspace[0] && sb->ws_host[0])
         eb_rm_rf(sb->ws_host);
     sb->ws_host[0] = '\0';
@@ -658,20 +718,12 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     snprintf(opts, sizeof(opts), "size=16m,nr_inodes=1024,mode=1777,uid=%u,gid=%u", gu, gg);
     eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "dev/shm", opts, 0, -1);
     if (pol->workspace[0]) {
-        if (stat(pol->workspace, &sb->ws_st) < 0 || !S_ISDIR(sb->ws_st.st_mode))
-            return eb_error_set(err, -ENOTDIR, "workspace '%s' is not a directory", pol->workspace);
-        if (!realpath(pol->workspace, sb->ws_host))
-            return eb_error_set(err, -errno, "workspace '%s': %s", pol->workspace,
-                                execbox_strerror(-errno));
-        eb_plan_add(&dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
-        if (j->userns.root_mode && sb->ws_st.st_uid != j->userns.host_uid) {
-            /* See the top of this file: the guest (nobody outside) gets the directory for the
-             * run. */
-            if (chown(sb->ws_host, j->userns.host_uid, j->userns.host_gid) < 0)
-                return eb_error_set(err, -errno, "hand the workspace to the sandbox: %s",
-                                    execbox_strerror(-errno));
-            sb->ws_chowned = true;
-        }
+        if ((r = host_workspace(sb, pol->workspace, err)) < 0)
+            return r;
+        if (sb->ws_fd >= 0)
+            eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, sb->ws_fd);
+        else
+            eb_plan_add(&dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
     } else if (j->userns.root_mode) {
         sb->ws_fd = fresh_workspace_fd(j, pol->workspace_size, err);
         if (sb->ws_fd < 0)

@@ -15,8 +15,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "../error.h"
 #include "../util.h"
 
 void eb_userns_prepare(struct eb_userns *u)
@@ -142,4 +144,50 @@ int eb_drop_privileges(void)
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return -errno;
     return 0;
+}
+
+int eb_idmap_userns(uid_t uid_in, uid_t uid_out, gid_t gid_in, gid_t gid_out, int *ret_fd,
+                    struct execbox_error *err)
+{
+    int pidfd = -1;
+    /* A child in a new user namespace, which only holds it alive until we have its fd. It
+     * dies with the thread that made it, should that thread die first. */
+    pid_t pid = eb_clone_ns(CLONE_NEWUSER, &pidfd);
+    if (pid < 0)
+        return eb_error_set(err, -errno, "clone a user namespace for the workspace's id map: %s",
+                            execbox_strerror(-errno));
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;)
+            pause();
+    }
+    char path[64], map[64];
+    int r = 0;
+    snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid_in, (unsigned)uid_out);
+    if ((r = write_file(path, map)) < 0) {
+        eb_error_set(err, r, "write the workspace's uid map: %s", execbox_strerror(r));
+        goto out;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid_in, (unsigned)gid_out);
+    if ((r = write_file(path, map)) < 0) {
+        eb_error_set(err, r, "write the workspace's gid map: %s", execbox_strerror(r));
+        goto out;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        r = eb_error_set(err, -errno, "open the workspace's user namespace: %s",
+                         execbox_strerror(-errno));
+        goto out;
+    }
+    *ret_fd = fd;
+out:
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    siginfo_t si;
+    /* Bounded: a SIGKILLed child in pause() exits at once. */
+    (void)syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, NULL);
+    close(pidfd);
+    return r;
 }

@@ -43,6 +43,15 @@ int eb_userns_map_self(const struct eb_userns *u);
  * even with capabilities inside it. */
 int eb_userns_enter(const struct eb_userns *u);
 
+/* Parent, root only: a user namespace fd whose maps are "uid_in uid_out 1" and
+ * "gid_in gid_out 1", to describe an id-mapped mount (MOUNT_ATTR_IDMAP): through such a mount an
+ * inode owned by uid_in on disk is seen as uid_out, and a file that uid_out creates is written
+ * as uid_in. Made by a short-lived child that only waits to be killed; nothing else joins the
+ * namespace. 0 with *ret_fd (O_CLOEXEC), or -errno with err set. */
+struct execbox_error;
+int eb_idmap_userns(uid_t uid_in, uid_t uid_out, gid_t gid_in, gid_t gid_out, int *ret_fd,
+                    struct execbox_error *err);
+
 /* Child: becomes EB_JAIL_UID/GID inside (non-root mode). */
 int eb_become_guest_ids(void);
 

@@ -10,6 +10,7 @@
 #include "jail/seccomp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <stdbool.h>
@@ -21,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -122,6 +124,23 @@ static const struct denied denied_calls[] = {
     {"modify_ldt", 154},
 };
 
+/* Calls that set a file's mode, and which argument holds it. A setuid or setgid bit is refused
+ * in every one: in a host workspace the guest acts, through the id-mapped mount, as the
+ * directory's owner (possibly root), and a setuid file it left there would run with that
+ * owner's privileges on the host. open/openat take the mode only with O_CREAT or O_TMPFILE;
+ * without them the argument is ignored (and may be anything), so the rule needs the flag too. */
+static const struct mode_call {
+    const char *name;
+    int nr_x86_64;
+    unsigned mode_arg;
+    int flags_arg; /* -1: the mode always counts */
+} mode_calls[] = {
+    {"chmod", 90, 1, -1},      {"fchmod", 91, 1, -1}, {"fchmodat", 268, 2, -1},
+    {"fchmodat2", 452, 2, -1}, {"creat", 85, 1, -1},  {"mkdir", 83, 1, -1},
+    {"mkdirat", 258, 2, -1},   {"mknod", 133, 1, -1}, {"mknodat", 259, 2, -1},
+    {"open", 2, 2, 1},         {"openat", 257, 3, 2},
+};
+
 /* clone() flags that create namespaces. CLONE_NEWTIME (0x80) is left out: in clone() that bit
  * belongs to the exit signal, and new time namespaces come only from unshare and clone3. */
 static const unsigned long clone_ns_flags[] = {
@@ -181,6 +200,40 @@ static int build_rules(scmp_filter_ctx ctx, struct execbox_error *err)
     r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0, NULL, "clone3", err);
     if (r < 0)
         return r;
+
+    /* No setuid or setgid mode, by any call that sets one (see mode_calls). */
+    static const unsigned long mode_bits[] = {S_ISUID, S_ISGID};
+    static const unsigned long creating[] = {O_CREAT, __O_TMPFILE};
+    for (size_t i = 0; i < ARRAY_SIZE(mode_calls); i++) {
+        const struct mode_call *m = &mode_calls[i];
+        struct denied d = {m->name, m->nr_x86_64};
+        int nr = resolve(&d);
+        for (size_t b = 0; b < ARRAY_SIZE(mode_bits); b++) {
+            struct scmp_arg_cmp c[2] = {
+                {m->mode_arg, SCMP_CMP_MASKED_EQ, mode_bits[b], mode_bits[b]}};
+            if (m->flags_arg < 0) {
+                r = add_rule(ctx, eperm, nr, 1, c, m->name, err);
+                if (r < 0)
+                    return r;
+                continue;
+            }
+            for (size_t f = 0; f < ARRAY_SIZE(creating); f++) {
+                c[1] = (struct scmp_arg_cmp){(unsigned)m->flags_arg, SCMP_CMP_MASKED_EQ,
+                                             creating[f], creating[f]};
+                r = add_rule(ctx, eperm, nr, 2, c, m->name, err);
+                if (r < 0)
+                    return r;
+            }
+        }
+    }
+    /* openat2 passes its mode in memory, which a filter cannot read: ENOSYS, so that callers
+     * fall back to openat, whose mode is checked above. */
+    {
+        struct denied d = {"openat2", 437};
+        r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), resolve(&d), 0, NULL, "openat2", err);
+        if (r < 0)
+            return r;
+    }
 
     /* personality: only the default persona (0) and the query (0xffffffff). Others turn off
      * address-space randomisation (ADDR_NO_RANDOMIZE) or change how the kernel reads memory
@@ -393,7 +446,7 @@ int eb_seccomp_probe(char *detail, size_t n)
     bool kp = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &kill_process) == 0;
     snprintf(detail, n,
              "filter mode; %zu calls and socket, clone, personality, ioctl arguments "
-             "denied with EPERM; other ABIs %s",
+             "denied with EPERM; no setuid/setgid modes; other ABIs %s",
              (size_t)EB_SECCOMP_BPF_DENIED, kp ? "kill the process" : "kill the thread");
     return 0;
 }
