@@ -78,7 +78,23 @@ int eb_error_set(struct execbox_error *err, int code, const char *fmt, ...)
     vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     va_end(ap);
     err->code = code;
+    err->kind = EXECBOX_ERROR_OTHER;
+    err->field[0] = '\0';
     return code;
+}
+
+int eb_error_about(struct execbox_error *err, int code, enum execbox_error_kind kind,
+                   const char *field)
+{
+    if (!err)
+        return code;
+    if (err->code == 0)
+        err->code = code;
+    if (!(kind == EXECBOX_ERROR_INVALID_VALUE && err->kind != EXECBOX_ERROR_OTHER))
+        err->kind = kind;
+    if (field)
+        snprintf(err->field, sizeof(err->field), "%s", field);
+    return err->code;
 }
 
 int eb_error_prefix(struct execbox_error *err, int code, const char *fmt, ...)
@@ -115,6 +131,8 @@ void eb_error_set_raw(struct execbox_error *err, int code, const char *msg)
     }
     err->msg[n] = '\0';
     err->code = code;
+    err->kind = EXECBOX_ERROR_OTHER;
+    err->field[0] = '\0';
 }
 
 void eb_error_clear(struct execbox_error *err)
@@ -122,5 +140,7 @@ void eb_error_clear(struct execbox_error *err)
     if (err) {
         err->code = 0;
         err->msg[0] = '\0';
+        err->kind = EXECBOX_ERROR_OTHER;
+        err->field[0] = '\0';
     }
 }

@@ -103,8 +103,11 @@ static int parse_double(const char *key, const char *s, double min, double max, 
         end++;
     if (!*s || errno || *end || !isfinite(v))
         return eb_error_set(err, -EINVAL, "%s: '%s' is not a number", key, s);
-    if (v < min || v > max)
-        return eb_error_set(err, -EINVAL, "%s: %s is out of range (%g to %g)", key, s, min, max);
+    if (v < min || v > max) {
+        eb_error_set(err, -EINVAL, "%s: %s is out of range (%g to %g)", key, s, min, max);
+        return eb_error_about(
+            err, -EINVAL, v > max ? EXECBOX_ERROR_OVER_MAXIMUM : EXECBOX_ERROR_INVALID_VALUE, key);
+    }
     *ret = v;
     return 0;
 }
@@ -145,8 +148,8 @@ static const struct field *find_field(const char *key)
     return NULL;
 }
 
-static int set_field(struct execbox_policy *p, const struct field *f, const char *value,
-                     struct execbox_error *err)
+static int set_field_text(struct execbox_policy *p, const struct field *f, const char *value,
+                          struct execbox_error *err)
 {
     char *base = (char *)p;
     int r;
@@ -175,8 +178,10 @@ static int set_field(struct execbox_policy *p, const struct field *f, const char
         if (v < f->min)
             return eb_error_set(err, -EINVAL, "%s: '%s' is below the minimum of %" PRIu64 " bytes",
                                 f->name, value, f->min);
-        if (f->off == offsetof(struct execbox_policy, output_limit) && v > EB_OUTPUT_LIMIT_MAX)
-            return eb_error_set(err, -EINVAL, "output_limit: '%s' is above the maximum 1G", value);
+        if (f->off == offsetof(struct execbox_policy, output_limit) && v > EB_OUTPUT_LIMIT_MAX) {
+            eb_error_set(err, -EINVAL, "output_limit: '%s' is above the maximum 1G", value);
+            return eb_error_about(err, -EINVAL, EXECBOX_ERROR_OVER_MAXIMUM, f->name);
+        }
         *(uint64_t *)(base + f->off) = v;
         return 0;
     }
@@ -186,9 +191,14 @@ static int set_field(struct execbox_policy *p, const struct field *f, const char
         unsigned long long v = strtoull(value, &end, 10);
         if (!isdigit((unsigned char)value[0]) || errno || *end)
             return eb_error_set(err, -EINVAL, "%s: '%s' is not a whole number", f->name, value);
-        if (v < f->min || v > EB_PIDS_MAX)
-            return eb_error_set(err, -EINVAL, "%s: %s is out of range (1 to %u)", f->name, value,
-                                EB_PIDS_MAX);
+        if (v < f->min || v > EB_PIDS_MAX) {
+            eb_error_set(err, -EINVAL, "%s: %s is out of range (1 to %u)", f->name, value,
+                         EB_PIDS_MAX);
+            return eb_error_about(err, -EINVAL,
+                                  v > EB_PIDS_MAX ? EXECBOX_ERROR_OVER_MAXIMUM
+                                                  : EXECBOX_ERROR_INVALID_VALUE,
+                                  f->name);
+        }
         *(uint32_t *)(base + f->off) = (uint32_t)v;
         return 0;
     }
@@ -223,6 +233,22 @@ static int set_field(struct execbox_policy *p, const struct field *f, const char
     return -EINVAL;
 }
 
+/* Sets one field from its text; an error says which field, and whether the value was over
+ * the maximum or otherwise invalid. */
+static int set_field(struct execbox_policy *p, const struct field *f, const char *value,
+                     struct execbox_error *err)
+{
+    int r = set_field_text(p, f, value, err);
+    return r < 0 ? eb_error_about(err, r, EXECBOX_ERROR_INVALID_VALUE, f->name) : r;
+}
+
+/* The error for a field name that does not exist. */
+static int unknown_field(const char *key, struct execbox_error *err)
+{
+    eb_error_set(err, -EINVAL, "unknown policy field '%s'", key);
+    return eb_error_about(err, -EINVAL, EXECBOX_ERROR_UNKNOWN_FIELD, key);
+}
+
 int execbox_policy_set(struct execbox_policy *p, const char *key, const char *value,
                        struct execbox_error *err)
 {
@@ -230,7 +256,7 @@ int execbox_policy_set(struct execbox_policy *p, const char *key, const char *va
         return eb_error_set(err, -EINVAL, "policy field or value missing");
     const struct field *f = find_field(key);
     if (!f)
-        return eb_error_set(err, -EINVAL, "unknown policy field '%s'", key);
+        return unknown_field(key, err);
     return set_field(p, f, value, err);
 }
 
@@ -245,8 +271,19 @@ int execbox_policy_merge_json(struct execbox_policy *p, const char *json, size_t
         return eb_error_set(err, -EFBIG, "policy JSON larger than %u bytes", EB_POLICY_FILE_MAX);
     json_error_t je;
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return eb_error_set(err, -EINVAL, "policy JSON: %s (line %d)", je.text, je.line);
+    if (!root) {
+        /* In our words: the JSON library's own wording (and its option names) stays out. */
+        enum json_error_code c = json_error_code(&je);
+        eb_error_set(err, -EINVAL, "policy JSON: %s at line %d, column %d",
+                     c == json_error_duplicate_key            ? "duplicate field"
+                     : c == json_error_null_character         ? "a string holds a NUL character"
+                     : c == json_error_invalid_utf8           ? "not valid UTF-8"
+                     : c == json_error_stack_overflow         ? "nested too deeply"
+                     : c == json_error_premature_end_of_input ? "it ends too early"
+                                                              : "not valid JSON",
+                     je.line, je.column);
+        return eb_error_about(err, -EINVAL, EXECBOX_ERROR_MALFORMED, NULL);
+    }
     int r = eb_policy_merge_object(p, root, err);
     json_decref(root);
     return r;
@@ -254,15 +291,17 @@ int execbox_policy_merge_json(struct execbox_policy *p, const char *json, size_t
 
 int eb_policy_merge_object(struct execbox_policy *p, const json_t *obj, struct execbox_error *err)
 {
-    if (!json_is_object(obj))
-        return eb_error_set(err, -EINVAL, "policy must be a JSON object");
+    if (!json_is_object(obj)) {
+        eb_error_set(err, -EINVAL, "policy must be a JSON object");
+        return eb_error_about(err, -EINVAL, EXECBOX_ERROR_MALFORMED, NULL);
+    }
     struct execbox_policy tmp = *p;
     const char *key;
     json_t *v;
     json_object_foreach ((json_t *)obj, key, v) {
         const struct field *f = find_field(key);
         if (!f)
-            return eb_error_set(err, -EINVAL, "unknown policy field '%s'", key);
+            return unknown_field(key, err);
         int r = eb_policy_set_json_value(&tmp, key, v, err);
         if (r < 0)
             return r;
@@ -271,12 +310,24 @@ int eb_policy_merge_object(struct execbox_policy *p, const json_t *obj, struct e
     return 0;
 }
 
+static int set_json_value(struct execbox_policy *p, const char *key, const json_t *v,
+                          struct execbox_error *err);
+
 int eb_policy_set_json_value(struct execbox_policy *p, const char *key, const json_t *v,
                              struct execbox_error *err)
 {
+    int r = set_json_value(p, key, v, err);
+    if (r < 0 && (!err || err->kind != EXECBOX_ERROR_UNKNOWN_FIELD))
+        return eb_error_about(err, r, EXECBOX_ERROR_INVALID_VALUE, key);
+    return r;
+}
+
+static int set_json_value(struct execbox_policy *p, const char *key, const json_t *v,
+                          struct execbox_error *err)
+{
     const struct field *f = find_field(key);
     if (!f)
-        return eb_error_set(err, -EINVAL, "unknown policy field '%s'", key);
+        return unknown_field(key, err);
     char text[64];
     if (json_is_string(v)) {
         if (f->kind != K_PATH && f->kind != K_NETWORK && f->kind != K_SIZE)
@@ -328,13 +379,18 @@ int execbox_policy_check_within(const struct execbox_policy *req, const struct e
     struct execbox_policy a = *req, b = *max;
     eb_policy_resolve(&a);
     eb_policy_resolve(&b);
-    if (a.timeout > b.timeout)
-        return eb_error_set(err, -EPERM, "timeout %gs exceeds the maximum of %gs", a.timeout,
-                            b.timeout);
-    if (a.cpus > b.cpus)
-        return eb_error_set(err, -EPERM, "cpus %g exceeds the maximum of %g", a.cpus, b.cpus);
-    if (a.pids > b.pids)
-        return eb_error_set(err, -EPERM, "pids %u exceeds the maximum of %u", a.pids, b.pids);
+    if (a.timeout > b.timeout) {
+        eb_error_set(err, -EPERM, "timeout %gs exceeds the maximum of %gs", a.timeout, b.timeout);
+        return eb_error_about(err, -EPERM, EXECBOX_ERROR_OVER_MAXIMUM, "timeout");
+    }
+    if (a.cpus > b.cpus) {
+        eb_error_set(err, -EPERM, "cpus %g exceeds the maximum of %g", a.cpus, b.cpus);
+        return eb_error_about(err, -EPERM, EXECBOX_ERROR_OVER_MAXIMUM, "cpus");
+    }
+    if (a.pids > b.pids) {
+        eb_error_set(err, -EPERM, "pids %u exceeds the maximum of %u", a.pids, b.pids);
+        return eb_error_about(err, -EPERM, EXECBOX_ERROR_OVER_MAXIMUM, "pids");
+    }
     static const struct {
         const char *name;
         size_t off;
@@ -348,14 +404,20 @@ int execbox_policy_check_within(const struct execbox_policy *req, const struct e
     for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
         uint64_t x = *(const uint64_t *)((const char *)&a + sizes[i].off);
         uint64_t y = *(const uint64_t *)((const char *)&b + sizes[i].off);
-        if (x > y)
-            return eb_error_set(err, -EPERM, "%s %" PRIu64 " exceeds the maximum of %" PRIu64,
-                                sizes[i].name, x, y);
+        if (x > y) {
+            eb_error_set(err, -EPERM, "%s %" PRIu64 " exceeds the maximum of %" PRIu64,
+                         sizes[i].name, x, y);
+            return eb_error_about(err, -EPERM, EXECBOX_ERROR_OVER_MAXIMUM, sizes[i].name);
+        }
     }
-    if (strcmp(a.workspace, b.workspace) != 0)
-        return eb_error_set(err, -EPERM, "workspace may not be changed from the host's setting");
-    if (strcmp(a.rootfs, b.rootfs) != 0)
-        return eb_error_set(err, -EPERM, "rootfs may not be changed from the host's setting");
+    if (strcmp(a.workspace, b.workspace) != 0) {
+        eb_error_set(err, -EPERM, "workspace may not be changed from the host's setting");
+        return eb_error_about(err, -EPERM, EXECBOX_ERROR_INVALID_VALUE, "workspace");
+    }
+    if (strcmp(a.rootfs, b.rootfs) != 0) {
+        eb_error_set(err, -EPERM, "rootfs may not be changed from the host's setting");
+        return eb_error_about(err, -EPERM, EXECBOX_ERROR_INVALID_VALUE, "rootfs");
+    }
     return 0;
 }
 

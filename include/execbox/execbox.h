@@ -35,10 +35,26 @@ extern "C" {
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
+/* What an error is about, for programs that must react to it (e.g. answer a client with the
+ * field at fault) without reading the message, whose wording may change. */
+enum execbox_error_kind {
+    EXECBOX_ERROR_OTHER = 0,     /* not about one field of the caller's input (see code, msg) */
+    EXECBOX_ERROR_UNKNOWN_FIELD, /* a field name that does not exist; field names it */
+    EXECBOX_ERROR_INVALID_VALUE, /* a field's value is of the wrong type or form, below its
+                                    minimum, or not allowed; field names it */
+    EXECBOX_ERROR_OVER_MAXIMUM,  /* a field's value is above its maximum: the library's own, or
+                                    the caller's (execbox_policy_check_within); field names it */
+    EXECBOX_ERROR_MALFORMED,     /* the input is not valid JSON, or not the expected shape */
+};
+
+#define EXECBOX_ERROR_FIELD_MAX 64
+
 /* A caller-owned, fixed-size error: producing one allocates nothing. */
 struct execbox_error {
-    int code;      /* negative errno, 0 when no error */
-    char msg[256]; /* what failed and why; "" when no error */
+    int code;                            /* negative errno, 0 when no error */
+    char msg[256];                       /* what failed and why; "" when no error */
+    enum execbox_error_kind kind;        /* what it is about; EXECBOX_ERROR_OTHER when unsure */
+    char field[EXECBOX_ERROR_FIELD_MAX]; /* the field at fault, e.g. "timeout"; "" if none */
 };
 
 /* A static description of a negative errno code. Never NULL. */

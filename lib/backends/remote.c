@@ -45,11 +45,11 @@
 #define RM_URLS_MAX 16
 #define RM_URL_MAX 512
 #define RM_TOKEN_MAX 1024
-#define RM_IDLE_MAX 64              /* handle pairs (each with its connections) kept for reuse */
-#define RM_CONNECT_MS 3000L         /* connecting to one remote */
-#define RM_PROBE_MS 3000L           /* GET /v1/health in a probe */
-#define RM_MARGIN_S 10.0            /* deadline = the policy's timeout + this */
-#define RM_DOWN_NS (5000000000ULL)  /* a remote that refused a connection is tried last */
+#define RM_IDLE_MAX 64                /* handle pairs (each with its connections) kept for reuse */
+#define RM_CONNECT_MS 3000L           /* connecting to one remote */
+#define RM_PROBE_MS 3000L             /* GET /v1/health in a probe */
+#define RM_MARGIN_S 10.0              /* deadline = the policy's timeout + this */
+#define RM_DOWN_NS (5000000000ULL)    /* a remote that refused a connection is tried last */
 #define RM_SMALL_BODY_MAX (64U << 10) /* health and error replies */
 /* A result reply: two streams of output_limit bytes each, which JSON escaping may grow six
  * times (\u00XX), plus this for the rest (tracebacks, file lists). */
@@ -118,8 +118,9 @@ static int parse_options(const struct execbox_executor_options *o, struct option
                                 r->base);
         for (const char *c = r->base; *c; c++)
             if ((unsigned char)*c <= ' ' || *c == 0x7f)
-                return eb_error_set(err, -EINVAL, "remote '%.64s' holds a space or a control "
-                                                  "character",
+                return eb_error_set(err, -EINVAL,
+                                    "remote '%.64s' holds a space or a control "
+                                    "character",
                                     r->base);
         memcpy(r->execute, r->base, n);
         memcpy(r->execute + n, "/v1/execute", sizeof("/v1/execute"));
@@ -325,8 +326,8 @@ static int health(CURL *h, const struct remote *r, const char *auth, char *out, 
         snprintf(out, size, "%s: answers %ld (%s)", r->base, status, st);
         rc = -EAGAIN;
     } else {
-        snprintf(out, size, "%s: answers %ld with something that is not execbox's health",
-                 r->base, status);
+        snprintf(out, size, "%s: answers %ld with something that is not execbox's health", r->base,
+                 status);
         rc = -EPROTO;
     }
     json_decref(j);
@@ -467,8 +468,9 @@ static int request_body(const struct eb_run *run, char **ret, struct execbox_err
 {
     const struct execbox_policy *p = run->policy;
     if (p->workspace[0])
-        return eb_error_set(err, -ENOTSUP, "the remote backend cannot mount a directory of this "
-                                           "host at /workspace: run without --workspace");
+        return eb_error_set(err, -ENOTSUP,
+                            "the remote backend cannot mount a directory of this "
+                            "host at /workspace: run without --workspace");
     if (p->rootfs[0])
         return eb_error_set(err, -ENOTSUP,
                             "the remote backend uses the remote's root: run without --rootfs");
@@ -482,16 +484,18 @@ static int request_body(const struct eb_run *run, char **ret, struct execbox_err
     json_t *code = json_stringn(run->code, run->code_len);
     if (!code) {
         json_decref(o);
-        return eb_error_set(err, -EINVAL, "the code is not valid UTF-8, which JSON cannot carry "
-                                          "to the remote");
+        return eb_error_set(err, -EINVAL,
+                            "the code is not valid UTF-8, which JSON cannot carry "
+                            "to the remote");
     }
     bad |= json_object_set_new(o, "code", code);
     if (run->req->stdin_data) {
         json_t *in = json_stringn(run->req->stdin_data, run->req->stdin_len);
         if (!in) {
             json_decref(o);
-            return eb_error_set(err, -EINVAL, "stdin is not valid UTF-8, which JSON cannot "
-                                              "carry to the remote");
+            return eb_error_set(err, -EINVAL,
+                                "stdin is not valid UTF-8, which JSON cannot "
+                                "carry to the remote");
         }
         bad |= json_object_set_new(o, "stdin", in);
     }
@@ -504,14 +508,15 @@ static int request_body(const struct eb_run *run, char **ret, struct execbox_err
 }
 
 /* Moves the record of a 200 reply into res (keeping backend and language). */
-static int take_result(const struct reply *b, const struct remote *rm,
-                       struct execbox_result *res, struct execbox_error *err)
+static int take_result(const struct reply *b, const struct remote *rm, struct execbox_result *res,
+                       struct execbox_error *err)
 {
     json_error_t je;
     json_t *j = b->data ? json_loadb(b->data, b->len, 0, &je) : NULL;
     if (!j)
-        return eb_error_set(err, -EPROTO, "the remote %s answered 200 with a body that is not "
-                                          "JSON (%s)",
+        return eb_error_set(err, -EPROTO,
+                            "the remote %s answered 200 with a body that is not "
+                            "JSON (%s)",
                             rm->base, b->data ? je.text : "empty");
     struct execbox_result *got = eb_result_new(res->backend, res->language);
     if (!got) {
@@ -525,8 +530,9 @@ static int take_result(const struct reply *b, const struct remote *rm,
         execbox_result_free(got);
         if (r == -ENOMEM)
             return eb_error_set(err, -ENOMEM, "out of memory");
-        return eb_error_set(err, -EPROTO, "the remote %s answered 200 with a record this "
-                                          "execbox cannot read: %s",
+        return eb_error_set(err, -EPROTO,
+                            "the remote %s answered 200 with a record this "
+                            "execbox cannot read: %s",
                             rm->base, perr.msg);
     }
     /* Swap: res takes the parsed record, got takes what res held (nothing yet). */
@@ -635,11 +641,11 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
                 return r;
             if (run->req->on_output) {
                 if (res->stdout_len)
-                    run->req->on_output(run->req->userdata, EXECBOX_STREAM_STDOUT,
-                                        res->stdout_data, res->stdout_len);
+                    run->req->on_output(run->req->userdata, EXECBOX_STREAM_STDOUT, res->stdout_data,
+                                        res->stdout_len);
                 if (res->stderr_len)
-                    run->req->on_output(run->req->userdata, EXECBOX_STREAM_STDERR,
-                                        res->stderr_data, res->stderr_len);
+                    run->req->on_output(run->req->userdata, EXECBOX_STREAM_STDERR, res->stderr_data,
+                                        res->stderr_len);
             }
             return 0;
         }

@@ -104,13 +104,34 @@ int jrpc_reader_finish(struct jrpc_reader *r, jrpc_frame_fn fn, void *userdata)
     return emit(r, fn, userdata);
 }
 
+char *jrpc_json_error_text(const json_error_t *e, char *buf, size_t n)
+{
+    const char *why;
+    switch (json_error_code(e)) {
+    case json_error_out_of_memory: why = "out of memory"; break;
+    case json_error_stack_overflow: why = "nested too deeply"; break;
+    case json_error_invalid_utf8: why = "not valid UTF-8"; break;
+    case json_error_premature_end_of_input: why = "the text ends too early"; break;
+    case json_error_end_of_input_expected: why = "text after the end of the JSON value"; break;
+    case json_error_null_character: why = "a string holds a NUL character (\\u0000)"; break;
+    case json_error_null_byte_in_key: why = "a key holds a NUL character"; break;
+    case json_error_duplicate_key: why = "duplicate key: a key appears twice in one object"; break;
+    case json_error_numeric_overflow: why = "a number is too large"; break;
+    default: why = "not valid JSON"; break;
+    }
+    snprintf(buf, n, "%s at line %d, column %d", why, e->line, e->column);
+    return buf;
+}
+
 int jrpc_parse(const char *line, size_t len, json_t **ret_root, char *msg, size_t msg_size)
 {
     json_error_t e;
     json_t *root =
         json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &e);
     if (!root) {
-        snprintf(msg, msg_size, "parse error at byte %d: %s", e.position, e.text);
+        char why[160];
+        snprintf(msg, msg_size, "parse error at byte %d: %s", e.position,
+                 jrpc_json_error_text(&e, why, sizeof(why)));
         return JRPC_PARSE_ERROR;
     }
     *ret_root = root;

@@ -74,6 +74,11 @@ struct jrpc_msg {
  * readers could disagree on which one counts); NUL characters inside strings are allowed. */
 int jrpc_parse(const char *line, size_t len, json_t **ret_root, char *msg, size_t msg_size);
 
+/* Describes why jansson refused a text, in our words ("a string holds a NUL character at line
+ * 1, column 9"): what clients are shown, never the JSON library's own wording (which names its
+ * option flags and quotes the input). Writes at most n bytes to buf; returns buf. */
+char *jrpc_json_error_text(const json_error_t *e, char *buf, size_t n);
+
 /* Classifies one message (one element of a batch, or a whole non-batch frame). MCP's rules
  * apply on top of JSON-RPC 2.0's: an id is a string or an integer, never null. Returns
  * ret->kind. */

@@ -3,6 +3,8 @@
  * bodies and server-sent events out. Pure functions over bytes; no HTTP, no threads. */
 #include "request.h"
 
+#include "common/jsonrpc.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -115,8 +117,11 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
                    "JSON nested deeper than 32 levels: a run request is a flat object");
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
-    if (!root)
-        return bad(err, field, field_size, NULL, "malformed JSON: %s", je.text);
+    if (!root) {
+        char why[160];
+        return bad(err, field, field_size, NULL, "malformed JSON: %s",
+                   jrpc_json_error_text(&je, why, sizeof(why)));
+    }
     int r = 0;
     if (!json_is_object(root)) {
         r = bad(err, field, field_size, NULL, "the body must be a JSON object");
@@ -185,10 +190,13 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
             if (r == -ENOMEM)
                 goto out;
             if (r < 0) {
-                if (strncmp(perr.msg, "unknown policy field", 20) == 0)
+                /* The library says what kind of error and which field; its message is for
+                 * people, never parsed. */
+                if (perr.kind == EXECBOX_ERROR_UNKNOWN_FIELD)
                     r = bad(err, field, field_size, key, "unknown field '%.64s'", key);
                 else
-                    r = bad(err, field, field_size, key, "%s", perr.msg);
+                    r = bad(err, field, field_size, perr.field[0] ? perr.field : key, "%s",
+                            perr.msg);
                 goto out;
             }
         }
@@ -210,12 +218,7 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
         execbox_policy_cap(&spec.policy, server);
     struct execbox_error cerr = {0};
     if (execbox_policy_check_within(&spec.policy, server, &cerr) < 0) {
-        /* The library's message starts with the field's name ("timeout 20s exceeds ..."). */
-        char name[32];
-        size_t n = strcspn(cerr.msg, " :");
-        snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1),
-                 cerr.msg);
-        r = bad(err, field, field_size, name, "%s", cerr.msg);
+        r = bad(err, field, field_size, cerr.field[0] ? cerr.field : NULL, "%s", cerr.msg);
         goto out;
     }
     *ret = spec;

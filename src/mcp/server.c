@@ -458,8 +458,9 @@ static json_t *do_tools_call(struct server *s, json_t *id, json_t *params, struc
     }
     struct execbox_error err = {0};
     if (execbox_policy_check_within(&j->policy, &s->policy, &err) < 0) {
-        snprintf(msg, sizeof(msg), "%s: %s; call again with a smaller timeout or none", t->name,
-                 err.msg);
+        /* A call sets only its timeout, but name whatever field the library says is over. */
+        snprintf(msg, sizeof(msg), "%s: %s; call again with a smaller %s or none", t->name, err.msg,
+                 err.field[0] ? err.field : "timeout");
         job_free(j);
         return jrpc_result_new(id, mcp_tool_error(msg));
     }

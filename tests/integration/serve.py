@@ -266,6 +266,8 @@ class ServeTests(Tests):
                 assert err["code"] == "bad_request" and words in err["message"], (body, err) \
                     if len(str(body)) < 200 else err
                 assert err.get("field") == field, (field, err)
+                # Our words only: never the JSON library's (its option names, "near '...'").
+                assert "JSON_" not in err["message"] and " near " not in err["message"], err
                 assert hd["x-request-id"]
                 if field:
                     assert field in err["message"], err

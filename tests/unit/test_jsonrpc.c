@@ -165,6 +165,9 @@ static void test_parse_errors(void **state)
                          JRPC_PARSE_ERROR);
         assert_null(root);
         assert_non_null(strstr(msg, "parse error"));
+        /* our words, never the JSON library's ("... near '...'", its option names) */
+        assert_null(strstr(msg, " near "));
+        assert_null(strstr(msg, "JSON_"));
     }
     /* NUL inside a string is allowed (the code is passed on with its length). */
     const char nul[] = "{\"s\":\"a\\u0000b\"}";
