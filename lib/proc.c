@@ -31,7 +31,10 @@
 void eb_guest_exec(const struct eb_guest *g)
 {
     /* Our parent is init; if it dies we must not live on unsupervised. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+        eb_child_send_error(g->status_fd, -errno, "set the parent-death signal");
+        _exit(127);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* util.c - EINTR-safe I/O, small file helpers, safe tree removal. */
 #include "util.h"
+#include <sys/wait.h>
+#include <sys/syscall.h>
+#include <signal.h>
+#include <poll.h>
 #include <stdbool.h>
 
 #include <fcntl.h>
@@ -166,4 +170,47 @@ int eb_read_pids(int fd, unsigned long max, int (*fn)(pid_t pid, void *arg), voi
         if (n == 0)
             return (int)(count > INT32_MAX ? INT32_MAX : count);
     }
+}
+
+static int reap(pid_t pid, int flags, int *ret_status)
+{
+    int st;
+    pid_t w;
+    while ((w = waitpid(pid, &st, flags)) < 0 && errno == EINTR)
+        ;
+    if (w < 0)
+        return -errno;
+    if (w == 0)
+        return 0; /* WNOHANG: still running */
+    *ret_status = st;
+    return 1;
+}
+
+int eb_wait_child(pid_t pid, int timeout_ms, int *ret_status)
+{
+    uint64_t deadline = eb_now_ns() + (uint64_t)timeout_ms * 1000000U;
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int r;
+    for (;;) {
+        if ((r = reap(pid, WNOHANG, ret_status)) != 0)
+            break;
+        uint64_t now = eb_now_ns();
+        if (now >= deadline) {
+            kill(pid, SIGKILL);
+            r = reap(pid, 0, ret_status);
+            r = r < 0 ? r : -ETIMEDOUT;
+            break;
+        }
+        int left = (int)((deadline - now) / 1000000U) + 1;
+        if (pfd >= 0) {
+            struct pollfd p = {.fd = pfd, .events = POLLIN};
+            (void)poll(&p, 1, left);
+        } else {
+            struct timespec ts = {0, 10 * 1000000L}; /* no pidfd: look again in 10 ms */
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (pfd >= 0)
+        close(pfd);
+    return r > 0 ? 0 : r;
 }

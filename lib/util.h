@@ -75,6 +75,12 @@ int eb_write_file(const char *path, const void *buf, size_t len, int mode);
 /* Monotonic time in nanoseconds. */
 uint64_t eb_now_ns(void);
 
+/* Waits for our child pid to exit, at most timeout_ms: through a pidfd where the kernel gives
+ * one, else by polling waitpid(WNOHANG). At the deadline the child is SIGKILLed and reaped (a
+ * killed child exits at once). 0 with *ret_status, -ETIMEDOUT (killed; *ret_status set), or
+ * -errno when it could not be reaped (*ret_status untouched). */
+int eb_wait_child(pid_t pid, int timeout_ms, int *ret_status);
+
 /* Removes a directory tree without following symlinks or crossing mounts. 0 or -errno. */
 int eb_rm_rf(const char *path);
 

@@ -240,7 +240,8 @@ static void remove_stale(struct jail *j)
 static int prepare_cache(struct jail *j, struct execbox_error *err)
 {
     if (geteuid() == 0) {
-        mkdir("/run/execbox", 0755);
+        if (mkdir("/run/execbox", 0755) < 0 && errno != EEXIST)
+            return eb_error_set(err, -errno, "mkdir /run/execbox: %s", execbox_strerror(-errno));
         snprintf(j->cache, sizeof(j->cache), "/run/execbox/jail");
     } else {
         snprintf(j->cache, sizeof(j->cache), "%s/execbox-jail-%u", eb_tmp_dir(),
@@ -277,7 +278,11 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
         snprintf(build, sizeof(build), "%s.%d-XXXXXX", j->cache, (int)getpid());
         if (!mkdtemp(build))
             return eb_error_set(err, -errno, "mkdtemp %s: %s", build, execbox_strerror(-errno));
-        chmod(build, 0755);
+        if (chmod(build, 0755) < 0) {
+            int e = eb_error_set(err, -errno, "chmod %s: %s", build, execbox_strerror(-errno));
+            eb_rm_rf(build);
+            return e;
+        }
         int r = eb_stage_etc(build, err);
         if (r == 0)
             (void)eb_prewarm_stage(build); /* best effort: without it matplotlib builds its own */
@@ -428,8 +433,10 @@ static int guest_pre_exec(void *arg, struct execbox_error *err)
 __attribute__((noreturn)) static void child_main(struct child_ctx *c)
 {
     struct jail *j = c->j;
-    /* Die with the thread that cloned us; if it is already gone, stop here. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* Die with the thread that cloned us; if it is already gone, stop here. Without the
+     * death signal a sandbox could outlive us: fail rather than run so. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        child_fail(c, -errno, "set the parent-death signal");
     if (parent_gone(c->alive_fd))
         _exit(1);
     /* Close every fd but ours: in a threaded host the table holds the host's sockets and other
@@ -465,16 +472,19 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
     if (j->userns.root_mode && (r = eb_userns_enter(&j->userns)) < 0)
         child_fail(c, r, "enter the user namespace");
     /* Changing ids cleared the parent-death signal: set it again, and check again. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        child_fail(c, -errno, "set the parent-death signal again");
     if (parent_gone(c->alive_fd))
         _exit(1);
     close(c->alive_fd);
     if ((r = eb_drop_privileges()) < 0)
         child_fail(c, r, "drop capabilities");
     /* Not ptrace-able or dumpable by the guest, even at the same uid. */
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        child_fail(c, -errno, "make the sandbox non-dumpable");
     /* A new session: no controlling terminal to inject into (TIOCSTI) or signal. */
-    setsid();
+    if (setsid() < 0)
+        child_fail(c, -errno, "start a new session");
     eb_init_main(&c->init);
 }
 
@@ -494,35 +504,47 @@ static void kill_all(void *ctx)
         eb_cgroup_kill(k->cg);
 }
 
+/* A detached tmpfs (fsopen/fsmount) with the given "key=value" options and mount attributes:
+ * each option is checked on its own, so an error names the one the kernel refused and its own
+ * errno (never several calls' results merged). what names the mount in messages. */
+static int detached_tmpfs(const char *const *opts, size_t n, unsigned attrs, const char *what,
+                          struct execbox_error *err)
+{
+    _cleanup_close_ int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return eb_error_set(err, -errno, "fsopen the %s tmpfs: %s", what, execbox_strerror(-errno));
+    for (size_t i = 0; i < n; i++) {
+        char key[32];
+        const char *eq = strchr(opts[i], '=');
+        if (!eq || (size_t)(eq - opts[i]) >= sizeof(key))
+            return eb_error_set(err, -EINVAL, "the %s tmpfs: bad option '%s'", what, opts[i]);
+        memcpy(key, opts[i], (size_t)(eq - opts[i]));
+        key[eq - opts[i]] = '\0';
+        if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, key, eq + 1, 0) < 0)
+            return eb_error_set(err, -errno, "the %s tmpfs: option '%s': %s", what, opts[i],
+                                execbox_strerror(-errno));
+    }
+    if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return eb_error_set(err, -errno, "create the %s tmpfs: %s", what, execbox_strerror(-errno));
+    int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, attrs);
+    if (m < 0)
+        return eb_error_set(err, -errno, "fsmount the %s tmpfs: %s", what,
+                            execbox_strerror(-errno));
+    return m;
+}
+
 /* A fresh /workspace: a tmpfs of workspace_size made in the host's mount namespace but
  * attached nowhere there (fsopen/fsmount), handed to the child to attach; our fd keeps it
  * readable after the sandbox is gone, so its files can be listed, and closing it frees it. */
 static int fresh_workspace_fd(const struct jail *j, uint64_t size, struct execbox_error *err)
 {
-    int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
-    if (fs < 0)
-        return eb_error_set(err, -errno, "fsopen tmpfs: %s", execbox_strerror(-errno));
-    char v[32];
-    int r = 0;
-    snprintf(v, sizeof(v), "%" PRIu64, size);
-    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", v, 0);
-    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0);
-    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "nr_inodes", "65536", 0);
-    snprintf(v, sizeof(v), "%u", (unsigned)j->userns.host_uid);
-    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "uid", v, 0);
-    snprintf(v, sizeof(v), "%u", (unsigned)j->userns.host_gid);
-    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "gid", v, 0);
-    if (r < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-        r = -errno;
-        close(fs);
-        return eb_error_set(err, r, "configure the workspace tmpfs: %s", execbox_strerror(r));
-    }
-    int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-    r = -errno;
-    close(fs);
-    if (m < 0)
-        return eb_error_set(err, r, "fsmount the workspace: %s", execbox_strerror(r));
-    return m;
+    char sz[40], uid[24], gid[24];
+    snprintf(sz, sizeof(sz), "size=%" PRIu64, size);
+    snprintf(uid, sizeof(uid), "uid=%u", (unsigned)j->userns.host_uid);
+    snprintf(gid, sizeof(gid), "gid=%u", (unsigned)j->userns.host_gid);
+    const char *const opts[] = {sz, "mode=0755", "nr_inodes=65536", uid, gid};
+    return detached_tmpfs(opts, ARRAY_SIZE(opts), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "workspace",
+                          err);
 }
 
 /* A detached tmpfs for a warm sandbox's /code: *ret_rw stays with us to write the program
@@ -531,26 +553,14 @@ static int fresh_workspace_fd(const struct jail *j, uint64_t size, struct execbo
  * (no capability over its mount namespace; seccomp denies the mount calls). */
 static int code_mount_fds(int *ret_rw, int *ret_ro, struct execbox_error *err)
 {
-    int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
-    if (fs < 0)
-        return eb_error_set(err, -errno, "fsopen tmpfs: %s", execbox_strerror(-errno));
-    char v[32];
-    snprintf(v, sizeof(v), "%u", EXECBOX_CODE_MAX + EXECBOX_STDIN_MAX + (1U << 20));
-    int r = 0;
-    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", v, 0);
-    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0);
-    r |= (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "nr_inodes", "16", 0);
-    if (r < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-        r = -errno;
-        close(fs);
-        return eb_error_set(err, r, "configure the code tmpfs: %s", execbox_strerror(r));
-    }
-    int rw = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-                          MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-    r = -errno;
-    close(fs);
+    char sz[40];
+    snprintf(sz, sizeof(sz), "size=%u", EXECBOX_CODE_MAX + EXECBOX_STDIN_MAX + (1U << 20));
+    const char *const opts[] = {sz, "mode=0755", "nr_inodes=16"};
+    int r,
+        rw = detached_tmpfs(opts, ARRAY_SIZE(opts),
+                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "code", err);
     if (rw < 0)
-        return eb_error_set(err, r, "fsmount the code tmpfs: %s", execbox_strerror(r));
+        return rw;
     int ro =
         (int)syscall(SYS_open_tree, rw, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
     struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |

@@ -20,6 +20,7 @@
 
 #include "../backend.h"
 #include "../error.h"
+#include "../childlib.h"
 #include "../proc.h"
 #include "../util.h"
 #include "../workspace.h"
@@ -189,11 +190,16 @@ static int sandbox_start(const struct execbox_policy *pol, const struct eb_langu
     if (pid == 0) {
         /* init: a new session so the whole tree is one process group we can kill; dies with
          * us; a subreaper so double-forked daemons come back to it and are killed too. */
-        setsid();
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (setsid() < 0) {
+            eb_child_send_error(fds[5], -errno, "start a new session");
+            _exit(1);
+        }
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+            eb_child_send_error(fds[5], -errno, "set the parent-death signal or subreaper");
+            _exit(1);
+        }
         if (getppid() != parent)
             _exit(1);
-        prctl(PR_SET_CHILD_SUBREAPER, 1);
         close(fds[0]);
         close(fds[2]);
         close(fds[4]);

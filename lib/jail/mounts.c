@@ -74,7 +74,8 @@ static int copy_file(const char *src, const struct stat *st, const char *dst)
         return -errno;
     }
     r = eb_write_all(fd, buf, len);
-    fchmod(fd, 0644);
+    if (r == 0 && fchmod(fd, 0644) < 0) /* whatever our umask: the guest must read it */
+        r = -errno;
     const struct timespec times[2] = {st->st_atim, st->st_mtim};
     if (r == 0 && futimens(fd, times) < 0)
         r = -errno;
@@ -103,7 +104,8 @@ static int copy_tree(const char *src, const char *dst, int depth)
         return 0;
     if (mkdir(dst, 0755) < 0 && errno != EEXIST)
         return -errno;
-    chmod(dst, 0755);
+    if (chmod(dst, 0755) < 0)
+        return -errno;
     DIR *d = opendir(src);
     if (!d)
         return -errno;
@@ -141,7 +143,8 @@ int eb_stage_etc(const char *stage_dir, struct execbox_error *err)
     if (mkdir(etc, 0755) < 0)
         return eb_error_set(err, -errno, "mkdir %s: %s", etc, execbox_strerror(-errno));
     snprintf(p, sizeof(p), "%s/ssl", etc);
-    mkdir(p, 0755);
+    if (mkdir(p, 0755) < 0 && errno != EEXIST)
+        return eb_error_set(err, -errno, "mkdir %s: %s", p, execbox_strerror(-errno));
     for (size_t i = 0; i < ARRAY_SIZE(etc_copy); i++) {
         snprintf(s, sizeof(s), "/etc/%s", etc_copy[i]);
         snprintf(p, sizeof(p), "%s/%s", etc, etc_copy[i]);
@@ -166,7 +169,8 @@ int eb_stage_etc(const char *stage_dir, struct execbox_error *err)
         int r = eb_write_file(p, gen[i].text, strlen(gen[i].text), 0644);
         if (r < 0)
             return eb_error_set(err, r, "write %s: %s", p, execbox_strerror(r));
-        chmod(p, 0644);
+        if (chmod(p, 0644) < 0)
+            return eb_error_set(err, -errno, "chmod %s: %s", p, execbox_strerror(-errno));
     }
     return 0;
 }

@@ -121,10 +121,12 @@ int eb_userns_enter(const struct eb_userns *u)
     /* A fresh user namespace, owned by nobody; it owns no other namespace of ours. */
     if (unshare(CLONE_NEWUSER) < 0)
         return -errno;
-    prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+    if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+        return -errno;
     /* The uid change made us non-dumpable, which makes /proc/self/uid_map root's: become
      * dumpable for the map writes (init turns it off again before any guest exists). */
-    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+        return -errno;
     if ((r = write_maps(u)) < 0)
         return r;
     return eb_become_guest_ids();
@@ -135,9 +137,17 @@ int eb_drop_privileges(void)
     /* Bounding set first (needs CAP_SETPCAP, which we may still hold), then ambient, then the
      * three process sets. */
     for (int c = 0; c <= 63; c++)
-        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno == EINVAL)
-            break;
-    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+            if (errno == EINVAL)
+                break; /* past the last capability this kernel knows */
+            /* EPERM: no CAP_SETPCAP to drop it, so a capability would stay in the bounding
+             * set: fail, unless the kernel says it is not there anyway. */
+            int e = errno;
+            if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) != 0)
+                return -e;
+        }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -errno; /* EINVAL: a kernel before ambient capabilities (4.3) */
     int r = capset_raw(0, 0, 0);
     if (r < 0)
         return r;

@@ -46,20 +46,12 @@ int eb_prewarm_stage(const char *stage_dir)
     posix_spawn_file_actions_destroy(&fa);
     if (r != 0)
         return -r;
-    /* Every wait has a deadline. */
-    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pfd >= 0) {
-        struct pollfd p = {.fd = pfd, .events = POLLIN};
-        int n;
-        while ((n = poll(&p, 1, PREWARM_TIMEOUT_MS)) < 0 && errno == EINTR)
-            ;
-        if (n == 0)
-            kill(pid, SIGKILL);
-        close(pfd);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    /* Every wait has a deadline (with or without a pidfd), and a status is read only when
+     * waitpid gave one. */
+    int st = 0;
+    r = eb_wait_child(pid, PREWARM_TIMEOUT_MS, &st);
+    if (r < 0)
+        return r;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -960,6 +961,43 @@ static void test_close_all_except_refuses_too_many(void **state)
     assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* Every wait has a deadline, with or without a pidfd (none can be opened when the fd table is
+ * full: the prewarm used to wait forever then), and no status is read from a failed wait. */
+static void test_wait_child_deadline(void **state)
+{
+    (void)state;
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        pid_t sleeper = fork();
+        if (sleeper == 0) {
+            pause();
+            _exit(0);
+        }
+        struct rlimit rl = {0, 0};
+        setrlimit(RLIMIT_NOFILE, &rl); /* no pidfd can be opened now */
+        int st = -1;
+        uint64_t t0 = eb_now_ns();
+        int r = eb_wait_child(sleeper, 200, &st);
+        uint64_t ms = (eb_now_ns() - t0) / 1000000U;
+        if (r != -ETIMEDOUT || !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL || ms > 5000)
+            _exit(1);
+        st = 12345;
+        if (eb_wait_child(getppid(), 100, &st) != -ECHILD || st != 12345)
+            _exit(2);
+        pid_t quick = fork();
+        if (quick == 0)
+            _exit(7);
+        if (eb_wait_child(quick, 5000, &st) != 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 7)
+            _exit(3);
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
     if (access("/usr/bin/python3", X_OK) != 0) {
@@ -974,6 +1012,7 @@ int main(void)
     setenv("TMPDIR", tmpdir, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_close_all_except_refuses_too_many),
+        cmocka_unit_test(test_wait_child_deadline),
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_signals),
         cmocka_unit_test(test_timeout_busy_loop),
