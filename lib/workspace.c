@@ -219,3 +219,42 @@ int eb_workspace_check_host(const char *real, struct execbox_error *err)
     }
     return 0;
 }
+
+/* An existing directory, by its canonical path (written to real, EXECBOX_PATH_MAX). */
+static int host_dir(const char *field, const char *path, char *real, struct execbox_error *err)
+{
+    char *abs = realpath(path, NULL);
+    if (!abs) {
+        int r = -errno;
+        eb_error_set(err, r, "%s '%s': %s", field, path, execbox_strerror(r));
+        return eb_error_about(err, r, EXECBOX_ERROR_INVALID_VALUE, field);
+    }
+    struct stat st;
+    int r = 0;
+    if (strlen(abs) >= EXECBOX_PATH_MAX)
+        r = eb_error_set(err, -ENAMETOOLONG, "%s '%s': path too long", field, path);
+    else if (stat(abs, &st) < 0)
+        r = eb_error_set(err, -errno, "%s '%s': %s", field, path, execbox_strerror(-errno));
+    else if (!S_ISDIR(st.st_mode))
+        r = eb_error_set(err, -ENOTDIR, "%s '%s' is not a directory", field, path);
+    else
+        memcpy(real, abs, strlen(abs) + 1);
+    free(abs);
+    return r < 0 ? eb_error_about(err, r, EXECBOX_ERROR_INVALID_VALUE, field) : 0;
+}
+
+int execbox_policy_check_host(const struct execbox_policy *p, struct execbox_error *err)
+{
+    char real[EXECBOX_PATH_MAX];
+    if (p->workspace[0]) {
+        int r = host_dir("workspace", p->workspace, real, err);
+        if (r < 0)
+            return r;
+        r = eb_workspace_check_host(real, err);
+        if (r < 0)
+            return eb_error_about(err, r, EXECBOX_ERROR_INVALID_VALUE, "workspace");
+    }
+    if (p->rootfs[0])
+        return host_dir("rootfs", p->rootfs, real, err);
+    return 0;
+}

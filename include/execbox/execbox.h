@@ -126,6 +126,13 @@ int execbox_policy_load_file(struct execbox_policy *p, const char *path, struct 
 int execbox_policy_check_within(const struct execbox_policy *req, const struct execbox_policy *max,
                                 struct execbox_error *err);
 
+/* Checks the policy's host paths now, as a program should at start-up rather than at each
+ * run: a workspace must be an existing directory that may be handed to sandboxed code (not `/`,
+ * a system directory, nor anything below one); a rootfs must be an existing directory. Empty
+ * paths (the defaults) pass. 0, or -ENOENT, -ENOTDIR or -EPERM with err set (kind
+ * EXECBOX_ERROR_INVALID_VALUE, field "workspace" or "rootfs"). */
+int execbox_policy_check_host(const struct execbox_policy *p, struct execbox_error *err);
+
 /* Lowers every limit of *p that is above the one in *max to it (0 fields count as their
  * defaults); fields that are not limits (workspace, rootfs) are left alone, so that
  * execbox_policy_check_within() still refuses them. */

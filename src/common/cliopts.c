@@ -108,6 +108,11 @@ int cli_sandbox_policy(const struct cli_sandbox *s, struct execbox_policy *ret)
             fprintf(stderr, "execbox: --%s: %s\n", s->flags[i].key, err.msg);
             return -1;
         }
+    /* A missing or unfit workspace is refused now, not at each run of a long-lived server. */
+    if (execbox_policy_check_host(ret, &err) < 0) {
+        fprintf(stderr, "execbox: --%s: %s\n", err.field[0] ? err.field : "workspace", err.msg);
+        return -1;
+    }
     return 0;
 }
 

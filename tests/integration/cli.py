@@ -309,6 +309,42 @@ class CliTests(Tests):
         eq(p.returncode, 125)
         check("not a directory" in p.stderr, p.stderr)
 
+    def test_workspace_checked_at_start(self):
+        """run, serve and mcp refuse an unfit --workspace before they start: exit 125 with the
+        reason, never a server that reports healthy and fails each request."""
+        bad = [(os.path.join(self.dir, "no-such-dir"), "no such file"),
+               (self.path("plain-file", "x"), "not a directory"),
+               ("/", "system directory"), ("/etc", "system directory"),
+               ("/usr/lib", "system"), ("/tmp", "system directory")]
+        for ws, words in bad:
+            for cmd in (["run"] + SP + ["-w", ws, "-c", "print(1)"],
+                        ["serve"] + SP + ["-w", ws, "--listen", "127.0.0.1:0"],
+                        ["mcp"] + SP + ["-w", ws]):
+                try:
+                    p = subprocess.run([EXECBOX] + cmd, env=self.env, stdin=subprocess.DEVNULL,
+                                       capture_output=True, text=True, timeout=20)
+                except subprocess.TimeoutExpired:
+                    raise AssertionError(f"{cmd}: started with an unfit workspace")
+                eq(p.returncode, 125, f"{cmd}: exit status (stderr {p.stderr!r})")
+                check("workspace" in p.stderr and words in p.stderr, f"{cmd}: {p.stderr!r}")
+                check("listening" not in p.stderr, f"{cmd}: {p.stderr!r}")
+                eq(p.stdout, "", f"stdout of {cmd}")
+
+    def test_readme_workspace_example(self):
+        """The README tour's --workspace line works as written, from an empty directory."""
+        src = os.environ.get("EXECBOX_SOURCE", os.path.join(os.path.dirname(__file__), "../.."))
+        with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+            lines = [ln for ln in f if ln.startswith(("execbox run -w", "mkdir")) and " -w " in ln]
+        eq(len(lines), 1, "the README's --workspace example")
+        cwd = tempfile.mkdtemp(dir=self.dir)
+        # `execbox run` on the subprocess backend, as every test of this file.
+        shell = 'execbox() { "$EXECBOX" "$1" -b subprocess "${@:2}"; }\n' + lines[0]
+        p = subprocess.run(["bash", "-ec", shell], cwd=cwd, capture_output=True, text=True,
+                           env=dict(self.env, EXECBOX=EXECBOX), timeout=60)
+        eq(p.returncode, 0, p.stderr)
+        with open(os.path.join(cwd, "out", "r.txt")) as f:
+            eq(f.read(), "hi")
+
     def test_accepted_policy_flags(self):
         # Walls the subprocess backend does not build are still parsed and accepted.
         for args in (["--pids", "10"], ["--network", "none"], ["--tmpfs", "16M"],
