@@ -8,6 +8,7 @@ eb_integration_test(jail_work)
 eb_integration_test(jail_unprivileged)
 eb_integration_test(jail_coldstart)
 eb_integration_test(jail_workspace)
+eb_integration_test(jail_check)
 
 # Every jail attack and workload again, each run in a sandbox started ahead of time (the warm
 # pool's path, `run --warm`): nothing may differ but the time.

@@ -160,17 +160,31 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
     eb_check_add(c, "seccomp", sc, true, "%s", detail);
     bool ll = eb_landlock_probe(detail, sizeof(detail)) == 0;
     eb_check_add(c, "landlock", ll, true, "%s", detail);
-    eb_check_add(c, "no_new_privs", true, true, "set before exec: setuid bits and file caps inert");
-    eb_check_add(c, "capabilities", true, true,
-                 "bounding, ambient, permitted, effective and inheritable sets emptied");
-    eb_check_add(c, "rlimits", true, false, "file size, open files, no core dumps");
-    c->usable = all_ns;
+    /* Each proven in a child that does what a sandbox does and reads the result back. */
+    struct eb_privs_probe pp;
+    eb_privs_probe(&pp);
+    eb_check_add(c, "no_new_privs", pp.no_new_privs == 0, true,
+                 pp.no_new_privs == 0 ? "%s" : "failed: %s",
+                 pp.no_new_privs == 0 ? "set before exec: setuid bits and file caps inert"
+                                      : execbox_strerror(pp.no_new_privs));
+    eb_check_add(c, "capabilities", pp.capabilities == 0, true,
+                 pp.capabilities == 0 ? "%s" : "cannot be emptied: %s",
+                 pp.capabilities == 0
+                     ? "bounding, ambient, permitted, effective and inheritable sets emptied"
+                     : execbox_strerror(pp.capabilities));
+    eb_check_add(c, "rlimits", pp.rlimits == 0, true, pp.rlimits == 0 ? "%s" : "cannot be set: %s",
+                 pp.rlimits == 0 ? "file size, open files, CPU seconds, no core dumps"
+                                 : execbox_strerror(pp.rlimits));
+    /* A run would fail at these steps: not usable. */
+    bool privs = pp.no_new_privs == 0 && pp.capabilities == 0 && pp.rlimits == 0;
+    c->usable = all_ns && privs;
     bool full = all_ns && cg.version && cg.have[0] && cg.have[1] && cg.have[2] && sc && ll;
     snprintf(c->tier, sizeof(c->tier), "%s",
-             !all_ns ? "unusable: namespaces missing"
-             : full  ? "full: namespaces + cgroup + seccomp + landlock (container grade)"
-                     : "degraded: namespaces, but walls missing (see above)");
-    return all_ns ? 0 : -ENOTSUP;
+             !all_ns  ? "unusable: namespaces missing"
+             : !privs ? "unusable: privileges cannot be dropped or limits set (see above)"
+             : full   ? "full: namespaces + cgroup + seccomp + landlock (container grade)"
+                      : "degraded: namespaces, but walls missing (see above)");
+    return c->usable ? 0 : -ENOTSUP;
 }
 
 /* ---- open / close ---------------------------------------------------------------------------- */

@@ -14,11 +14,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../childlib.h"
 #include "../error.h"
+#include "../limits.h"
 #include "../util.h"
 
 void eb_userns_prepare(struct eb_userns *u)
@@ -200,4 +203,89 @@ out:
     (void)syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, NULL);
     close(pidfd);
     return r;
+}
+
+static int probe_rlimits(void)
+{
+    int r = eb_child_rlimits(EXECBOX_DEFAULT_FILE_SIZE, 10, -1, 0);
+    if (r < 0)
+        return r;
+    static const struct {
+        int res;
+        rlim_t want;
+    } check[] = {{RLIMIT_CORE, 0},
+                 {RLIMIT_FSIZE, EXECBOX_DEFAULT_FILE_SIZE},
+                 {RLIMIT_NOFILE, EB_NOFILE},
+                 {RLIMIT_CPU, 10}};
+    for (size_t i = 0; i < ARRAY_SIZE(check); i++) {
+        struct rlimit rl;
+        if (getrlimit(check[i].res, &rl) < 0)
+            return -errno;
+        if (rl.rlim_cur != check[i].want || rl.rlim_max != check[i].want)
+            return -EPERM;
+    }
+    return 0;
+}
+
+static int probe_caps(void)
+{
+    for (int c = 0; c <= 63; c++) {
+        int v = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
+        if (v < 0 && errno == EINVAL)
+            break;
+        if (v != 0)
+            return -EPERM; /* still in the bounding set */
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) > 0)
+            return -EPERM;
+    }
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    if (syscall(SYS_capget, &h, d) < 0)
+        return -errno;
+    for (int i = 0; i < 2; i++)
+        if (d[i].effective || d[i].permitted || d[i].inheritable)
+            return -EPERM;
+    return 0;
+}
+
+void eb_privs_probe(struct eb_privs_probe *ret)
+{
+    int fds[2];
+    ret->no_new_privs = ret->capabilities = ret->rlimits = -ECHILD;
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        ret->no_new_privs = ret->capabilities = ret->rlimits = -errno;
+        return;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        ret->no_new_privs = ret->capabilities = ret->rlimits = -errno;
+        close(fds[0]);
+        close(fds[1]);
+        return;
+    }
+    if (pid == 0) {
+        /* Raw syscalls and our own async-signal-safe helpers only: forked from a possibly
+         * threaded host. */
+        struct eb_privs_probe p;
+        p.rlimits = probe_rlimits();
+        /* As an ordinary user a sandbox holds its capabilities in its own user namespace. */
+        int r = geteuid() == 0 ? 0 : (unshare(CLONE_NEWUSER) < 0 ? -errno : 0);
+        if (r == 0)
+            r = eb_drop_privileges();
+        p.capabilities = r < 0 ? r : probe_caps();
+        /* On its own too: a failed drop above must not hide whether this works. */
+        p.no_new_privs = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0    ? -errno
+                         : prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 ? 0
+                                                                       : -EPERM;
+        (void)eb_write_all(fds[1], &p, sizeof(p));
+        _exit(0);
+    }
+    close(fds[1]);
+    int st;
+    if (eb_wait_child(pid, 2000, &st) == 0) {
+        struct eb_privs_probe p;
+        if (eb_read_full(fds[0], &p, sizeof(p)) == (ssize_t)sizeof(p))
+            *ret = p;
+    }
+    close(fds[0]);
 }

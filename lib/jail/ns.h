@@ -59,4 +59,17 @@ int eb_become_guest_ids(void);
  * and sets no_new_privs, so no exec can gain privileges (setuid bits, file caps). */
 int eb_drop_privileges(void);
 
+/* What eb_privs_probe found: 0 where the wall works, else the -errno that stopped it (or
+ * -EPERM when a value read back was not the one set). */
+struct eb_privs_probe {
+    int no_new_privs, capabilities, rlimits;
+};
+
+/* Proves, in a forked child (whose changes die with it), that a sandbox's own steps work here:
+ * eb_child_rlimits with the default file size, read back with getrlimit; eb_drop_privileges,
+ * then every capability set read back empty (bounding set, ambient, capget) and no_new_privs
+ * read back set. Unprivileged, the child first enters a new user namespace, as a sandbox
+ * does. Waits at most 2 s. */
+void eb_privs_probe(struct eb_privs_probe *ret);
+
 #endif
