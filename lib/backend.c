@@ -22,6 +22,9 @@ static const struct eb_backend_ops *const registry[] = {
 #ifdef HAVE_E2B
     &eb_backend_e2b,
 #endif
+#ifdef HAVE_PYODIDE
+    &eb_backend_pyodide,
+#endif
 };
 
 static const char *const names[] = {
@@ -37,6 +40,9 @@ static const char *const names[] = {
 #endif
 #ifdef HAVE_E2B
     "e2b",
+#endif
+#ifdef HAVE_PYODIDE
+    "pyodide",
 #endif
     NULL,
 };

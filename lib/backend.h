@@ -57,8 +57,13 @@ void eb_check_add(struct execbox_check *c, const char *name, bool ok, bool requi
 
 extern const struct eb_backend_ops eb_backend_subprocess;
 extern const struct eb_backend_ops eb_backend_jail;
+/* For backends layered on the jail (pyodide): after the jail's open(), before any run, binds
+ * the host directory src read-only at dst (relative to the root, e.g. "opt/x") in every run
+ * that uses the host's system directories (not a policy rootfs). */
+int eb_jail_bind_ro(void *jail_state, const char *src, const char *dst, struct execbox_error *err);
 extern const struct eb_backend_ops eb_backend_docker;
 extern const struct eb_backend_ops eb_backend_remote;
 extern const struct eb_backend_ops eb_backend_e2b;
+extern const struct eb_backend_ops eb_backend_pyodide;
 
 #endif

@@ -1017,6 +1017,28 @@ static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *r
     return r;
 }
 
+/* ---- for backends layered on the jail ----------------------------------------------------- */
+
+int eb_jail_bind_ro(void *state, const char *src, const char *dst, struct execbox_error *err)
+{
+    struct jail *j = state;
+    struct stat st;
+    if (stat(src, &st) < 0 || !S_ISDIR(st.st_mode))
+        return eb_error_set(err, -ENOTDIR, "'%s' is not a directory", src);
+    /* Each parent of dst is made in the root's tmpfs; the host directory itself is bound
+     * read-only, nosuid and nodev like the system directories. */
+    char part[EXECBOX_PATH_MAX];
+    for (const char *p = strchr(dst, '/'); p; p = strchr(p + 1, '/')) {
+        snprintf(part, sizeof(part), "%.*s", (int)(p - dst), dst);
+        eb_plan_add(&j->sys, EB_MOP_DIR, NULL, part, NULL, 0, -1);
+    }
+    eb_plan_add(&j->sys, EB_MOP_DIR, NULL, dst, NULL, 0, -1);
+    eb_plan_add(&j->sys, EB_MOP_BIND_RO, src, dst, NULL, 0, -1);
+    if (j->sys.overflow)
+        return eb_error_set(err, -E2BIG, "mount plan too large");
+    return 0;
+}
+
 const struct eb_backend_ops eb_backend_jail = {
     .name = "jail",
     .probe = probe,
