@@ -42,6 +42,9 @@ static void help(FILE *f)
             "      --queue N            requests that may wait for a worker (default 64); more\n"
             "                           get 429 with Retry-After\n"
             "      --max-body SIZE      largest request body (default 4M); larger get 413\n"
+            "      --drain-grace SECONDS  on SIGTERM, first answer /v1/health with 503 for this\n"
+            "                           long while still taking runs, so that load balancers\n"
+            "                           and readiness probes see the instance leave (default 0)\n"
             "      --drain-timeout SECONDS  on SIGTERM, how long to let queued and running\n"
             "                           requests finish before killing them (default: enough\n"
             "                           for the queue at the policy's timeout)\n"
@@ -198,6 +201,7 @@ int cmd_serve(int argc, char **argv)
         OPT_QUEUE,
         OPT_MAX_BODY,
         OPT_DRAIN,
+        OPT_DRAIN_GRACE,
     };
     static const struct option longopts[] = {
         CLI_SANDBOX_LONGOPTS,
@@ -209,6 +213,7 @@ int cmd_serve(int argc, char **argv)
         {"queue", required_argument, NULL, OPT_QUEUE},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN},
+        {"drain-grace", required_argument, NULL, OPT_DRAIN_GRACE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -219,7 +224,7 @@ int cmd_serve(int argc, char **argv)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     size_t workers = cores > 0 ? (size_t)cores : 1, queue = DEFAULT_QUEUE;
     size_t max_body = DEFAULT_MAX_BODY;
-    double drain_timeout = -1;
+    double drain_timeout = -1, drain_grace = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "L:h", longopts, NULL)) != -1) {
@@ -256,6 +261,16 @@ int cmd_serve(int argc, char **argv)
             drain_timeout = strtod(optarg, &end);
             if (*end || !*optarg || drain_timeout < 0) {
                 fprintf(stderr, "execbox serve: --drain-timeout: '%s' is not seconds\n", optarg);
+                return EXIT_EXECBOX;
+            }
+            break;
+        }
+        case OPT_DRAIN_GRACE: {
+            char *end;
+            drain_grace = strtod(optarg, &end);
+            if (*end || !*optarg || !(drain_grace >= 0) || drain_grace > 3600) {
+                fprintf(stderr, "execbox serve: --drain-grace: '%s' is not seconds (0 to 3600)\n",
+                        optarg);
                 return EXIT_EXECBOX;
             }
             break;
@@ -326,6 +341,29 @@ int cmd_serve(int argc, char **argv)
     while (sig < 0 && errno == EINTR)
         sig = sigwaitinfo(&sigs, NULL);
     char msg[160];
+    bool forced = false;
+    if (drain_grace > 0) {
+        /* Leaving: health says 503 while runs are still taken, until the load balancers and
+         * readiness probes have seen it; then the listener closes. A second signal cuts the
+         * grace short and kills the runs, as below. */
+        snprintf(msg, sizeof(msg),
+                 "%s: leaving (health answers 503 for %g s, runs still taken), then draining",
+                 strsignal(sig), drain_grace);
+        srv_log("info", "leaving", msg);
+        srv_leave(s);
+        struct timespec g0;
+        clock_gettime(CLOCK_MONOTONIC, &g0);
+        while (seconds_since(&g0) < drain_grace) {
+            double left = drain_grace - seconds_since(&g0);
+            struct timespec tick = {0, 50 * 1000000L};
+            if (left < 0.05)
+                tick.tv_nsec = (long)(left * 1e9) + 1;
+            if (sigtimedwait(&sigs, NULL, &tick) > 0) {
+                forced = true;
+                break;
+            }
+        }
+    }
     snprintf(msg, sizeof(msg), "%s: draining (stop accepting, finish what was accepted)",
              strsignal(sig));
     srv_log("info", "draining", msg);
@@ -334,7 +372,10 @@ int cmd_serve(int argc, char **argv)
         unlink(listen_addr + 5);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    bool forced = false;
+    if (forced) {
+        srv_log("warning", "drain", "second signal: killing running sandboxes");
+        srv_cancel_all(s);
+    }
     while (!srv_idle(s)) {
         struct timespec tick = {0, 50 * 1000000L};
         int r = sigtimedwait(&sigs, NULL, &tick);

@@ -111,6 +111,7 @@ struct srv {
     pthread_mutex_t lock;
     size_t pending; /* accepted and not yet completed on the wire */
     bool draining, stopping;
+    bool leaving; /* __atomic: srv_leave() was called: health says 503, runs still taken */
     pthread_t watchdog;
     bool watchdog_started;
     uint64_t seq;
@@ -308,7 +309,10 @@ static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int stat
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
                                 j->route == R_EXECUTE ? "POST" : "GET, HEAD");
-    if (__atomic_load_n(&j->srv->draining, __ATOMIC_RELAXED))
+    /* Leaving or draining: no connection is kept, so the client's next request opens a new
+     * one, which a load balancer sends elsewhere. */
+    if (__atomic_load_n(&j->srv->draining, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&j->srv->leaving, __ATOMIC_RELAXED))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -668,7 +672,8 @@ static void fill_gauges(struct srv *s, struct srv_gauges *g)
     g->queue_capacity = st.queue_capacity;
     g->in_flight = st.running;
     g->workers = st.workers;
-    g->draining = __atomic_load_n(&s->draining, __ATOMIC_RELAXED);
+    g->draining = __atomic_load_n(&s->draining, __ATOMIC_RELAXED) ||
+                  __atomic_load_n(&s->leaving, __ATOMIC_RELAXED);
     g->backend = execbox_executor_backend(s->cfg.exec);
     execbox_executor_pool_stats(s->cfg.exec, &g->pool);
 }
@@ -997,6 +1002,11 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
     }
     *ret = s;
     return 0;
+}
+
+void srv_leave(struct srv *s)
+{
+    __atomic_store_n(&s->leaving, true, __ATOMIC_RELAXED);
 }
 
 void srv_quiesce(struct srv *s)

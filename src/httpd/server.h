@@ -24,6 +24,11 @@ struct srv;
 /* Starts the daemon and its threads. On failure the listen fd is closed. */
 int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_error *err);
 
+/* Starts leaving: /v1/health answers 503 ("draining") so that load balancers and readiness
+ * probes take this instance out, while runs are still accepted and answered (each answer
+ * closes its connection). srv_quiesce() follows after the grace period. */
+void srv_leave(struct srv *s);
+
 /* Stops accepting connections (the listen socket is closed) and answers any new request on an
  * open connection with 503; what was accepted goes on. */
 void srv_quiesce(struct srv *s);
