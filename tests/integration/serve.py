@@ -596,6 +596,33 @@ class ServeTests(Tests):
             assert s.proc.wait(30) == 0
             assert descendants(s.proc.pid) == []
 
+    def test_sigterm_leaves_first_with_drain_grace(self):
+        """--drain-grace: health says 503 first while runs are still taken (their answers close
+        the connection), then the listener closes and the drain goes on."""
+        with Server("--drain-grace", "2") as s:
+            assert s.request("GET", "/v1/health")[0] == 200
+            t0 = time.time()
+            s.proc.send_signal(signal.SIGTERM)
+            wait_for(lambda: any(e.get("event") == "leaving" for e in s.log_lines()),
+                     what="leaving")
+            st, _, data = s.request("GET", "/v1/health")
+            assert st == 503 and json.loads(data)["status"] == "draining", (st, data)
+            assert s.metrics()["execbox_draining"] == 1
+            st, hd, r = s.execute({"code": "print('still taken')"})
+            assert st == 200 and r["stdout"] == "still taken\n", (st, r)
+            assert hd.get("connection", "").lower() == "close", hd
+            assert time.time() - t0 < 2, "the grace ended before the checks ran"
+            wait_for(lambda: any(e.get("event") == "draining" for e in s.log_lines()),
+                     timeout=10, what="draining after the grace")
+            assert time.time() - t0 >= 1.9
+            try:
+                socket.create_connection((s.host, s.port), timeout=10).close()
+                refused = False
+            except OSError:
+                refused = True
+            assert refused, "still accepting after the grace"
+            assert s.proc.wait(30) == 0
+
     def test_metrics_counts(self):
         with Server("--timeout", "5") as s:
             m0 = s.metrics()
