@@ -24,7 +24,10 @@ from common import SOURCE, SKIP, Tests  # noqa: E402
 from serve import Server, wait_for  # noqa: E402
 
 CFG = os.path.join(SOURCE, "deploy", "haproxy", "haproxy.cfg")
-TOTAL = int(os.environ.get("SCALEOUT_REQUESTS", "5000"))
+# 5,000 in the dev build; the ASan build's instances fork several times slower, so there the
+# same test runs 1,000 (the drain still happens a third of the way in).
+ASAN = os.path.basename(os.path.normpath(os.environ.get("EXECBOX_BUILD", ""))) == "build-asan"
+TOTAL = int(os.environ.get("SCALEOUT_REQUESTS", "1000" if ASAN else "5000"))
 CONCURRENCY = 32
 GRACE = "3"  # > the shipped check's inter x fall (2 s)
 TOKEN = "scaleout-token"
