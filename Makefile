@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Convenience front-end to CMake presets. `make run` and `make test` install what they need
 # (apt-get as root) and build from nothing; plain `make` builds the CLI at build/execbox.
-.PHONY: all deps build asan release run test test-dev test-asan install bench format lint clean
+.PHONY: all deps build asan release run test test-dev test-asan test-image install bench format lint clean
 
 all: build
 
@@ -24,12 +24,18 @@ run: build
 	./build/execbox run examples/churn.py
 
 test-dev: build
-	ctest --preset dev -j2
+	ctest --preset dev -j2 -LE image
 
 test-asan: asan
-	ctest --preset asan -j2
+	ctest --preset asan -j2 -LE image
 
-test: lint test-dev test-asan
+# The container image (deploy/Containerfile) built with podman and checked inside: once, from
+# source, whatever the preset (a first build on a machine takes minutes, later ones reuse
+# podman's layer cache).
+test-image: build
+	ctest --preset dev -L image --output-on-failure
+
+test: lint test-dev test-asan test-image
 
 lint: deps
 	@scripts/lint.sh

@@ -53,19 +53,32 @@ priv=(--cap-drop ALL --cap-add SYS_ADMIN,SETUID,SETGID,SYS_CHROOT,KILL,DAC_OVERR
       --security-opt seccomp=unconfined --security-opt apparmor=unconfined
       --security-opt unmask=/proc/* --tmpfs /run/execbox --tmpfs /tmp --read-only)
 
+# check_report ARGS...: `execbox check` in a container; prints the report, sets $status.
+check_report() {
+    local out rc
+    set +e
+    out=$(pm run --rm --network none "$@" "$tag" check 2>&1)
+    rc=$?
+    set -e
+    echo "$out"
+    grep -q '^backend jail' <<<"$out" || fail "no report from execbox check"
+    status=$(sed -n 's/^ *status: //p' <<<"$out")
+    [[ $status == ready || $status == degraded || $status == unusable ]] || fail "no status line"
+    # Honest: every missing wall says why (a detail after its name).
+    if grep -E '^\s+MISS' <<<"$out" | grep -Eqv '^\s+MISS\s+\S.*\s{2,}\S'; then
+        fail "a missing wall without a reason"
+    fi
+    if [[ $status == ready && $rc -ne 0 ]] || [[ $status != ready && $rc -eq 0 ]]; then
+        fail "check exited $rc with status $status"
+    fi
+}
+
 echo "== execbox check in a container with the Deployment's privileges"
-set +e
-out=$(pm run --rm --network none "${priv[@]}" "$tag" check 2>&1)
-rc=$?
-set -e
-echo "$out"
-grep -q '^backend jail' <<<"$out" || fail "no report from execbox check"
-grep -Eq 'status: (ready|degraded|unusable)' <<<"$out" || fail "no status line"
-# Honest: every missing wall says why (a detail after its name).
-if grep -E '^\s+MISS' <<<"$out" | grep -Eqv '^\s+MISS\s+\S.*\s{2,}\S'; then
-    fail "a missing wall without a reason"
-fi
-[[ $rc -eq 0 ]] || grep -q 'status: degraded\|status: unusable' <<<"$out" || fail "check exited $rc"
+check_report "${priv[@]}"
+echo "== ... and with the cgroup tree writable (--cgroupns host, /sys/fs/cgroup rw)"
+cg=(--cgroupns host -v /sys/fs/cgroup:/sys/fs/cgroup:rw)
+check_report "${priv[@]}" "${cg[@]}"
+cg_status=$status
 
 echo "== execbox run of numpy, pandas and matplotlib in it"
 code='import numpy as np, pandas as pd, matplotlib
@@ -75,23 +88,26 @@ df = pd.DataFrame({"x": np.arange(5)})
 plt.plot(df.x, df.x ** 2)
 plt.savefig("/workspace/p.png")
 print(int(df.x.sum()), np.__version__ > "1")'
-# Degraded walls, if any, are allowed here and named in the result.
-res=$(pm run --rm --network none "${priv[@]}" "$tag" run --allow-degraded --json -c "$code" 2>&1) ||
-    true
+# Missing walls, if any, are named in the result's "degraded".
+degraded=()
+[[ $cg_status == ready ]] || degraded=(--allow-degraded)
+res=$(pm run --rm --network none "${priv[@]}" "${cg[@]}" "$tag" run "${degraded[@]}" --json \
+    -t 60 -c "$code" 2>&1) || true
 echo "$res"
-python3 - "$res" <<'PY'
+python3 - "$res" "$cg_status" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1].strip().splitlines()[-1])
 assert r["exit_code"] == 0 and r["stdout"] == "10 True\n", r
 assert [f["path"] for f in r["files"]] == ["p.png"], r["files"]
 assert r["backend"] == "jail", r
+assert (sys.argv[2] == "ready") == (not r.get("degraded")), r
 print("run ok; degraded walls:", r.get("degraded", []))
 PY
 
 echo "== the image's server answers /v1/health and drains on SIGTERM"
 name=execbox-deploy-test-$$
-pm run -d --name "$name" --network host -e EXECBOX_TOKEN=t "${priv[@]}" "$tag" serve \
-    --listen 127.0.0.1:18931 --allow-degraded --drain-grace 1 >/dev/null
+pm run -d --name "$name" --network host -e EXECBOX_TOKEN=t "${priv[@]}" "${cg[@]}" "$tag" serve \
+    --listen 127.0.0.1:18931 "${degraded[@]}" --drain-grace 1 >/dev/null
 trap 'pm rm -f "$name" >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 100); do
     curl -fsS http://127.0.0.1:18931/v1/health >/dev/null 2>&1 && break
