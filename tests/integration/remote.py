@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -121,7 +122,8 @@ class RemoteTests(Tests):
             r, _ = run_json(remote_args(url(a)) + ["--output-limit", "64", "-c", "print('y' * 999)"])
             assert r["stdout_truncated"] and r["stdout_bytes"] == 1000, r
             # a host directory never travels
-            r, p = run_json(remote_args(url(a)) + ["-w", "/tmp", "-c", "print(1)"])
+            with tempfile.TemporaryDirectory() as ws:
+                r, p = run_json(remote_args(url(a)) + ["-w", ws, "-c", "print(1)"])
             assert r["error"]["name"] == "SandboxError" and "workspace" in r["stderr"], r
             assert p.returncode == 125, p.returncode
 
