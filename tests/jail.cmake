@@ -3,6 +3,7 @@
 # every wall and normal work through the CLI (integration, real kernel).
 eb_unit_test(jail_cgroup)
 eb_unit_test(jail_threads)
+eb_unit_test(jail_netns)
 eb_integration_test(jail_walls)
 eb_integration_test(jail_work)
 eb_integration_test(jail_unprivileged)

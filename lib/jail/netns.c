@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,6 +30,7 @@ struct eb_netns_pool {
     int failed;
     int making; /* a namespace is being made right now */
     int made;   /* how many were made in all */
+    int taken;  /* how many takes were asked for, served or not */
     int refs;   /* the owner and the thread: the last one to let go frees the pool */
 };
 
@@ -67,31 +69,23 @@ static int make_one(struct eb_netns_pool *p)
     return fd < 0 ? -e : fd;
 }
 
-/* Refills wait this long after the first namespace: a one-shot CLI exits before, so it makes
- * exactly the one it uses; a server finds the pool refilled between its runs. */
-#define REFILL_DELAY_NS (20 * 1000 * 1000L)
+/* Only the first namespace is made right away. The pool refills once a second one is taken:
+ * a one-shot CLI run uses exactly the one made for it and never pays for (or leaves the kernel
+ * to tear down) a namespace nobody takes, while a server keeps a full pool from its second run
+ * on (that run clones its own if the pool is empty). */
+static bool want_more(const struct eb_netns_pool *p)
+{
+    return p->n < p->size && (p->made == 0 || p->taken >= 2);
+}
 
 static void *filler(void *arg)
 {
     struct eb_netns_pool *p = arg;
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {
-        if (p->n >= p->size) {
+        if (!want_more(p)) {
             pthread_cond_wait(&p->cond, &p->lock);
             continue;
-        }
-        if (p->made > 0) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += REFILL_DELAY_NS;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            while (!p->stop && pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
-                ;
-            if (p->stop)
-                break;
         }
         p->making = 1;
         pthread_mutex_unlock(&p->lock);
@@ -167,12 +161,13 @@ int eb_netns_take(struct eb_netns_pool *p)
         while (p->n == 0 && p->making && pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
             ;
     }
+    p->taken++;
     if (p->n > 0) {
         fd = p->fds[0];
         memmove(p->fds, p->fds + 1, (size_t)(p->n - 1) * sizeof(int));
         p->n--;
-        pthread_cond_broadcast(&p->cond);
     }
+    pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
     return fd;
 }
@@ -185,4 +180,14 @@ void eb_netns_pool_free(struct eb_netns_pool *p)
     p->stop = 1;
     pthread_cond_signal(&p->cond);
     pool_unref_locked(p);
+}
+
+int eb_netns_pool_made(struct eb_netns_pool *p)
+{
+    if (!p)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    int n = p->made;
+    pthread_mutex_unlock(&p->lock);
+    return n;
 }

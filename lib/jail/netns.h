@@ -7,7 +7,9 @@
 
 struct eb_netns_pool;
 
-/* Starts a pool of up to size namespaces. NULL when it cannot (then runs clone their own). */
+/* Starts a pool of up to size namespaces. NULL when it cannot (then runs clone their own). One
+ * namespace is made at once; the pool refills to size only after a second take, so that a
+ * one-shot run makes exactly the namespace it uses. */
 struct eb_netns_pool *eb_netns_pool_new(int size);
 
 /* An fd of a fresh, never used network namespace (the caller owns and closes it), or -1 when
@@ -15,5 +17,8 @@ struct eb_netns_pool *eb_netns_pool_new(int size);
 int eb_netns_take(struct eb_netns_pool *p);
 
 void eb_netns_pool_free(struct eb_netns_pool *p);
+
+/* How many namespaces the pool has made so far (tests). */
+int eb_netns_pool_made(struct eb_netns_pool *p);
 
 #endif
