@@ -137,6 +137,12 @@ int eb_close_all_except(const int *keep, int n)
 
 void eb_init_loop(pid_t guest, int sfd, int status_fd, int ctl_fd)
 {
+    eb_init_loop_leave(guest, sfd, status_fd, ctl_fd, NULL, 0);
+}
+
+void eb_init_loop_leave(pid_t guest, int sfd, int status_fd, int ctl_fd, const int *leave_fds,
+                        int n)
+{
     int guest_status = 0;
     bool guest_done = false;
     struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl_fd, .events = POLLIN}};
@@ -163,6 +169,10 @@ void eb_init_loop(pid_t guest, int sfd, int status_fd, int ctl_fd)
     }
     /* The guest ended (or must end): like a container, nothing outlives the main process. */
     kill_everything(guest, &guest_status, &guest_done);
+    /* Nothing of the sandbox is left but us: leave its cgroup (see childlib.h). */
+    for (int i = 0; i < n; i++)
+        if (leave_fds[i] >= 0)
+            (void)!write(leave_fds[i], "0", 1);
 
     struct eb_msg m;
     memset(&m, 0, sizeof(m));

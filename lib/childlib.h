@@ -23,6 +23,15 @@ void eb_child_send_error(int fd, int code, const char *msg);
  * reaped on status_fd, and _exit(0)s. */
 __attribute__((noreturn)) void eb_init_loop(pid_t guest, int sfd, int status_fd, int ctl_fd);
 
+/* eb_init_loop, and once every other process is reaped and before EB_MSG_EXIT, init moves itself
+ * out of the run's cgroup by writing "0" to each of the n leave_fds (cgroup.procs files of the
+ * host side, opened by the parent: the kernel checks the opener's credentials and cgroup
+ * namespace). The run's cgroup is then empty when the parent reads EB_MSG_EXIT, so the parent
+ * can remove it and hand the result back without waiting for init's own exit (the teardown of
+ * the sandbox's namespaces). A write that fails changes nothing but that wait. */
+__attribute__((noreturn)) void eb_init_loop_leave(pid_t guest, int sfd, int status_fd, int ctl_fd,
+                                                  const int *leave_fds, int n);
+
 /* The guest's rlimits: no core dumps, file size, open files (EB_NOFILE), CPU seconds (0: none),
  * and memory_rlimit (RLIMIT_AS or RLIMIT_DATA, -1: none) capped at memory. 0 or -errno. */
 int eb_child_rlimits(uint64_t file_size, uint64_t cpu_seconds, int memory_rlimit, uint64_t memory);

@@ -100,14 +100,17 @@ void eb_init_main(const struct eb_init *in)
      * its stdio included (other sandboxes' pipes among them, whose EOF must not wait for us,
      * and a server's sockets, which must close when the server closes them). */
     const struct eb_guest *g = in->guest;
-    int keep[] = {in->status_fd,
-                  in->ctl_fd,
-                  g->stdin_fd,
-                  g->stdout_fd,
-                  g->stderr_fd,
-                  g->status_fd,
-                  g->pass_fd3 ? g->fd3 : -1};
-    int cr = eb_close_all_except(keep, (int)ARRAY_SIZE(keep));
+    int keep[7 + EB_LEAVE_FDS_MAX] = {in->status_fd,
+                                      in->ctl_fd,
+                                      g->stdin_fd,
+                                      g->stdout_fd,
+                                      g->stderr_fd,
+                                      g->status_fd,
+                                      g->pass_fd3 ? g->fd3 : -1};
+    int nkeep = 7;
+    for (int i = 0; i < in->n_leave && i < EB_LEAVE_FDS_MAX; i++)
+        keep[nkeep++] = in->leave_fds[i];
+    int cr = eb_close_all_except(keep, nkeep);
     if (cr < 0) {
         eb_child_send_error(in->status_fd, cr, "close the host's fds");
         _exit(1);
@@ -134,6 +137,9 @@ void eb_init_main(const struct eb_init *in)
     }
     if (guest == 0) {
         close(sfd);
+        /* The guest must never hold a way out of its cgroup. */
+        for (int i = 0; i < in->n_leave; i++)
+            close(in->leave_fds[i]);
         if (in->guest_setup) {
             struct execbox_error e = {0, ""};
             if (in->guest_setup(in->guest_setup_arg, &e) < 0) {
@@ -152,7 +158,8 @@ void eb_init_main(const struct eb_init *in)
     close(in->guest->stdout_fd);
     close(in->guest->stderr_fd);
 
-    eb_init_loop(guest, sfd, in->status_fd, in->ctl_fd);
+    eb_init_loop_leave(guest, sfd, in->status_fd, in->ctl_fd, in->leave_fds,
+                       in->n_leave < EB_LEAVE_FDS_MAX ? in->n_leave : EB_LEAVE_FDS_MAX);
 }
 
 /* ---- parent side -------------------------------------------------------------------------- */
@@ -309,7 +316,7 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
     const uint64_t deadline = start_ns + (uint64_t)(p->timeout * 1e9);
     uint64_t kill_at = 0;     /* when the polite kill request escalates to SIGKILL */
     uint64_t drain_until = 0; /* after init exits, how long we still wait for output EOF */
-    bool init_exited = false, killing = false;
+    bool init_exited = false, killing = false, early = false;
     int cancel_fd = eb_cancel_fd(req->cancel);
     int rc = 0;
     _cleanup_free_ char *chunk = malloc(EB_READ_CHUNK);
@@ -323,6 +330,10 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
         bool streams_open = c->out_fd >= 0 || c->err_fd >= 0;
         if (init_exited && c->status_fd < 0 && !streams_open)
             break;
+        if (c->exit_msg_ends && out->got_exit && !streams_open && !killing) {
+            early = true;
+            break;
+        }
         uint64_t now = eb_now_ns();
         if (init_exited && drain_until && now >= drain_until)
             break; /* something we cannot see still holds a pipe: give up on it */
@@ -413,6 +424,10 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
             break;
         if (w < 0 && errno != EINTR)
             break;
+        if (tries == 0 && early) {
+            out->init_running = true; /* its exit is the caller's to reap */
+            break;
+        }
         if (tries == 0)
             hard_kill(c);
     }

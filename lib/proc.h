@@ -62,9 +62,14 @@ struct eb_init {
     const struct eb_guest *guest;
     int (*guest_setup)(void *arg, struct execbox_error *err); /* in the guest, before exec */
     void *guest_setup_arg;
+    /* Host-side cgroup.procs files init moves itself to once the sandbox is empty (see
+     * eb_init_loop_leave); init keeps them, the guest closes them before anything else. */
+    const int *leave_fds;
+    int n_leave;
 };
 
-#define EB_KEEP_FDS_MAX 16
+#define EB_KEEP_FDS_MAX 24
+#define EB_LEAVE_FDS_MAX 4 /* one per cgroup v1 hierarchy the jail uses */
 
 /* Closes every fd, the standard ones included, but those in keep (negative entries ignored).
  * More than EB_KEEP_FDS_MAX entries: closes nothing and returns -E2BIG (a caller must fail,
@@ -88,6 +93,11 @@ struct eb_child {
     /* Backend's own kill (e.g. the cgroup); may be NULL. Called at deadline or cancel. */
     void (*kill_all)(void *ctx);
     void *ctx;
+    /* EB_MSG_EXIT and EOF on both streams end the supervision, without waiting for init's own
+     * exit (its init left the run's cgroup first, so nothing of the run is still running):
+     * init may still be exiting when eb_supervise returns, and then the caller reaps it
+     * (outcome.init_running). */
+    bool exit_msg_ends;
 };
 
 void eb_child_init(struct eb_child *c);
@@ -101,7 +111,8 @@ struct eb_outcome {
     bool cancelled;
     bool setup_failed; /* an EB_MSG_ERROR arrived */
     struct execbox_error setup_err;
-    int init_status; /* init's own wait status */
+    int init_status;   /* init's own wait status */
+    bool init_running; /* exit_msg_ends: init was not reaped yet (c->pidfd still valid) */
     int64_t utime_us, stime_us, maxrss_kb;
 };
 

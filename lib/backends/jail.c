@@ -62,6 +62,7 @@
 
 #define CG_PREFIX "execbox-"
 #define NETNS_POOL 2
+#define EXITING_MAX 64
 #define STAGE_VERSION "execbox-stage-3\n" /* bump when the staged files change */
 
 struct jail {
@@ -75,8 +76,11 @@ struct jail {
     unsigned id; /* random per executor: two executors in one process never share a name */
     atomic_uint seq;
     struct eb_netns_pool *pool; /* fresh network namespaces, made ahead (root only) */
-    char mpl_file[96];          /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
-    char *mpl_data;             /* its prebuilt contents, copied into each run's /tmp */
+    pthread_mutex_t exiting_lock;
+    int exiting[EXITING_MAX]; /* pidfds of inits that handed their result back and are exiting */
+    int n_exiting;
+    char mpl_file[96]; /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
+    char *mpl_data;    /* its prebuilt contents, copied into each run's /tmp */
     size_t mpl_len;
 };
 
@@ -333,12 +337,18 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
     return eb_plan_system(&j->sys, j->cache, "", err);
 }
 
+static void reap_exiting(struct jail *j, bool block_oldest);
+
 static void jail_close(void *state)
 {
     struct jail *j = state;
     if (!j)
         return;
     eb_netns_pool_free(j->pool);
+    reap_exiting(j, false);
+    for (int i = 0; i < j->n_exiting; i++)
+        close(j->exiting[i]);
+    pthread_mutex_destroy(&j->exiting_lock);
     eb_seccomp_release(&j->seccomp);
     free(j->mpl_data);
     free(j);
@@ -352,6 +362,7 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     if (!j)
         return eb_error_set(err, -ENOMEM, "out of memory");
     eb_userns_prepare(&j->userns);
+    pthread_mutex_init(&j->exiting_lock, NULL);
     if (getrandom(&j->id, sizeof(j->id), 0) != sizeof(j->id))
         j->id = (unsigned)(uintptr_t)j ^ (unsigned)eb_now_ns();
     /* Root only (see netns.h). Started first, so that even a one-shot run finds a namespace
@@ -380,6 +391,51 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
 }
 
 /* ---- one run ------------------------------------------------------------------------------- */
+
+/* Inits that sent their result and left the run's cgroup are still exiting (the kernel tears
+ * down the sandbox's namespaces in their exit): nothing waits for that. They are reaped here,
+ * without blocking, at the next run and at close; one still exiting at close is left to the
+ * process's exit (our zombie child until then, nothing else: its namespaces are gone with it).
+ * Only when the list is full does a run wait for the oldest. */
+static void reap_exiting(struct jail *j, bool block_oldest)
+{
+    pthread_mutex_lock(&j->exiting_lock);
+    int k = 0;
+    for (int i = 0; i < j->n_exiting; i++) {
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        int opts = WEXITED | (block_oldest && i == 0 ? 0 : WNOHANG);
+        long w = syscall(SYS_waitid, P_PIDFD, j->exiting[i], &si, opts, NULL);
+        if (w < 0 ? errno != EINTR : si.si_pid != 0)
+            close(j->exiting[i]); /* reaped (or not ours to reap any more) */
+        else
+            j->exiting[k++] = j->exiting[i];
+    }
+    j->n_exiting = k;
+    pthread_mutex_unlock(&j->exiting_lock);
+}
+
+static void defer_reap(struct jail *j, int *pidfd)
+{
+    if (*pidfd < 0)
+        return;
+    pthread_mutex_lock(&j->exiting_lock);
+    bool full = j->n_exiting >= EXITING_MAX;
+    pthread_mutex_unlock(&j->exiting_lock);
+    if (full)
+        reap_exiting(j, true);
+    pthread_mutex_lock(&j->exiting_lock);
+    if (j->n_exiting < EXITING_MAX) {
+        j->exiting[j->n_exiting++] = *pidfd;
+        *pidfd = -1;
+    }
+    pthread_mutex_unlock(&j->exiting_lock);
+    if (*pidfd >= 0) { /* still full: another thread filled it; wait for this one */
+        siginfo_t si;
+        syscall(SYS_waitid, P_PIDFD, *pidfd, &si, WEXITED, NULL);
+        eb_close(pidfd);
+    }
+}
 
 /* Everything the child needs, prepared by the parent (the child formats nothing). */
 struct child_ctx {
@@ -675,7 +731,7 @@ static void sandbox_init(struct eb_warm *sb, struct jail *j, const struct execbo
     sb->policy = *pol;
     sb->lang = lang;
     for (int i = 0; i < EB_CG_N; i++)
-        sb->cg.procs_fd[i] = -1;
+        sb->cg.procs_fd[i] = sb->cg.leave_fd[i] = -1;
     eb_child_init(&sb->child);
     sb->k.pidfd = -1;
     sb->ws_fd = sb->ws_root = sb->alive_w = sb->code_fd = sb->go_fd = -1;
@@ -865,6 +921,15 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         keep_fd(&ctx, keep[i]);
     for (int i = 0; i < EB_CG_N; i++)
         keep_fd(&ctx, sb->cg.procs_fd[i]);
+    /* init leaves the run's cgroup once the sandbox is empty, so that the parent can remove
+     * it and return without waiting for init's exit (see eb_init_loop_leave). */
+    int leave[EB_LEAVE_FDS_MAX];
+    for (int i = 0; i < EB_CG_N; i++)
+        if (sb->cg.leave_fd[i] >= 0 && ctx.init.n_leave < EB_LEAVE_FDS_MAX) {
+            leave[ctx.init.n_leave++] = sb->cg.leave_fd[i];
+            keep_fd(&ctx, sb->cg.leave_fd[i]);
+        }
+    ctx.init.leave_fds = leave;
     ctx.init.guest_setup = guest_setup;
     ctx.init.guest_setup_arg = &ctx;
 
@@ -900,6 +965,7 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     sb->child.ctl_fd = TAKE_FD(fds[7]);
     sb->child.kill_all = kill_all;
     sb->child.ctx = &sb->k;
+    sb->child.exit_msg_ends = true;
     sb->alive_w = TAKE_FD(fds[9]); /* kept until the end */
     sb->go_fd = TAKE_FD(fds[11]);
 out:
@@ -916,7 +982,10 @@ static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct e
     const struct execbox_policy *pol = run->policy;
     struct eb_outcome oc;
     int r = eb_supervise(&sb->child, run->req, pol, run->start_ns, res, &oc, err);
-    sb->child.pid = -1; /* reaped */
+    sb->child.pid = -1; /* reaped, or left its cgroup and is exiting: */
+    if (oc.init_running)
+        defer_reap(sb->j, &sb->child.pidfd);
+    sb->k.pidfd = sb->child.pidfd;
     struct eb_cgroup_stats st;
     eb_cgroup_stats(&sb->cg, &st);
     if (r == 0)
@@ -955,6 +1024,7 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
                     struct execbox_error *err)
 {
     struct eb_warm sb;
+    reap_exiting(state, false);
     sandbox_init(&sb, state, run->policy, run->lang);
     int r = sandbox_start(&sb, NULL, run, err);
     if (r == 0)

@@ -211,7 +211,7 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64
     memset(cg, 0, sizeof(*cg));
     cg->root = root;
     for (int c = 0; c < EB_CG_N; c++)
-        cg->procs_fd[c] = -1;
+        cg->procs_fd[c] = cg->leave_fd[c] = -1;
     if (root->version == 0)
         return 0;
     int ndirs = root->version == 2 ? 1 : EB_CG_N;
@@ -299,6 +299,12 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64
             r = eb_error_set(err, -errno, "open %s: %s", p, execbox_strerror(-errno));
             goto fail;
         }
+        /* Opened by us, so that the kernel checks our credentials and cgroup namespace (5.16+)
+         * when the unprivileged init writes to it. Best effort: without it the run's cgroup
+         * is removed only after init's exit. */
+        snprintf(p, sizeof(p), "%s/%s", root->base[root->version == 1 ? c : 0],
+                 root->version == 1 ? "tasks" : "cgroup.procs");
+        cg->leave_fd[c] = open(p, O_WRONLY | O_CLOEXEC);
     }
     return 0;
 fail:
@@ -432,6 +438,9 @@ void eb_cgroup_destroy(struct eb_cgroup *cg)
         if (cg->procs_fd[c] >= 0)
             close(cg->procs_fd[c]);
         cg->procs_fd[c] = -1;
+        if (cg->leave_fd[c] >= 0)
+            close(cg->leave_fd[c]);
+        cg->leave_fd[c] = -1;
         if (cg->dir[c][0])
             remove_dir(cg->dir[c]);
         cg->dir[c][0] = '\0';
@@ -461,7 +470,7 @@ int eb_cgroup_remove_stale(const struct eb_cgroup_root *root, const char *prefix
             memset(&cg, 0, sizeof(cg));
             cg.root = root;
             for (int k = 0; k < EB_CG_N; k++)
-                cg.procs_fd[k] = -1;
+                cg.procs_fd[k] = cg.leave_fd[k] = -1;
             snprintf(cg.dir[c], sizeof(cg.dir[c]), "%s/%s", root->base[c], e->d_name);
             eb_cgroup_destroy(&cg);
             removed++;

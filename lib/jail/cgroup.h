@@ -34,6 +34,9 @@ struct eb_cgroup {
     const struct eb_cgroup_root *root;
     char dir[EB_CG_N][EXECBOX_PATH_MAX]; /* "" where not created */
     int procs_fd[EB_CG_N];               /* cgroup.procs, open for writing "0" in the child */
+    /* The host side's (base's) procs file, open for init to leave the run's cgroup once the
+     * sandbox is empty (see eb_init_loop_leave); -1 where it could not be opened. */
+    int leave_fd[EB_CG_N];
 };
 
 /* Creates the run's cgroup named name in every usable controller, sets memory (no swap), pids

@@ -177,7 +177,7 @@ static void test_v2_limits_and_stats(void **state)
     memset(&cg, 0, sizeof(cg));
     cg.root = &r;
     for (int i = 0; i < EB_CG_N; i++)
-        cg.procs_fd[i] = -1;
+        cg.procs_fd[i] = cg.leave_fd[i] = -1;
     /* Use the prepared directory as the run's cgroup. */
     snprintf(cg.dir[0], sizeof(cg.dir[0]), "%s", to);
     put("prepared/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
