@@ -4,6 +4,7 @@
 eb_unit_test(jail_cgroup)
 eb_unit_test(jail_threads)
 eb_unit_test(jail_netns)
+eb_unit_test(jail_mntns)
 eb_integration_test(jail_walls)
 eb_integration_test(jail_work)
 eb_integration_test(jail_unprivileged)

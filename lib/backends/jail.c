@@ -73,6 +73,15 @@ struct jail {
     char cache[EXECBOX_PATH_MAX]; /* staged /etc and the mount point of new roots */
     char rootdir[EXECBOX_PATH_MAX];
     struct eb_mount_plan sys; /* shared by every run without a rootfs */
+    /* Root: the prepared mount namespace holding sys's root (see mounts.h), made at this
+     * executor's second run (see run_mntns); -1 before, or when it cannot be made (then each
+     * run builds its root in a copy of the host's table). Its runs mount their own proc
+     * (proc_plan) and dyn. Set once under mntns_lock, closed at close. */
+    pthread_mutex_t mntns_lock;
+    int mntns_fd;
+    unsigned mntns_asks;
+    bool mntns_failed;
+    struct eb_mount_plan proc_plan;
     unsigned id; /* random per executor: two executors in one process never share a name */
     atomic_uint seq;
     struct eb_netns_pool *pool; /* fresh network namespaces, made ahead (root only) */
@@ -345,6 +354,8 @@ static void jail_close(void *state)
     if (!j)
         return;
     eb_netns_pool_free(j->pool);
+    eb_close(&j->mntns_fd);
+    pthread_mutex_destroy(&j->mntns_lock);
     reap_exiting(j, false);
     for (int i = 0; i < j->n_exiting; i++)
         close(j->exiting[i]);
@@ -363,6 +374,8 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
         return eb_error_set(err, -ENOMEM, "out of memory");
     eb_userns_prepare(&j->userns);
     pthread_mutex_init(&j->exiting_lock, NULL);
+    pthread_mutex_init(&j->mntns_lock, NULL);
+    j->mntns_fd = -1;
     if (getrandom(&j->id, sizeof(j->id), 0) != sizeof(j->id))
         j->id = (unsigned)(uintptr_t)j ^ (unsigned)eb_now_ns();
     /* Root only (see netns.h). Started first, so that even a one-shot run finds a namespace
@@ -385,12 +398,34 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
         jail_close(j);
         return r;
     }
+    eb_plan_init(&j->proc_plan);
+    eb_plan_add(&j->proc_plan, EB_MOP_PROC, NULL, "proc", NULL, 0, -1);
     remove_stale(j);
     *ret_state = j;
     return 0;
 }
 
 /* ---- one run ------------------------------------------------------------------------------- */
+
+/* The prepared mount namespace for a run (root, host system directories), or -1. Made at the
+ * second run of this executor: making it costs what it saves (one copy of the host's mount
+ * table, in the helper), so a one-shot run builds its root the direct way, and every run after
+ * the first copies a table of a dozen mounts, whatever the host's count. It lives as long as
+ * the executor, never beyond: nothing of it is left on the host. */
+static int run_mntns(struct jail *j)
+{
+    if (!j->userns.root_mode)
+        return -1;
+    pthread_mutex_lock(&j->mntns_lock);
+    if (j->mntns_fd < 0 && !j->mntns_failed && j->mntns_asks++ >= 1) {
+        const struct eb_mount_plan *plans[] = {&j->sys};
+        if (eb_mount_ns_prepare(j->rootdir, plans, 1, &j->mntns_fd, NULL) < 0)
+            j->mntns_failed = true;
+    }
+    int fd = j->mntns_fd;
+    pthread_mutex_unlock(&j->mntns_lock);
+    return fd;
+}
 
 /* Inits that sent their result and left the run's cgroup are still exiting (the kernel tears
  * down the sandbox's namespaces in their exit): nothing waits for that. They are reaped here,
@@ -444,6 +479,7 @@ struct child_ctx {
     int keep_fds[EB_KEEP_FDS_MAX]; /* every fd the child needs; all others are closed at once */
     int n_keep;
     int netns_fd; /* from the pool, or -1 (then clone3 made a new one) */
+    int mntns_fd; /* the prepared mount namespace to copy, or -1 (then clone3 copied ours) */
     int ws_fd;    /* the fresh workspace's detached mount, or -1 */
     struct eb_cgroup *cg;
     const struct eb_mount_plan *plans[3];
@@ -533,8 +569,13 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
         close(c->netns_fd);
     }
     const char *step = "";
-    if ((r = eb_mount_run(j->rootdir, c->plans, c->nplans, &step)) < 0)
+    if (c->mntns_fd >= 0) {
+        if ((r = eb_mount_ns_enter(c->mntns_fd, c->plans, c->nplans, &step)) < 0)
+            child_fail(c, r, step);
+        close(c->mntns_fd);
+    } else if ((r = eb_mount_run(j->rootdir, c->plans, c->nplans, &step)) < 0) {
         child_fail(c, r, step);
+    }
     if (c->ws_fd >= 0)
         close(c->ws_fd); /* attached now; init keeps no handle on it */
     if (sethostname("execbox", 7) < 0)
@@ -907,6 +948,7 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         .j = j,
         .alive_fd = fds[8],
         .netns_fd = -1,
+        .mntns_fd = -1,
         .ws_fd = sb->ws_fd,
         .cg = j->cg.version ? &sb->cg : NULL,
         .plans = {sysplan, &dyn},
@@ -933,10 +975,20 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     ctx.init.guest_setup = guest_setup;
     ctx.init.guest_setup_arg = &ctx;
 
-    unsigned long flags =
-        CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+    unsigned long flags = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
     if (!j->userns.root_mode)
         flags |= CLONE_NEWUSER;
+    int mntns_fd = sysplan == &j->sys ? run_mntns(j) : -1;
+    if (mntns_fd >= 0) {
+        /* The system part is prepared: the child copies that small namespace (not ours) and
+         * mounts its proc and its own mounts there. */
+        ctx.mntns_fd = mntns_fd;
+        ctx.plans[0] = &dyn;
+        ctx.plans[1] = &j->proc_plan;
+        keep_fd(&ctx, mntns_fd);
+    } else {
+        flags |= CLONE_NEWNS;
+    }
     netns_fd = eb_netns_take(j->pool);
     if (netns_fd >= 0) {
         ctx.netns_fd = netns_fd;

@@ -6,11 +6,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../error.h"
@@ -295,28 +301,68 @@ static int run_op(const struct eb_mop *o)
     return -EINVAL;
 }
 
-int eb_mount_run(const char *root_dir, const struct eb_mount_plan *const *plans, size_t nplans,
-                 const char **ret_step)
+static int run_plans(const struct eb_mount_plan *const *plans, size_t nplans, bool skip_proc,
+                     const char **ret_step)
 {
-    *ret_step = "/";
-    /* Nothing we mount may propagate back to the host, and host mount events must not reach
-     * us: everything private, recursively. */
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return -errno;
-    /* The new root: a tmpfs only big enough for mount points and links. */
-    if (mount("tmpfs", root_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=512,mode=0755") <
-        0)
-        return -errno;
-    if (chdir(root_dir) < 0)
-        return -errno;
     for (size_t k = 0; k < nplans; k++)
         for (size_t i = 0; i < plans[k]->n; i++) {
+            if (skip_proc && plans[k]->ops[i].type == EB_MOP_PROC)
+                continue;
             int r = run_op(&plans[k]->ops[i]);
             if (r < 0) {
                 *ret_step = plans[k]->ops[i].dst;
                 return r;
             }
         }
+    return 0;
+}
+
+static int mount_root(const char *root_dir, const struct eb_mount_plan *const *plans, size_t nplans,
+                      bool skip_proc, const char **ret_step)
+{
+    *ret_step = "/";
+    /* Nothing we mount may propagate back to the host, and host mount events must not reach
+     * us: everything private, recursively. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return -errno;
+    /* The new root: a tmpfs only big enough for mount points and links, attached on root_dir
+     * through an fd and entered through the mount's own fd: root_dir is looked up once, so a
+     * concurrent re-stage that renames the directory above it cannot leave us in another
+     * directory than the one we mounted on (pivot_root then failed with EBUSY). */
+    int pin = open(root_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pin < 0)
+        return -errno;
+    int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+    if (fs < 0) {
+        close(pin);
+        return -errno;
+    }
+    static const char *const opts[][2] = {{"size", "1m"}, {"nr_inodes", "512"}, {"mode", "0755"}};
+    int r = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(opts) && r == 0; i++)
+        if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, opts[i][0], opts[i][1], 0) < 0)
+            r = -errno;
+    if (r == 0 && syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        r = -errno;
+    int m = r == 0 ? (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+                                  MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+                   : -1;
+    if (r == 0 && m < 0)
+        r = -errno;
+    close(fs);
+    if (r == 0 && syscall(SYS_move_mount, m, "", pin, "",
+                          MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        r = -errno;
+    close(pin);
+    if (r == 0 && fchdir(m) < 0)
+        r = -errno;
+    if (m >= 0)
+        close(m);
+    if (r < 0)
+        return r;
+    r = run_plans(plans, nplans, skip_proc, ret_step);
+    if (r < 0)
+        return r;
     *ret_step = "pivot_root";
     /* pivot_root(".", "."): the old root ends up stacked under the new one; detaching it
      * leaves no path to any host directory we did not bind. */
@@ -329,4 +375,86 @@ int eb_mount_run(const char *root_dir, const struct eb_mount_plan *const *plans,
     /* The root itself read-only: no new top-level files or directories. */
     *ret_step = "read-only root";
     return setattr("/", 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+}
+
+int eb_mount_run(const char *root_dir, const struct eb_mount_plan *const *plans, size_t nplans,
+                 const char **ret_step)
+{
+    return mount_root(root_dir, plans, nplans, false, ret_step);
+}
+
+#define PREPARE_TIMEOUT_MS 10000
+
+int eb_mount_ns_prepare(const char *root_dir, const struct eb_mount_plan *const *plans,
+                        size_t nplans, int *ret_fd, struct execbox_error *err)
+{
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        return eb_error_set(err, -errno, "pipe: %s", execbox_strerror(-errno));
+    int pidfd = -1;
+    /* A helper in a new mount namespace (a copy of ours, once): it builds the root there and
+     * waits to be killed; the namespace lives on in the fd we open. */
+    pid_t pid = eb_clone_ns(CLONE_NEWNS, &pidfd);
+    if (pid < 0) {
+        int e = -errno;
+        close(ready[0]);
+        close(ready[1]);
+        return eb_error_set(err, e, "clone3 into a new mount namespace: %s", execbox_strerror(e));
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        const char *step = "";
+        int r = mount_root(root_dir, plans, nplans, true, &step);
+        struct execbox_error e = {0, ""};
+        if (r < 0)
+            eb_error_set_raw(&e, r, step);
+        (void)eb_write_all(ready[1], &e, sizeof(e));
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    struct execbox_error e = {-EIO, "the helper died"};
+    struct pollfd p = {.fd = ready[0], .events = POLLIN};
+    int n;
+    while ((n = poll(&p, 1, PREPARE_TIMEOUT_MS)) < 0 && errno == EINTR)
+        ;
+    int r;
+    if (n <= 0)
+        r = eb_error_set(err, -ETIMEDOUT, "preparing the mount namespace timed out");
+    else if (eb_read_full(ready[0], &e, sizeof(e)) != (ssize_t)sizeof(e) || e.code < 0)
+        r = eb_error_set(err, e.code < 0 ? e.code : -EIO, "prepare the sandbox's root: %.200s: %s",
+                         e.msg, execbox_strerror(e.code < 0 ? e.code : -EIO));
+    else {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        r = fd < 0 ? eb_error_set(err, -errno, "open %s: %s", path, execbox_strerror(-errno)) : 0;
+        if (fd >= 0)
+            *ret_fd = fd;
+    }
+    close(ready[0]);
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    siginfo_t si;
+    while (syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, NULL) < 0 && errno == EINTR)
+        ;
+    close(pidfd);
+    return r;
+}
+
+int eb_mount_ns_enter(int ns_fd, const struct eb_mount_plan *const *plans, size_t nplans,
+                      const char **ret_step)
+{
+    *ret_step = "join the prepared mount namespace";
+    if (setns(ns_fd, CLONE_NEWNS) < 0)
+        return -errno;
+    /* Our own copy: the runs' mounts never reach the prepared namespace or each other. */
+    *ret_step = "unshare the mount namespace";
+    if (unshare(CLONE_NEWNS) < 0)
+        return -errno;
+    if (chdir("/") < 0)
+        return -errno;
+    int r = run_plans(plans, nplans, false, ret_step);
+    if (r < 0)
+        return r;
+    return chdir("/") < 0 ? -errno : 0;
 }

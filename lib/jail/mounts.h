@@ -63,4 +63,24 @@ int eb_plan_system(struct eb_mount_plan *p, const char *stage_dir, const char *r
 int eb_mount_run(const char *root_dir, const struct eb_mount_plan *const *plans, size_t nplans,
                  const char **ret_step);
 
+/* A prepared mount namespace: the new root of eb_mount_run (tmpfs, the plans, read-only,
+ * pivot_root) made once, in a namespace of its own, so that each run copies a table of a few
+ * mounts instead of the host's (CLONE_NEWNS copies every mount of the caller's namespace, ~2.4 us
+ * each: milliseconds on a host with thousands) and mounts only what is its own.
+ *
+ * eb_mount_ns_prepare (parent, root: the helper must be able to mount): clones a helper into a
+ * new mount namespace, runs the plans there as eb_mount_run does but for their EB_MOP_PROC ops
+ * (a proc belongs to a pid namespace: each run mounts its own), and returns an fd of that
+ * namespace in *ret_fd (O_CLOEXEC); the helper is gone when it returns. 0, or -errno with err
+ * set. Every mount in it is private: nothing propagates in or out.
+ *
+ * eb_mount_ns_enter (child, async-signal-safe, with CAP_SYS_ADMIN and CAP_SYS_CHROOT over the
+ * namespace's owner): joins the prepared namespace, unshares a private copy of it (the
+ * prepared one is never changed), and runs the per-run plans from its root, whose paths are
+ * relative to it. Returns 0 or -errno, with *ret_step the dst of the failing op. */
+int eb_mount_ns_prepare(const char *root_dir, const struct eb_mount_plan *const *plans,
+                        size_t nplans, int *ret_fd, struct execbox_error *err);
+int eb_mount_ns_enter(int ns_fd, const struct eb_mount_plan *const *plans, size_t nplans,
+                      const char **ret_step);
+
 #endif
