@@ -30,12 +30,13 @@ static void assert_fresh_netns(int fd)
     assert_true(ours.st_ino != theirs.st_ino);
 }
 
-static int take_within(struct eb_netns_pool *p, long ms)
+/* Waits until the pool has made at least n namespaces (each take counts as a demand, so a test
+ * takes only once one is there, as a run that finds one does). */
+static void wait_made(struct eb_netns_pool *p, int n)
 {
-    int fd;
-    for (long t = 0; (fd = eb_netns_take(p)) < 0 && t < ms; t += 5)
+    for (int t = 0; t < 400 && eb_netns_pool_made(p) < n; t++)
         sleep_ms(5);
-    return fd;
+    assert_true(eb_netns_pool_made(p) >= n);
 }
 
 /* A one-shot run takes one namespace; the pool makes no second one, however long it lives. */
@@ -44,7 +45,8 @@ static void test_one_take_makes_one(void **state)
     (void)state;
     struct eb_netns_pool *p = eb_netns_pool_new(2);
     assert_non_null(p);
-    int fd = take_within(p, 2000);
+    wait_made(p, 1);
+    int fd = eb_netns_take(p);
     assert_fresh_netns(fd);
     close(fd);
     sleep_ms(100); /* the old pool refilled 20 ms after its first namespace */
@@ -58,14 +60,15 @@ static void test_second_take_refills(void **state)
     (void)state;
     struct eb_netns_pool *p = eb_netns_pool_new(2);
     assert_non_null(p);
-    int a = take_within(p, 2000);
+    wait_made(p, 1);
+    int a = eb_netns_take(p);
     assert_fresh_netns(a);
     int b = eb_netns_take(p); /* empty now: the caller would clone its own */
     int made = 0;
     for (int t = 0; t < 400 && (made = eb_netns_pool_made(p)) < 3; t++)
         sleep_ms(5);
     assert_int_equal(made, 3);
-    int c = take_within(p, 2000), d = take_within(p, 2000);
+    int c = eb_netns_take(p), d = eb_netns_take(p);
     assert_fresh_netns(c);
     assert_fresh_netns(d);
     struct stat sc, sd;
