@@ -47,6 +47,10 @@ struct eb_backend_ops {
     int (*warm_run)(void *state, struct eb_warm *w, const struct eb_run *run,
                     struct execbox_result *res, struct execbox_error *err);
     void (*warm_discard)(void *state, struct eb_warm *w);
+
+    /* Can enforce network "allow" (an allow-list proxy as the only way out). Without it the
+     * executor refuses such runs: never silently open, never silently closed. */
+    bool network_allow;
 };
 
 const struct eb_backend_ops *eb_backend_find(const char *name);

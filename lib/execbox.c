@@ -158,10 +158,16 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
     };
     struct execbox_error berr = {0, ""};
     struct eb_warm *w = NULL;
-    if (ex->pool && lang->warm_bootstrap)
+    /* Runs with network "allow" are always cold: each gets its own namespace and proxy. */
+    if (ex->pool && lang->warm_bootstrap && policy.network == EXECBOX_NETWORK_NONE)
         w = eb_pool_take(ex->pool, &policy, lang);
     int r;
-    if (w) {
+    if (policy.network == EXECBOX_NETWORK_ALLOW && !ex->ops->network_allow) {
+        r = eb_error_set(&berr, -ENOTSUP,
+                         "network 'allow' is not available with the '%s' backend: it cannot "
+                         "enforce an allow-list (use the jail backend, or network 'none')",
+                         ex->ops->name);
+    } else if (w) {
         r = ex->ops->warm_run(ex->state, w, &run, res, &berr);
         if (r == -EPIPE) {
             /* The warm sandbox died before it got the code: nothing ran, so run cold. */
@@ -212,6 +218,8 @@ int execbox_executor_prewarm(struct execbox_executor *ex, const struct execbox_p
         return 0;
     if (!lang->warm_bootstrap)
         return eb_error_set(err, -ENOTSUP, "%s cannot start warm", lang->name);
+    if (policy && policy->network == EXECBOX_NETWORK_ALLOW)
+        return eb_error_set(err, -ENOTSUP, "runs with network 'allow' are not kept warm");
     struct execbox_policy p;
     if (policy)
         p = *policy;

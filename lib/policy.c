@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "hostrule.h"
 #include "limits.h"
 #include "policy.h"
 #include "util.h"
@@ -112,7 +113,7 @@ static int parse_double(const char *key, const char *s, double min, double max, 
     return 0;
 }
 
-enum kind { K_SECONDS, K_SIZE, K_CPUS, K_COUNT, K_NETWORK, K_PATH };
+enum kind { K_SECONDS, K_SIZE, K_CPUS, K_COUNT, K_NETWORK, K_PATH, K_HOSTS, K_HOST, K_PORTS };
 
 static const struct field {
     const char *name;
@@ -131,6 +132,9 @@ static const struct field {
     {"output_limit", K_SIZE, offsetof(struct execbox_policy, output_limit), EB_OUTPUT_LIMIT_MIN},
     {"file_size", K_SIZE, offsetof(struct execbox_policy, file_size), 1},
     {"rootfs", K_PATH, offsetof(struct execbox_policy, rootfs), 0},
+    {"allow_hosts", K_HOSTS, offsetof(struct execbox_policy, allow_hosts), 0},
+    {"allow_host", K_HOST, offsetof(struct execbox_policy, allow_hosts), 0},
+    {"allow_ports", K_PORTS, offsetof(struct execbox_policy, allow_ports), 0},
 };
 
 static const struct field *find_field(const char *key)
@@ -146,6 +150,69 @@ static const struct field *find_field(const char *key)
         if (strcmp(fields[f].name, norm) == 0)
             return &fields[f];
     return NULL;
+}
+
+/* Appends one allow_hosts entry in its canonical form (a repeat is not added twice). */
+static int add_host(struct execbox_policy *p, const char *entry, struct execbox_error *err)
+{
+    struct eb_host_rule rule;
+    int r = eb_host_rule_parse(entry, &rule, err);
+    if (r < 0)
+        return r;
+    char canon[EXECBOX_ALLOW_HOST_LEN];
+    eb_host_rule_format(&rule, canon, sizeof(canon));
+    size_t i = 0;
+    for (; i < EXECBOX_ALLOW_HOSTS_MAX && p->allow_hosts[i][0]; i++)
+        if (strcmp(p->allow_hosts[i], canon) == 0)
+            return 0;
+    if (i == EXECBOX_ALLOW_HOSTS_MAX)
+        return eb_error_set(err, -E2BIG, "allow_hosts: more than %d entries",
+                            EXECBOX_ALLOW_HOSTS_MAX);
+    snprintf(p->allow_hosts[i], sizeof(p->allow_hosts[i]), "%s", canon);
+    return 0;
+}
+
+static int add_port(struct execbox_policy *p, const char *text, struct execbox_error *err)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (!isdigit((unsigned char)text[0]) || errno || *end || v == 0 || v > 65535)
+        return eb_error_set(err, -EINVAL, "allow_ports: '%.16s' is not a port (1 to 65535)", text);
+    size_t i = 0;
+    for (; i < EXECBOX_ALLOW_PORTS_MAX && p->allow_ports[i]; i++)
+        if (p->allow_ports[i] == v)
+            return 0;
+    if (i == EXECBOX_ALLOW_PORTS_MAX)
+        return eb_error_set(err, -E2BIG, "allow_ports: more than %d ports",
+                            EXECBOX_ALLOW_PORTS_MAX);
+    p->allow_ports[i] = (uint16_t)v;
+    return 0;
+}
+
+/* Calls fn for each item of a comma-separated list (spaces around items ignored). */
+static int for_each_item(const char *list, struct execbox_policy *p,
+                         int (*fn)(struct execbox_policy *, const char *, struct execbox_error *),
+                         struct execbox_error *err)
+{
+    const char *s = list;
+    while (*s) {
+        while (*s == ' ' || *s == ',')
+            s++;
+        size_t n = strcspn(s, ", ");
+        if (n == 0)
+            break;
+        char item[EXECBOX_ALLOW_HOST_LEN];
+        if (n >= sizeof(item))
+            return eb_error_set(err, -EINVAL, "'%.64s...' is too long", s);
+        memcpy(item, s, n);
+        item[n] = '\0';
+        int r = fn(p, item, err);
+        if (r < 0)
+            return r;
+        s += n;
+    }
+    return 0;
 }
 
 static int set_field_text(struct execbox_policy *p, const struct field *f, const char *value,
@@ -203,11 +270,34 @@ static int set_field_text(struct execbox_policy *p, const struct field *f, const
         return 0;
     }
     case K_NETWORK:
-        if (strcmp(value, "none") != 0)
+        if (strcmp(value, "none") == 0)
+            p->network = EXECBOX_NETWORK_NONE;
+        else if (strcmp(value, "allow") == 0)
+            p->network = EXECBOX_NETWORK_ALLOW;
+        else
             return eb_error_set(err, -EINVAL,
-                                "network: '%s' is not supported (only 'none': no network)", value);
-        *(enum execbox_network *)(base + f->off) = EXECBOX_NETWORK_NONE;
+                                "network: '%.64s' is not one of 'none' (no network) or 'allow' "
+                                "(the hosts of allow_hosts, through execbox's proxy)",
+                                value);
         return 0;
+    case K_HOST: return add_host(p, value, err);
+    case K_HOSTS: {
+        /* A comma-separated list replaces the whole list. */
+        struct execbox_policy tmp = *p;
+        memset(tmp.allow_hosts, 0, sizeof(tmp.allow_hosts));
+        if ((r = for_each_item(value, &tmp, add_host, err)) < 0)
+            return r;
+        memcpy(p->allow_hosts, tmp.allow_hosts, sizeof(p->allow_hosts));
+        return 0;
+    }
+    case K_PORTS: {
+        struct execbox_policy tmp = *p;
+        memset(tmp.allow_ports, 0, sizeof(tmp.allow_ports));
+        if ((r = for_each_item(value, &tmp, add_port, err)) < 0)
+            return r;
+        memcpy(p->allow_ports, tmp.allow_ports, sizeof(p->allow_ports));
+        return 0;
+    }
     case K_PATH: {
         size_t n = strlen(value);
         if (n >= EXECBOX_PATH_MAX)
@@ -329,8 +419,38 @@ static int set_json_value(struct execbox_policy *p, const char *key, const json_
     if (!f)
         return unknown_field(key, err);
     char text[64];
+    if (f->kind == K_HOSTS || f->kind == K_PORTS) {
+        if (json_is_string(v))
+            return set_field(p, f, json_string_value(v), err);
+        if (!json_is_array(v))
+            return eb_error_set(err, -EINVAL, "%s: expected an array of %s", f->name,
+                                f->kind == K_HOSTS ? "strings" : "port numbers");
+        struct execbox_policy tmp = *p;
+        if (f->kind == K_HOSTS)
+            memset(tmp.allow_hosts, 0, sizeof(tmp.allow_hosts));
+        else
+            memset(tmp.allow_ports, 0, sizeof(tmp.allow_ports));
+        size_t i;
+        json_t *item;
+        json_array_foreach (v, i, item) {
+            int r;
+            if (f->kind == K_HOSTS && json_is_string(item)) {
+                r = add_host(&tmp, json_string_value(item), err);
+            } else if (f->kind == K_PORTS && json_is_integer(item)) {
+                snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(item));
+                r = add_port(&tmp, text, err);
+            } else {
+                r = eb_error_set(err, -EINVAL, "%s: item %zu is not a %s", f->name, i,
+                                 f->kind == K_HOSTS ? "string" : "port number");
+            }
+            if (r < 0)
+                return r;
+        }
+        *p = tmp;
+        return 0;
+    }
     if (json_is_string(v)) {
-        if (f->kind != K_PATH && f->kind != K_NETWORK && f->kind != K_SIZE)
+        if (f->kind != K_PATH && f->kind != K_NETWORK && f->kind != K_SIZE && f->kind != K_HOST)
             return eb_error_set(err, -EINVAL, "%s: expected a number, got a string", f->name);
         return set_field(p, f, json_string_value(v), err);
     }
@@ -339,7 +459,7 @@ static int set_json_value(struct execbox_policy *p, const char *key, const json_
         ((char *)p)[f->off] = '\0';
         return 0;
     }
-    if (f->kind == K_PATH || f->kind == K_NETWORK)
+    if (f->kind == K_PATH || f->kind == K_NETWORK || f->kind == K_HOST)
         return eb_error_set(err, -EINVAL, "%s: expected a string", f->name);
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
@@ -370,6 +490,36 @@ int execbox_policy_load_file(struct execbox_policy *p, const char *path, struct 
     r = execbox_policy_merge_json(p, buf, len, err);
     if (r < 0)
         return eb_error_prefix(err, r, "policy file '%s'", path);
+    return 0;
+}
+
+/* The network part of execbox_policy_check_within: a per-call list only narrows. */
+static int network_within(const struct execbox_policy *a, const struct execbox_policy *b,
+                          struct execbox_error *err)
+{
+    if (a->network == EXECBOX_NETWORK_NONE)
+        return 0;
+    if (b->network == EXECBOX_NETWORK_NONE) {
+        eb_error_set(err, -EPERM, "network 'allow' exceeds the host's 'none'");
+        return eb_error_about(err, -EPERM, EXECBOX_ERROR_INVALID_VALUE, "network");
+    }
+    for (size_t i = 0; i < EXECBOX_ALLOW_HOSTS_MAX && a->allow_hosts[i][0]; i++) {
+        struct eb_host_rule in;
+        if (eb_host_rule_parse(a->allow_hosts[i], &in, err) < 0)
+            return eb_error_prefix(err, -EINVAL, "allow_hosts");
+        bool ok = false;
+        for (size_t k = 0; !ok && k < EXECBOX_ALLOW_HOSTS_MAX && b->allow_hosts[k][0]; k++) {
+            struct eb_host_rule out;
+            ok = eb_host_rule_parse(b->allow_hosts[k], &out, NULL) == 0 &&
+                 eb_host_rule_within(&in, a->allow_ports, &out, b->allow_ports);
+        }
+        if (!ok) {
+            eb_error_set(err, -EPERM,
+                         "allow_hosts '%.64s' (on its ports) is not within the host's allow-list",
+                         a->allow_hosts[i]);
+            return eb_error_about(err, -EPERM, EXECBOX_ERROR_INVALID_VALUE, "allow_hosts");
+        }
+    }
     return 0;
 }
 
@@ -418,7 +568,7 @@ int execbox_policy_check_within(const struct execbox_policy *req, const struct e
         eb_error_set(err, -EPERM, "rootfs may not be changed from the host's setting");
         return eb_error_about(err, -EPERM, EXECBOX_ERROR_INVALID_VALUE, "rootfs");
     }
-    return 0;
+    return network_within(&a, &b, err);
 }
 
 void execbox_policy_cap(struct execbox_policy *p, const struct execbox_policy *max)
@@ -458,7 +608,19 @@ json_t *eb_policy_to_object(const struct execbox_policy *in)
     json_object_set_new(o, "memory", json_integer((json_int_t)p.memory));
     json_object_set_new(o, "cpus", json_real(p.cpus));
     json_object_set_new(o, "pids", json_integer(p.pids));
-    json_object_set_new(o, "network", json_string("none"));
+    json_object_set_new(o, "network",
+                        json_string(p.network == EXECBOX_NETWORK_ALLOW ? "allow" : "none"));
+    if (p.network == EXECBOX_NETWORK_ALLOW) {
+        json_t *h = json_array(), *ports = json_array();
+        for (size_t i = 0; h && i < EXECBOX_ALLOW_HOSTS_MAX && p.allow_hosts[i][0]; i++)
+            json_array_append_new(h, json_string(p.allow_hosts[i]));
+        const uint16_t dflt[] = {80, 443, 0};
+        const uint16_t *pl = p.allow_ports[0] ? p.allow_ports : dflt;
+        for (size_t i = 0; ports && i < EXECBOX_ALLOW_PORTS_MAX && pl[i]; i++)
+            json_array_append_new(ports, json_integer(pl[i]));
+        json_object_set_new(o, "allow_hosts", h);
+        json_object_set_new(o, "allow_ports", ports);
+    }
     json_object_set_new(o, "tmpfs", json_integer((json_int_t)p.tmpfs));
     json_object_set_new(o, "workspace", p.workspace[0] ? json_string(p.workspace) : json_null());
     json_object_set_new(o, "workspace_size", json_integer((json_int_t)p.workspace_size));

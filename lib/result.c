@@ -41,6 +41,7 @@ struct execbox_result *execbox_result_free(struct execbox_result *r)
     for (size_t i = 0; i < r->n_degraded; i++)
         free(r->degraded[i]);
     free(r->degraded);
+    free(r->egress);
     free(r);
     return NULL;
 }
@@ -180,6 +181,22 @@ json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags)
         bad |= json_object_set_new(o, "files_truncated", json_true());
     bad |= json_object_set_new(o, "backend", json_string(r->backend));
     bad |= json_object_set_new(o, "language", json_string(r->language));
+    if (r->has_egress) {
+        /* network "allow": every connection attempt, in order (at most EXECBOX_EGRESS_MAX). */
+        json_t *eg = json_array();
+        for (size_t i = 0; eg && i < r->n_egress; i++) {
+            const struct execbox_egress *e = &r->egress[i];
+            json_t *eo = json_pack("{s:s, s:i, s:b, s:I, s:I}", "host", e->host, "port",
+                                   (int)e->port, "allowed", e->allowed, "bytes_out",
+                                   (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in);
+            if (eo && e->reason[0])
+                bad |= json_object_set_new(eo, "reason", json_string(e->reason));
+            bad |= json_array_append_new(eg, eo);
+        }
+        bad |= json_object_set_new(o, "egress", eg);
+        if (r->egress_truncated)
+            bad |= json_object_set_new(o, "egress_truncated", json_true());
+    }
     if (r->n_degraded) {
         json_t *d = json_array();
         for (size_t i = 0; d && i < r->n_degraded; i++)

@@ -76,7 +76,15 @@ int execbox_parse_size(const char *s, uint64_t *ret_bytes, struct execbox_error 
 
 enum execbox_network {
     EXECBOX_NETWORK_NONE = 0, /* an empty network namespace: no sockets to anywhere */
+    EXECBOX_NETWORK_ALLOW,    /* only execbox's proxy at 127.0.0.1:3128, to allow_hosts only */
 };
+
+/* network "allow" (docs/network.md): at most this many allow_hosts entries, each at most
+ * EXECBOX_ALLOW_HOST_LEN - 1 bytes ("pypi.org", "*.example.com", "203.0.113.0/24",
+ * "[2001:db8::1]:8443", "localhost:8000"), and at most this many allow_ports. */
+#define EXECBOX_ALLOW_HOSTS_MAX 32
+#define EXECBOX_ALLOW_HOST_LEN 272
+#define EXECBOX_ALLOW_PORTS_MAX 16
 
 /* Default values, used wherever a field is 0. */
 #define EXECBOX_DEFAULT_TIMEOUT 10.0
@@ -93,13 +101,17 @@ struct execbox_policy {
     uint64_t memory;                  /* RAM cap in bytes, no swap; OOM kills the sandbox */
     double cpus;                      /* CPU share, 1 = one core */
     uint32_t pids;                    /* max processes and threads */
-    enum execbox_network network;     /* only "none" exists */
+    enum execbox_network network;     /* none (default) or allow */
     uint64_t tmpfs;                   /* size of the private /tmp */
     uint64_t workspace_size;          /* size cap of a fresh /workspace */
     uint64_t output_limit;            /* bytes kept per stream (head and tail) */
     uint64_t file_size;               /* largest file the code may write */
     char workspace[EXECBOX_PATH_MAX]; /* host dir mounted at /workspace; "" = fresh, removed */
     char rootfs[EXECBOX_PATH_MAX];    /* read-only root; "" = the host's system dirs */
+    /* network allow: the hosts the proxy lets the code reach, in canonical form, "" after the
+     * last; an entry without ":PORT" allows the ports of allow_ports. */
+    char allow_hosts[EXECBOX_ALLOW_HOSTS_MAX][EXECBOX_ALLOW_HOST_LEN];
+    uint16_t allow_ports[EXECBOX_ALLOW_PORTS_MAX]; /* 0 after the last; none at all: 80, 443 */
 };
 
 /* Fills *p with the documented defaults (the same values a zeroed policy resolves to). */
@@ -107,8 +119,10 @@ void execbox_policy_init(struct execbox_policy *p);
 
 /* Sets one field by its DESIGN.md name ("timeout", "memory", "output_limit"; '-' and '_' are
  * interchangeable) from text: sizes as in execbox_parse_size, timeout as seconds (decimal),
- * cpus as a decimal, pids as an integer, network "none". On failure *p is unchanged and the
- * message names the field and the bad value. */
+ * cpus as a decimal, pids as an integer, network "none" or "allow"; "allow_hosts" and
+ * "allow_ports" replace their list with a comma-separated one, "allow_host" appends one entry
+ * (the --allow-host flag). On failure *p is unchanged and the message names the field and the
+ * bad value. */
 int execbox_policy_set(struct execbox_policy *p, const char *key, const char *value,
                        struct execbox_error *err);
 
@@ -122,7 +136,9 @@ int execbox_policy_merge_json(struct execbox_policy *p, const char *json, size_t
 int execbox_policy_load_file(struct execbox_policy *p, const char *path, struct execbox_error *err);
 
 /* Checks that every limit in *req is no larger than the one in *max (0 fields count as their
- * defaults). -EPERM naming the first field that asks for more. */
+ * defaults). -EPERM naming the first field that asks for more. For the network: "allow" is
+ * more than "none"; every allow_hosts entry of req (with its ports) must lie within an entry
+ * of max (a name within the same name or a wildcard, a range within a range). */
 int execbox_policy_check_within(const struct execbox_policy *req, const struct execbox_policy *max,
                                 struct execbox_error *err);
 
@@ -200,6 +216,20 @@ struct execbox_file {
     size_t data_len;
 };
 
+/* One connection attempt through the network proxy (network "allow"). */
+struct execbox_egress {
+    char host[256];    /* as the code asked for it (a name or an address) */
+    uint16_t port;
+    bool allowed;      /* the proxy connected it */
+    char reason[96];   /* why it was refused (or failed), "" when it went through */
+    uint64_t bytes_out; /* from the code to the host */
+    uint64_t bytes_in;  /* from the host to the code */
+};
+
+/* The result lists at most this many egress entries; later attempts only set
+ * egress_truncated. */
+#define EXECBOX_EGRESS_MAX 256
+
 struct execbox_result {
     char *stdout_data; /* kept bytes, NUL-terminated (head, a marker line, tail when truncated) */
     size_t stdout_len;
@@ -227,6 +257,10 @@ struct execbox_result {
     char language[32];
     char **degraded; /* walls that were missing under allow_degraded */
     size_t n_degraded;
+    bool has_egress;                /* the run had network "allow": egress is in the JSON */
+    struct execbox_egress *egress;  /* every connection attempt, in order */
+    size_t n_egress;
+    bool egress_truncated;          /* more than EXECBOX_EGRESS_MAX attempts */
 };
 
 /* Frees a result and everything it owns. Accepts NULL; returns NULL. */

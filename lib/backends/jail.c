@@ -55,6 +55,7 @@
 #include "../jail/seccomp.h"
 #include "../lang.h"
 #include "../limits.h"
+#include "../netproxy.h"
 #include "../proc.h"
 #include "../result.h"
 #include "../util.h"
@@ -704,6 +705,7 @@ struct eb_warm {
     int ws_root;         /* a caller's workspace: the host directory, pinned, or -1 */
     struct stat ws_st;   /* its owner and mode before the run, restored after it */
     char ws_host[EXECBOX_PATH_MAX];
+    struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
 };
 
 /* A caller's host directory as the run's /workspace. Refused when it is a system directory.
@@ -788,6 +790,8 @@ static void sandbox_destroy(struct eb_warm *sb)
         syscall(SYS_waitid, P_PIDFD, sb->child.pidfd, &si, WEXITED, NULL);
         sb->child.pid = -1;
     }
+    eb_proxy_stop(sb->proxy, NULL);
+    sb->proxy = NULL;
     eb_cgroup_destroy(&sb->cg);
     eb_close(&sb->go_fd);
     eb_close(&sb->code_fd);
@@ -800,6 +804,43 @@ static void sandbox_destroy(struct eb_warm *sb)
     if (!sb->policy.workspace[0] && sb->ws_host[0])
         eb_rm_rf(sb->ws_host);
     sb->ws_host[0] = '\0';
+}
+
+/* The proxy's address, as the guest's HTTP clients look for it (curl, pip, requests, node's
+ * undici with a global agent read one case or the other). NO_PROXY empty: loopback inside is
+ * the sandbox's own and needs no exception. */
+static int proxy_env(struct eb_env *env)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", EB_PROXY_PORT);
+    static const char *const names[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+    int r = 0;
+    for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(names); i++)
+        r = eb_env_add(env, names[i], url);
+    if (r >= 0)
+        r = eb_env_add(env, "NO_PROXY", "");
+    if (r >= 0)
+        r = eb_env_add(env, "no_proxy", "");
+    return r;
+}
+
+/* network "allow": the listening socket inside the run's namespace (netns_fd, or a new one
+ * returned in *ret_ns) and the proxy that accepts on it, held by sb until the run ends. */
+static int run_proxy(struct eb_warm *sb, int netns_fd, int *ret_ns, struct execbox_error *err)
+{
+    if (!sb->j->userns.root_mode)
+        return eb_error_set(err, -ENOTSUP,
+                            "network 'allow' needs the jail to run as root (the proxy's socket "
+                            "is made in the sandbox's network namespace from the host side)");
+    char why[160];
+    int lfd = -1;
+    int r = eb_netns_proxy_listen(netns_fd, EB_PROXY_PORT, ret_ns, &lfd, why, sizeof(why));
+    if (r < 0)
+        return eb_error_set(err, r, "network proxy: %s", why);
+    r = eb_proxy_start(&sb->policy, lfd, &sb->proxy, err);
+    if (r < 0 && *ret_ns != netns_fd)
+        close(*ret_ns);
+    return r;
 }
 
 /* Builds the whole sandbox and starts init and the guest. Cold (preload NULL): run's program
@@ -890,6 +931,8 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
 
     struct eb_env env;
     if ((r = eb_env_build(&env, "/workspace", "/tmp", pol->cpus)) < 0)
+        return eb_error_set(err, r, "environment too large");
+    if (pol->network == EXECBOX_NETWORK_ALLOW && (r = proxy_env(&env)) < 0)
         return eb_error_set(err, r, "environment too large");
     char *argv[12];
     size_t argc = 0;
@@ -990,6 +1033,15 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         flags |= CLONE_NEWNS;
     }
     netns_fd = eb_netns_take(j->pool);
+    if (pol->network == EXECBOX_NETWORK_ALLOW) {
+        int ns = -1;
+        if ((r = run_proxy(sb, netns_fd, &ns, err)) < 0)
+            goto out;
+        if (ns != netns_fd) {
+            eb_close(&netns_fd);
+            netns_fd = ns;
+        }
+    }
     if (netns_fd >= 0) {
         ctx.netns_fd = netns_fd;
         keep_fd(&ctx, netns_fd);
@@ -1038,6 +1090,9 @@ static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct e
     if (oc.init_running)
         defer_reap(sb->j, &sb->child.pidfd);
     sb->k.pidfd = sb->child.pidfd;
+    /* The run is over: so is its way out; what it did goes into the result. */
+    eb_proxy_stop(sb->proxy, res);
+    sb->proxy = NULL;
     struct eb_cgroup_stats st;
     eb_cgroup_stats(&sb->cg, &st);
     if (r == 0)
@@ -1094,6 +1149,8 @@ static int jail_warm_start(void *state, const struct execbox_policy *policy,
         return eb_error_set(err, -ENOTSUP, "%s cannot start warm", lang->name);
     /* A caller's workspace would stay handed to the sandbox while it waits, and without root
      * there is no private tmpfs for /code: both run cold. */
+    if (policy->network == EXECBOX_NETWORK_ALLOW)
+        return eb_error_set(err, -ENOTSUP, "runs with network 'allow' are not kept warm");
     if (policy->workspace[0] || !j->userns.root_mode)
         return eb_error_set(err, -ENOTSUP,
                             "runs with a host workspace, or without root, are "
@@ -1170,4 +1227,5 @@ const struct eb_backend_ops eb_backend_jail = {
     .warm_start = jail_warm_start,
     .warm_run = jail_warm_run,
     .warm_discard = jail_warm_discard,
+    .network_allow = true,
 };

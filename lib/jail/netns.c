@@ -6,7 +6,13 @@
  * is not on anyone's path either. */
 #include "netns.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -190,4 +196,92 @@ int eb_netns_pool_made(struct eb_netns_pool *p)
     int n = p->made;
     pthread_mutex_unlock(&p->lock);
     return n;
+}
+
+struct listen_job {
+    int netns_fd; /* in: join this one, or -1: make one */
+    unsigned short port;
+    int ret_ns, ret_fd; /* out */
+    int err;
+    const char *step;
+};
+
+static void *listen_thread(void *arg)
+{
+    struct listen_job *j = arg;
+    /* Only this thread changes namespace, and it ends right after: nothing else in the
+     * process ever runs in the sandbox's namespace. */
+    if (j->netns_fd >= 0) {
+        j->step = "join the sandbox's network namespace";
+        if (setns(j->netns_fd, CLONE_NEWNET) < 0)
+            goto fail;
+        j->ret_ns = j->netns_fd;
+    } else {
+        j->step = "make a network namespace";
+        if (unshare(CLONE_NEWNET) < 0)
+            goto fail;
+        if ((j->ret_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+            goto fail;
+    }
+    /* Loopback up: the sandbox reaches the proxy through it (and itself, as on any host). A
+     * new namespace's loopback has 127.0.0.1/8 and ::1 once it is up; nothing else exists. */
+    j->step = "bring loopback up";
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        goto fail;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    memcpy(ifr.ifr_name, "lo", 3);
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
+        (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+        int e = errno;
+        close(s);
+        errno = e;
+        goto fail;
+    }
+    close(s);
+    j->step = "listen on the proxy's port";
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (l < 0)
+        goto fail;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(j->port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 128) < 0) {
+        int e = errno;
+        close(l);
+        errno = e;
+        goto fail;
+    }
+    j->ret_fd = l;
+    return NULL;
+fail:
+    j->err = errno ? errno : EIO;
+    if (j->ret_ns >= 0 && j->ret_ns != j->netns_fd)
+        close(j->ret_ns);
+    j->ret_ns = -1;
+    return NULL;
+}
+
+int eb_netns_proxy_listen(int netns_fd, unsigned short port, int *ret_netns_fd,
+                          int *ret_listen_fd, char *why, size_t why_size)
+{
+    struct listen_job j = {.netns_fd = netns_fd, .port = port, .ret_ns = -1, .ret_fd = -1};
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int r = pthread_create(&t, NULL, listen_thread, &j);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r != 0) {
+        snprintf(why, why_size, "start a thread: %s", strerror(r));
+        return -r;
+    }
+    pthread_join(t, NULL);
+    if (j.err) {
+        snprintf(why, why_size, "%s: %s", j.step, strerror(j.err));
+        return -j.err;
+    }
+    *ret_netns_fd = j.ret_ns;
+    *ret_listen_fd = j.ret_fd;
+    return 0;
 }

@@ -46,6 +46,7 @@ int cli_sandbox_option(struct cli_sandbox *s, int opt, const char *arg)
     case CLI_OPT_CPUS: return add_flag(s, "cpus", arg);
     case CLI_OPT_PIDS: return add_flag(s, "pids", arg);
     case CLI_OPT_NETWORK: return add_flag(s, "network", arg);
+    case CLI_OPT_ALLOW_HOST: return add_flag(s, "allow-host", arg);
     case CLI_OPT_OUTPUT_LIMIT: return add_flag(s, "output-limit", arg);
     case CLI_OPT_TMPFS: return add_flag(s, "tmpfs", arg);
     case CLI_OPT_FILE_SIZE: return add_flag(s, "file-size", arg);

@@ -30,6 +30,7 @@ enum {
     CLI_OPT_REMOTE,
     CLI_OPT_REMOTE_TOKEN,
     CLI_OPT_E2B_TEMPLATE,
+    CLI_OPT_ALLOW_HOST,
     CLI_OPT__LAST,
 };
 
@@ -55,6 +56,7 @@ enum {
         {"cpus", required_argument, NULL, CLI_OPT_CPUS},                                           \
         {"pids", required_argument, NULL, CLI_OPT_PIDS},                                           \
         {"network", required_argument, NULL, CLI_OPT_NETWORK},                                     \
+        {"allow-host", required_argument, NULL, CLI_OPT_ALLOW_HOST},                               \
         {"output-limit", required_argument, NULL, CLI_OPT_OUTPUT_LIMIT},                           \
         {"tmpfs", required_argument, NULL, CLI_OPT_TMPFS},                                         \
         {"file-size", required_argument, NULL, CLI_OPT_FILE_SIZE},                                 \
@@ -84,7 +86,9 @@ enum {
     "  -m, --memory SIZE        memory cap, e.g. 256M, 1.5G (default 256M)\n"                      \
     "      --cpus N             CPU share, 1 = one core (default 1)\n"                             \
     "      --pids N             max processes and threads (default 64)\n"                          \
-    "      --network none       no network (the only mode)\n"                                      \
+    "      --network none|allow no network (default), or only the --allow-host hosts\n"           \
+    "      --allow-host ENTRY   with --network allow: a name, *.domain, address or CIDR,\n"       \
+    "                           optionally :PORT (else ports 80, 443); repeatable\n"             \
     "  -w, --workspace DIR      host dir mounted read-write at /workspace (default: fresh)\n"      \
     "      --workspace-size SIZE  cap of a fresh workspace (default 256M)\n"                       \
     "      --tmpfs SIZE         size of /tmp (default 64M)\n"                                      \
@@ -98,7 +102,7 @@ enum {
     "                           $EXECBOX_REMOTE_TOKEN)  (remote)\n"                                \
     "      --e2b-template NAME  (e2b; E2B_API_KEY from the environment)\n"
 
-#define CLI_MAX_POLICY_FLAGS 32
+#define CLI_MAX_POLICY_FLAGS 64
 
 struct cli_sandbox {
     struct execbox_executor_options exec;

@@ -50,6 +50,19 @@ void srv_metrics_run(struct srv_metrics *m, enum srv_outcome o, bool cancelled)
     pthread_mutex_unlock(&m->lock);
 }
 
+void srv_metrics_egress(struct srv_metrics *m, const struct execbox_result *r)
+{
+    uint64_t ok = 0, refused = 0;
+    for (size_t i = 0; i < r->n_egress; i++)
+        *(r->egress[i].allowed ? &ok : &refused) += 1;
+    if (!ok && !refused)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->egress_allowed += ok;
+    m->egress_refused += refused;
+    pthread_mutex_unlock(&m->lock);
+}
+
 void srv_metrics_latency(struct srv_metrics *m, double seconds)
 {
     size_t b = 0;
@@ -92,6 +105,14 @@ char *srv_metrics_render(struct srv_metrics *m, const struct srv_gauges *g, size
     fprintf(f, "# HELP execbox_runs_cancelled_total Runs killed because their client "
                "disconnected.\n# TYPE execbox_runs_cancelled_total counter\n");
     fprintf(f, "execbox_runs_cancelled_total %llu\n", (unsigned long long)s.cancelled);
+    fprintf(f,
+            "# HELP execbox_egress_total Connections asked of the network proxy (network "
+            "allow), by the allow-list's decision (only the first %d of a run are counted).\n"
+            "# TYPE execbox_egress_total counter\n"
+            "execbox_egress_total{decision=\"allowed\"} %llu\n"
+            "execbox_egress_total{decision=\"refused\"} %llu\n",
+            EXECBOX_EGRESS_MAX, (unsigned long long)s.egress_allowed,
+            (unsigned long long)s.egress_refused);
     fprintf(f, "# HELP execbox_request_duration_seconds Time from receiving POST /v1/execute "
                "to its response being ready.\n"
                "# TYPE execbox_request_duration_seconds histogram\n");

@@ -25,6 +25,8 @@ struct srv_metrics {
     uint64_t by_status[600]; /* HTTP responses by status code (499: client went away) */
     uint64_t runs[SRV_OUTCOME__COUNT];
     uint64_t cancelled; /* runs killed because their client disconnected */
+    uint64_t egress_allowed; /* network allow: proxy connections the allow-list let through */
+    uint64_t egress_refused; /* ... and those it refused (403) */
     uint64_t latency_count;
     double latency_sum;
     uint64_t latency_bucket[SRV_LATENCY_BUCKETS]; /* not cumulative; the last is +Inf */
@@ -45,6 +47,9 @@ void srv_metrics_status(struct srv_metrics *m, int status);
 /* One run's outcome; a cancelled run (its client left) counts only as cancelled. */
 void srv_metrics_run(struct srv_metrics *m, enum srv_outcome o, bool cancelled);
 /* Seconds from receiving a POST /v1/execute to its response being ready. */
+/* Counts a result's egress entries (network "allow") as allowed or refused. */
+void srv_metrics_egress(struct srv_metrics *m, const struct execbox_result *r);
+
 void srv_metrics_latency(struct srv_metrics *m, double seconds);
 
 /* The text exposition (version 0.0.4) as a malloc'd string, or NULL on no memory. */

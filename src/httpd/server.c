@@ -516,6 +516,7 @@ static bool http_run(struct runner_job *rj, void *ud)
         enum srv_outcome o = outcome_of(res);
         bool cancelled = res->killed_reason == EXECBOX_KILLED_CANCELLED;
         srv_metrics_run(&s->metrics, o, cancelled);
+        srv_metrics_egress(&s->metrics, res);
         j->outcome = cancelled ? "cancelled" : srv_outcome_name(o);
         j->exit_code = res->exit_code;
         if (execbox_result_to_json(res, 0, &body, &err) < 0) {
