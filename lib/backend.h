@@ -51,6 +51,9 @@ struct eb_backend_ops {
     /* Can enforce network "allow" (an allow-list proxy as the only way out). Without it the
      * executor refuses such runs: never silently open, never silently closed. */
     bool network_allow;
+    /* Optional, for `execbox check` only (not probed at every open: it may cost a namespace):
+     * adds a wall saying whether network "allow" works here. */
+    void (*check_network)(struct execbox_check *report);
 };
 
 const struct eb_backend_ops *eb_backend_find(const char *name);

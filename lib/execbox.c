@@ -40,6 +40,12 @@ int execbox_check_backend(const char *backend, const struct execbox_executor_opt
     memset(ret, 0, sizeof(*ret));
     snprintf(ret->backend, sizeof(ret->backend), "%s", ops->name);
     ops->probe(&o, ret);
+    if (ops->check_network)
+        ops->check_network(ret);
+    else if (!ops->network_allow)
+        eb_check_add(ret, "network allow-list", false, false,
+                     "not available: this backend cannot enforce an allow-list, so network "
+                     "'allow' is refused (never run open)");
     return 0;
 }
 

@@ -46,5 +46,6 @@
 #define EB_PROXY_IDLE_TIMEOUT_MS 60000   /* no byte either way for this long ends a tunnel */
 #define EB_PROXY_LOOKUPS_MAX 16          /* name lookups queued or in progress */
 #define EB_PROXY_ADDRS_MAX 8             /* addresses tried per name */
+#define EB_PROXY_LOOKUP_TTL_MS 60000     /* a run reuses a name's addresses this long */
 
 #endif

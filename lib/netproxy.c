@@ -153,6 +153,13 @@ struct eb_proxy {
     struct execbox_egress *egress;
     size_t n_egress;
     bool egress_truncated;
+    /* Names looked up in this run, kept a while: many connections to one host (pip, a
+     * thread pool) cost one lookup. */
+    struct cached {
+        uint64_t at_ns;
+        struct lookup l;
+    } cache[EB_PROXY_LOOKUPS_MAX];
+    unsigned cache_next;
 };
 
 static uint64_t ms_ns(unsigned ms)
@@ -519,8 +526,29 @@ static void handle_head(struct eb_proxy *p, struct conn *c, size_t end)
 
 /* ---- lookups and connecting -------------------------------------------------------------- */
 
+static void lookup_done(struct eb_proxy *p, const struct lookup *l);
+
 static void start_lookup(struct eb_proxy *p, struct conn *c)
 {
+    c->state = S_LOOKUP;
+    set_events(p, c->cfd, &c->tc, &c->ev_c, 0);
+    uint64_t now = eb_now_ns();
+    for (size_t i = 0; i < ARRAY_SIZE(p->cache); i++) {
+        struct cached *k = &p->cache[i];
+        if (k->at_ns && now - k->at_ns < ms_ns(EB_PROXY_LOOKUP_TTL_MS) &&
+            strcmp(k->l.name, c->target.name) == 0) {
+            struct lookup l = k->l;
+            l.id = c->lookup_id = ++p->next_lookup;
+            lookup_done(p, &l);
+            return;
+        }
+    }
+    /* The same name already on its way: wait for that answer. */
+    for (struct conn *o = p->conns; o; o = o->next)
+        if (o != c && o->state == S_LOOKUP && strcmp(o->target.name, c->target.name) == 0) {
+            c->lookup_id = o->lookup_id;
+            return;
+        }
     struct resolver *r = p->res;
     pthread_mutex_lock(&r->lock);
     if (r->n_todo + r->n_done + r->busy >= EB_PROXY_LOOKUPS_MAX) {
@@ -550,8 +578,6 @@ static void start_lookup(struct eb_proxy *p, struct conn *c)
     snprintf(l->name, sizeof(l->name), "%s", c->target.name);
     pthread_cond_signal(&r->cond);
     pthread_mutex_unlock(&r->lock);
-    c->state = S_LOOKUP;
-    set_events(p, c->cfd, &c->tc, &c->ev_c, 0);
 }
 
 static void addr_of(const struct sockaddr_storage *ss, int *family, const uint8_t **a)
@@ -581,25 +607,38 @@ static const char *addr_refused(const struct eb_proxy *p, const struct conn *c,
     return special;
 }
 
+/* An answer: every connection waiting for it goes on (those timed out meanwhile are gone). */
 static void lookup_done(struct eb_proxy *p, const struct lookup *l)
 {
-    struct conn *c = p->conns;
-    while (c && !(c->state == S_LOOKUP && c->lookup_id == l->id))
-        c = c->next;
-    if (!c)
-        return; /* timed out or gone meanwhile */
-    if (l->err || l->n == 0) {
-        char why[160];
-        snprintf(why, sizeof(why), "cannot resolve %s: %s", c->target.name,
-                 l->err ? gai_strerror(l->err) : "no address");
-        conn_reply_error(p, c, 502, why);
-        conn_update(p, c);
-        return;
+    if (!l->err && l->n > 0) {
+        bool cached = false;
+        for (size_t i = 0; i < ARRAY_SIZE(p->cache) && !cached; i++)
+            cached = p->cache[i].at_ns && p->cache[i].l.id == l->id;
+        if (!cached) {
+            struct cached *k = &p->cache[p->cache_next++ % ARRAY_SIZE(p->cache)];
+            k->at_ns = eb_now_ns();
+            k->l = *l;
+        }
     }
-    memcpy(c->addrs, l->addrs, sizeof(c->addrs));
-    c->n_addrs = l->n;
-    start_connect(p, c);
-    conn_update(p, c);
+    struct conn *c = p->conns;
+    while (c) {
+        struct conn *next = c->next;
+        if (c->state == S_LOOKUP && c->lookup_id == l->id) {
+            if (l->err || l->n == 0) {
+                char why[160];
+                snprintf(why, sizeof(why), "cannot resolve %s: %s", c->target.name,
+                         l->err ? gai_strerror(l->err) : "no address");
+                conn_reply_error(p, c, 502, why);
+            } else {
+                memcpy(c->addrs, l->addrs, sizeof(c->addrs));
+                c->n_addrs = l->n;
+                start_connect(p, c);
+            }
+            /* conn_update may free c: next was taken before. */
+            conn_update(p, c);
+        }
+        c = next;
+    }
 }
 
 static void start_connect(struct eb_proxy *p, struct conn *c)

@@ -201,6 +201,40 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
     return c->usable ? 0 : -ENOTSUP;
 }
 
+/* `execbox check`: make what a run with network "allow" makes (a namespace with loopback up and
+ * the proxy's listening socket in it, the proxy on it), and take it down again. */
+static void check_network(struct execbox_check *c)
+{
+    const char *name = "network allow-list";
+    if (geteuid() != 0) {
+        eb_check_add(c, name, false, false,
+                     "not available without root: the proxy's socket is made in the sandbox's "
+                     "network namespace from the host side");
+        return;
+    }
+    char why[160];
+    int ns = -1, lfd = -1;
+    int r = eb_netns_proxy_listen(-1, EB_PROXY_PORT, &ns, &lfd, why, sizeof(why));
+    if (r < 0) {
+        eb_check_add(c, name, false, false, "not available: %s", why);
+        return;
+    }
+    close(ns);
+    struct execbox_policy pol;
+    execbox_policy_init(&pol);
+    struct eb_proxy *p = NULL;
+    struct execbox_error err = {0};
+    if (eb_proxy_start(&pol, lfd, &p, &err) < 0) {
+        eb_check_add(c, name, false, false, "not available: %s", err.msg);
+        return;
+    }
+    eb_proxy_stop(p, NULL);
+    eb_check_add(c, name, true, false,
+                 "network allow: a proxy at 127.0.0.1:%d inside the sandbox's own namespace is "
+                 "its only way out; listed hosts and ports only",
+                 EB_PROXY_PORT);
+}
+
 /* ---- open / close ---------------------------------------------------------------------------- */
 
 /* Is "<pid>-..." the name of something made by an execbox that is gone? */
@@ -1228,4 +1262,5 @@ const struct eb_backend_ops eb_backend_jail = {
     .warm_run = jail_warm_run,
     .warm_discard = jail_warm_discard,
     .network_allow = true,
+    .check_network = check_network,
 };
