@@ -611,15 +611,16 @@ json_t *eb_policy_to_object(const struct execbox_policy *in)
     json_object_set_new(o, "network",
                         json_string(p.network == EXECBOX_NETWORK_ALLOW ? "allow" : "none"));
     if (p.network == EXECBOX_NETWORK_ALLOW) {
-        json_t *h = json_array(), *ports = json_array();
+        json_t *h = json_array();
         for (size_t i = 0; h && i < EXECBOX_ALLOW_HOSTS_MAX && p.allow_hosts[i][0]; i++)
             json_array_append_new(h, json_string(p.allow_hosts[i]));
-        const uint16_t dflt[] = {80, 443, 0};
-        const uint16_t *pl = p.allow_ports[0] ? p.allow_ports : dflt;
-        for (size_t i = 0; ports && i < EXECBOX_ALLOW_PORTS_MAX && pl[i]; i++)
-            json_array_append_new(ports, json_integer(pl[i]));
         json_object_set_new(o, "allow_hosts", h);
-        json_object_set_new(o, "allow_ports", ports);
+        if (p.allow_ports[0]) { /* else the default, 80 and 443 */
+            json_t *ports = json_array();
+            for (size_t i = 0; ports && i < EXECBOX_ALLOW_PORTS_MAX && p.allow_ports[i]; i++)
+                json_array_append_new(ports, json_integer(p.allow_ports[i]));
+            json_object_set_new(o, "allow_ports", ports);
+        }
     }
     json_object_set_new(o, "tmpfs", json_integer((json_int_t)p.tmpfs));
     json_object_set_new(o, "workspace", p.workspace[0] ? json_string(p.workspace) : json_null());

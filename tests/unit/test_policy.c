@@ -2,6 +2,7 @@
 /* test_policy.c - the security policy: defaults, sizes, every field from text and from JSON
  * (good and bad values, and that a failure changes nothing), policy files, the check against a
  * maximum, and the JSON round trip. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include "execbox/execbox.h"
+#include "hostrule.h"
 #include "limits.h"
 #include "policy.h"
 
@@ -584,6 +586,235 @@ static void test_error_kinds(void **state)
     expect_kind(&err, EXECBOX_ERROR_OTHER, "");
 }
 
+static void host_ok(const char *entry, const char *canon)
+{
+    struct execbox_policy p;
+    execbox_policy_init(&p);
+    struct execbox_error err = {0, ""};
+    if (execbox_policy_set(&p, "allow_host", entry, &err) != 0)
+        fail_msg("'%s' refused: %s", entry, err.msg);
+    assert_string_equal(p.allow_hosts[0], canon);
+    assert_string_equal(p.allow_hosts[1], "");
+}
+
+static void host_bad(const char *entry)
+{
+    struct execbox_policy p, before;
+    execbox_policy_init(&p);
+    before = p;
+    struct execbox_error err = {0, ""};
+    if (execbox_policy_set(&p, "allow-host", entry, &err) != -EINVAL)
+        fail_msg("'%s' accepted as '%s'", entry, p.allow_hosts[0]);
+    assert_contains(err.msg, "allow_hosts");
+    assert_memory_equal(&p, &before, sizeof(p));
+}
+
+static void test_network_fields(void **state)
+{
+    (void)state;
+    struct execbox_policy p;
+    execbox_policy_init(&p);
+    assert_int_equal(p.network, EXECBOX_NETWORK_NONE);
+    assert_int_equal(execbox_policy_set(&p, "network", "allow", NULL), 0);
+    assert_int_equal(p.network, EXECBOX_NETWORK_ALLOW);
+    host_ok("PyPI.org.", "pypi.org");
+    host_ok("*.Example.com:443", "*.example.com:443");
+    host_ok("10.1.2.3/8", "10.0.0.0/8");
+    host_ok("203.0.113.7", "203.0.113.7");
+    host_ok("203.0.113.7:8080", "203.0.113.7:8080");
+    host_ok("2001:db8::1", "2001:db8::1");
+    host_ok("[2001:db8::1]:8443", "[2001:db8::1]:8443");
+    host_ok("[fd00::/8]", "fd00::/8");
+    host_ok("localhost:8000", "localhost:8000");
+    host_bad("*");
+    host_bad("*.com"); /* a whole top-level domain is not an allow-list */
+    host_bad("a b");
+    host_bad("");
+    host_bad("1.2.3.4/33");
+    host_bad("pypi.org:0");
+    host_bad("pypi.org:70000");
+    host_bad("pypi.org:http");
+    host_bad("[::1");
+    host_bad("[::1]x");
+    host_bad("0x7f.1");     /* inet_aton would read these as 127.0.0.1 */
+    host_bad("2130706433"); /* ... and 127.0.0.1 */
+    host_bad("a..b");
+    host_bad("http://pypi.org");
+    /* A list replaces, --allow-host appends, repeats are kept once. */
+    assert_int_equal(execbox_policy_set(&p, "allow_hosts", "a.test, b.test,a.test", NULL), 0);
+    assert_string_equal(p.allow_hosts[0], "a.test");
+    assert_string_equal(p.allow_hosts[1], "b.test");
+    assert_string_equal(p.allow_hosts[2], "");
+    assert_int_equal(execbox_policy_set(&p, "allow_host", "c.test", NULL), 0);
+    assert_string_equal(p.allow_hosts[2], "c.test");
+    assert_int_equal(execbox_policy_set(&p, "allow_ports", "8080,443", NULL), 0);
+    assert_int_equal(p.allow_ports[0], 8080);
+    assert_int_equal(p.allow_ports[1], 443);
+    assert_int_equal(p.allow_ports[2], 0);
+    struct execbox_error err = {0, ""};
+    assert_int_equal(execbox_policy_set(&p, "allow_ports", "80,0", &err), -EINVAL);
+    assert_int_equal(p.allow_ports[0], 8080); /* unchanged */
+    /* JSON arrays; a bad item changes nothing. */
+    assert_int_equal(execbox_policy_merge_json(&p,
+                                               "{\"network\": \"allow\", \"allow_hosts\": "
+                                               "[\"x.test\", \"*.y.test:81\"], \"allow_ports\": [81]}",
+                                               0, &err),
+                     0);
+    assert_string_equal(p.allow_hosts[0], "x.test");
+    assert_string_equal(p.allow_hosts[1], "*.y.test:81");
+    assert_string_equal(p.allow_hosts[2], "");
+    assert_int_equal(p.allow_ports[0], 81);
+    assert_int_equal(execbox_policy_merge_json(&p, "{\"allow_hosts\": [\"ok.test\", 5]}", 0, &err),
+                     -EINVAL);
+    assert_string_equal(p.allow_hosts[0], "x.test");
+    assert_int_equal(execbox_policy_merge_json(&p, "{\"allow_ports\": [99999]}", 0, &err),
+                     -EINVAL);
+    /* At most EXECBOX_ALLOW_HOSTS_MAX entries (two are there already). */
+    for (int i = 0; i < EXECBOX_ALLOW_HOSTS_MAX - 2; i++) {
+        char h[32];
+        snprintf(h, sizeof(h), "h%d.test", i);
+        assert_int_equal(execbox_policy_set(&p, "allow_host", h, &err), 0);
+    }
+    assert_int_equal(execbox_policy_set(&p, "allow_host", "one-too-many.test", &err), -E2BIG);
+}
+
+static void within(const char *max_hosts, const char *req_hosts, const char *req_ports, int want)
+{
+    struct execbox_policy max, req;
+    execbox_policy_init(&max);
+    execbox_policy_init(&req);
+    assert_int_equal(execbox_policy_set(&max, "network", "allow", NULL), 0);
+    assert_int_equal(execbox_policy_set(&max, "allow_hosts", max_hosts, NULL), 0);
+    assert_int_equal(execbox_policy_set(&req, "network", "allow", NULL), 0);
+    assert_int_equal(execbox_policy_set(&req, "allow_hosts", req_hosts, NULL), 0);
+    if (req_ports)
+        assert_int_equal(execbox_policy_set(&req, "allow_ports", req_ports, NULL), 0);
+    struct execbox_error err = {0, ""};
+    int r = execbox_policy_check_within(&req, &max, &err);
+    if (r != want)
+        fail_msg("%s within %s: %d (%s), wanted %d", req_hosts, max_hosts, r, err.msg, want);
+}
+
+static void test_network_within(void **state)
+{
+    (void)state;
+    const char *max = "pypi.org,*.example.com,10.0.0.0/8,api.test:8443";
+    within(max, "pypi.org", NULL, 0);
+    within(max, "a.example.com,*.b.example.com,*.example.com", NULL, 0);
+    within(max, "10.1.0.0/16,10.2.3.4:443", NULL, 0);
+    within(max, "api.test:8443", NULL, 0);
+    within(max, "files.pypi.org", NULL, -EPERM);
+    within(max, "example.com", NULL, -EPERM); /* the wildcard is not its apex */
+    within(max, "*.com.example.com.evil", NULL, -EPERM);
+    within(max, "10.0.0.0/7", NULL, -EPERM);
+    within(max, "11.0.0.1", NULL, -EPERM);
+    within(max, "api.test", NULL, -EPERM);    /* ports 80 and 443: the host has 8443 only */
+    within(max, "pypi.org:8080", NULL, -EPERM);
+    within(max, "pypi.org", "22", -EPERM);
+    within(max, "pypi.org", "443", 0);
+    /* "allow" is more than "none"; "none" is within anything. */
+    struct execbox_policy none, allow;
+    execbox_policy_init(&none);
+    execbox_policy_init(&allow);
+    assert_int_equal(execbox_policy_set(&allow, "network", "allow", NULL), 0);
+    assert_int_equal(execbox_policy_check_within(&allow, &none, NULL), -EPERM);
+    assert_int_equal(execbox_policy_check_within(&none, &allow, NULL), 0);
+}
+
+static bool matches(const char *entry, const char *host, uint16_t port)
+{
+    struct eb_host_rule r;
+    struct eb_target t;
+    assert_int_equal(eb_host_rule_parse(entry, &r, NULL), 0);
+    if (eb_target_parse(host, &t) < 0)
+        return false;
+    const uint16_t ports[EXECBOX_ALLOW_PORTS_MAX] = {0};
+    return eb_host_rule_matches(&r, ports, &t, port);
+}
+
+static const char *special(const char *addr)
+{
+    uint8_t a[16];
+    if (inet_pton(AF_INET, addr, a) == 1)
+        return eb_addr_special(AF_INET, a);
+    assert_int_equal(inet_pton(AF_INET6, addr, a), 1);
+    return eb_addr_special(AF_INET6, a);
+}
+
+static void test_host_rules(void **state)
+{
+    (void)state;
+    assert_true(matches("pypi.org", "PYPI.org.", 443));
+    assert_false(matches("pypi.org", "pypi.org", 22));
+    assert_false(matches("pypi.org", "evilpypi.org", 443));
+    assert_true(matches("*.example.com", "a.b.example.com", 80));
+    assert_false(matches("*.example.com", "example.com", 80));
+    assert_false(matches("*.example.com", "badexample.com", 80));
+    assert_true(matches("10.0.0.0/8", "10.200.1.1", 80));
+    assert_false(matches("10.0.0.0/8", "11.0.0.1", 80));
+    assert_false(matches("10.0.0.0/8", "ten.test", 80)); /* a range never matches a name */
+    assert_false(matches("localhost", "127.0.0.1", 80)); /* nor a name an address */
+    assert_true(matches("[::1]:8080", "::1", 8080));
+    assert_false(matches("[::1]:8080", "::1", 80));
+    assert_false(matches("pypi.org", "0x7f.1", 443));
+    assert_string_equal(special("169.254.169.254"), "cloud metadata");
+    assert_string_equal(special("100.100.100.200"), "cloud metadata");
+    assert_string_equal(special("168.63.129.16"), "cloud metadata");
+    assert_string_equal(special("fd00:ec2::254"), "cloud metadata");
+    assert_string_equal(special("127.1.2.3"), "loopback");
+    assert_string_equal(special("::1"), "loopback");
+    assert_string_equal(special("::ffff:127.0.0.1"), "loopback");
+    assert_string_equal(special("64:ff9b::a00:1"), "private");
+    assert_string_equal(special("10.1.1.1"), "private");
+    assert_string_equal(special("172.31.255.255"), "private");
+    assert_string_equal(special("192.168.0.1"), "private");
+    assert_string_equal(special("100.64.0.1"), "private");
+    assert_string_equal(special("fc00::1"), "private");
+    assert_string_equal(special("169.254.1.1"), "link-local");
+    assert_string_equal(special("fe80::1"), "link-local");
+    assert_string_equal(special("224.0.0.1"), "multicast");
+    assert_string_equal(special("ff02::1"), "multicast");
+    assert_string_equal(special("0.0.0.0"), "reserved");
+    assert_string_equal(special("::"), "reserved");
+    assert_string_equal(special("255.255.255.255"), "reserved");
+    assert_null(special("172.32.0.1"));
+    assert_null(special("8.8.8.8"));
+    assert_null(special("203.0.113.5"));
+    assert_null(special("2606:4700::1111"));
+    /* An explicit entry names a special address; a wider one does too. */
+    struct eb_host_rule r;
+    uint8_t a[4] = {10, 9, 9, 9};
+    const uint16_t ports[EXECBOX_ALLOW_PORTS_MAX] = {0};
+    assert_int_equal(eb_host_rule_parse("10.0.0.0/8", &r, NULL), 0);
+    assert_true(eb_host_rule_covers_addr(&r, ports, AF_INET, a, 443));
+    assert_false(eb_host_rule_covers_addr(&r, ports, AF_INET, a, 22));
+    assert_int_equal(eb_host_rule_parse("private.test", &r, NULL), 0);
+    assert_false(eb_host_rule_covers_addr(&r, ports, AF_INET, a, 443));
+}
+
+static void test_network_json(void **state)
+{
+    (void)state;
+    struct execbox_policy p, q;
+    execbox_policy_init(&p);
+    assert_int_equal(execbox_policy_set(&p, "network", "allow", NULL), 0);
+    assert_int_equal(execbox_policy_set(&p, "allow_hosts", "pypi.org,10.0.0.0/8:81", NULL), 0);
+    char *s = NULL;
+    assert_int_equal(execbox_policy_to_json(&p, &s, NULL), 0);
+    assert_contains(s, "\"network\": \"allow\"");
+    assert_contains(s, "\"allow_hosts\": [\"pypi.org\", \"10.0.0.0/8:81\"]");
+    memset(&q, 0, sizeof(q));
+    assert_int_equal(execbox_policy_merge_json(&q, s, 0, NULL), 0);
+    assert_memory_equal(&p, &q, sizeof(p));
+    execbox_free(s);
+    assert_int_equal(execbox_policy_set(&p, "allow_ports", "8080", NULL), 0);
+    assert_int_equal(execbox_policy_to_json(&p, &s, NULL), 0);
+    memset(&q, 0, sizeof(q));
+    assert_int_equal(execbox_policy_merge_json(&q, s, 0, NULL), 0);
+    assert_memory_equal(&p, &q, sizeof(p));
+    execbox_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -595,6 +826,8 @@ int main(void)
         cmocka_unit_test(test_merge_json_bad),    cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_check_within),      cmocka_unit_test(test_to_json_round_trip),
         cmocka_unit_test(test_error_kinds),
+        cmocka_unit_test(test_network_fields), cmocka_unit_test(test_network_within),
+        cmocka_unit_test(test_host_rules),     cmocka_unit_test(test_network_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
