@@ -331,7 +331,9 @@ const char *eb_addr_special(int family, const uint8_t *a)
         unsigned prefix;
         const char *what;
     } ranges[] = {
-        {{0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54}, 128, "cloud metadata"}, /* fd00:ec2::254 */
+        {{0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54},
+         128,
+         "cloud metadata"}, /* fd00:ec2::254 */
         {{[15] = 1}, 128, "loopback"},
         {{0}, 96, "reserved"}, /* :: and the IPv4-compatible addresses */
         {{0xfc}, 7, "private"},

@@ -21,11 +21,11 @@ enum eb_rule_kind {
 
 struct eb_host_rule {
     enum eb_rule_kind kind;
-    char name[256];    /* NAME: the name; WILDCARD: the domain without "*." */
-    int family;        /* ADDR: AF_INET or AF_INET6 */
-    uint8_t addr[16];  /* ADDR: the network, host bits cleared */
-    unsigned prefix;   /* ADDR: prefix length (32 or 128 for one address) */
-    uint16_t port;     /* 0: the policy's allow_ports */
+    char name[256];   /* NAME: the name; WILDCARD: the domain without "*." */
+    int family;       /* ADDR: AF_INET or AF_INET6 */
+    uint8_t addr[16]; /* ADDR: the network, host bits cleared */
+    unsigned prefix;  /* ADDR: prefix length (32 or 128 for one address) */
+    uint16_t port;    /* 0: the policy's allow_ports */
 };
 
 /* Parses one entry. -EINVAL with a message naming the entry when it is not one. */

@@ -36,16 +36,16 @@
 #define EB_TRACEBACK_MAX (64U << 10)
 
 /* The network proxy of a run with network "allow" (lib/netproxy.c), all per run. */
-#define EB_PROXY_PORT 3128               /* where the sandbox finds it, on its own loopback */
-#define EB_PROXY_BACKLOG 128             /* connections waiting to be accepted */
-#define EB_PROXY_CONNS_MAX 64            /* open at once; more get 503 */
-#define EB_PROXY_HEAD_MAX 8192           /* request line and headers */
-#define EB_PROXY_BUF (128U << 10)        /* bytes in flight per direction per connection */
-#define EB_PROXY_HEAD_TIMEOUT_MS 10000   /* to send a whole request head, from accept */
+#define EB_PROXY_PORT 3128                /* where the sandbox finds it, on its own loopback */
+#define EB_PROXY_BACKLOG 128              /* connections waiting to be accepted */
+#define EB_PROXY_CONNS_MAX 64             /* open at once; more get 503 */
+#define EB_PROXY_HEAD_MAX 8192            /* request line and headers */
+#define EB_PROXY_BUF (128U << 10)         /* bytes in flight per direction per connection */
+#define EB_PROXY_HEAD_TIMEOUT_MS 10000    /* to send a whole request head, from accept */
 #define EB_PROXY_CONNECT_TIMEOUT_MS 10000 /* lookup and connect, from the request */
-#define EB_PROXY_IDLE_TIMEOUT_MS 60000   /* no byte either way for this long ends a tunnel */
-#define EB_PROXY_LOOKUPS_MAX 16          /* name lookups queued or in progress */
-#define EB_PROXY_ADDRS_MAX 8             /* addresses tried per name */
-#define EB_PROXY_LOOKUP_TTL_MS 60000     /* a run reuses a name's addresses this long */
+#define EB_PROXY_IDLE_TIMEOUT_MS 60000    /* no byte either way for this long ends a tunnel */
+#define EB_PROXY_LOOKUPS_MAX 16           /* name lookups queued or in progress */
+#define EB_PROXY_ADDRS_MAX 8              /* addresses tried per name */
+#define EB_PROXY_LOOKUP_TTL_MS 60000      /* a run reuses a name's addresses this long */
 
 #endif

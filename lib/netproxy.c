@@ -101,10 +101,11 @@ static void *resolver_main(void *arg)
 
 enum tag_kind { TAG_LISTEN, TAG_STOP, TAG_LOOKUP, TAG_CLIENT, TAG_UPSTREAM };
 
-struct tag {
-    enum tag_kind kind;
-    struct conn *c;
-};
+/* What an epoll event is about: a kind, and for a connection its serial number (never a
+ * pointer: an event may arrive for a connection freed earlier in the same batch). */
+#define KEY(serial, kind) (((uint64_t)(serial) << 3) | (uint64_t)(kind))
+#define KEY_KIND(k) ((enum tag_kind)((k)&7))
+#define KEY_SERIAL(k) ((k) >> 3)
 
 /* Bytes in flight one way: first [off, len) of data (what the proxy itself put there: the
  * forwarded head, its own replies), then in_pipe bytes in a pipe, moved by splice() without
@@ -120,17 +121,17 @@ enum conn_state { S_HEAD, S_LOOKUP, S_CONNECT, S_RELAY };
 
 struct conn {
     struct conn *prev, *next;
-    struct tag tc, tu;
+    uint64_t serial;
     int cfd, ufd;
     enum conn_state state;
     uint64_t deadline_ns;
     char *head; /* S_HEAD: the request so far */
     size_t head_len;
     struct pbuf c2u, u2c;
-    bool c_eof, u_eof;         /* no more to read from that side */
-    bool c_shut, u_shut;       /* we shut down our writing to that side */
-    uint32_t ev_c, ev_u;       /* events registered now */
-    int egress;                /* index in the record, or -1 */
+    bool c_eof, u_eof;   /* no more to read from that side */
+    bool c_shut, u_shut; /* we shut down our writing to that side */
+    uint32_t ev_c, ev_u; /* events registered now */
+    int egress;          /* index in the record, or -1 */
     struct eb_target target;
     uint16_t port;
     bool is_connect, via_localhost;
@@ -148,7 +149,7 @@ struct eb_proxy {
     struct eb_host_rule rules[EXECBOX_ALLOW_HOSTS_MAX];
     size_t n_rules;
     int listen_fd, stop_fd, ep;
-    struct tag t_listen, t_stop, t_lookup;
+    uint64_t next_serial;
     pthread_t thread;
     struct resolver *res;
     struct conn *conns;
@@ -171,18 +172,18 @@ static uint64_t ms_ns(unsigned ms)
     return (uint64_t)ms * 1000000ULL;
 }
 
-static void set_events(struct eb_proxy *p, int fd, struct tag *t, uint32_t *cur, uint32_t want)
+static void set_events(struct eb_proxy *p, int fd, uint64_t key, uint32_t *cur, uint32_t want)
 {
     if (fd < 0 || *cur == want)
         return;
-    struct epoll_event ev = {.events = want, .data.ptr = t};
+    struct epoll_event ev = {.events = want, .data.u64 = key};
     epoll_ctl(p->ep, EPOLL_CTL_MOD, fd, &ev);
     *cur = want;
 }
 
-static int add_fd(struct eb_proxy *p, int fd, struct tag *t, uint32_t events)
+static int add_fd(struct eb_proxy *p, int fd, uint64_t key, uint32_t events)
 {
-    struct epoll_event ev = {.events = events, .data.ptr = t};
+    struct epoll_event ev = {.events = events, .data.u64 = key};
     return epoll_ctl(p->ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
@@ -565,7 +566,7 @@ static void lookup_done(struct eb_proxy *p, const struct lookup *l);
 static void start_lookup(struct eb_proxy *p, struct conn *c)
 {
     c->state = S_LOOKUP;
-    set_events(p, c->cfd, &c->tc, &c->ev_c, 0);
+    set_events(p, c->cfd, KEY(c->serial, TAG_CLIENT), &c->ev_c, 0);
     uint64_t now = eb_now_ns();
     for (size_t i = 0; i < ARRAY_SIZE(p->cache); i++) {
         struct cached *k = &p->cache[i];
@@ -697,8 +698,8 @@ static void start_connect(struct eb_proxy *p, struct conn *c)
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-                                                 : sizeof(struct sockaddr_in6);
+        socklen_t len =
+            ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
         if (connect(fd, (struct sockaddr *)ss, len) < 0 && errno != EINPROGRESS) {
             last_err = errno;
             close(fd);
@@ -706,14 +707,14 @@ static void start_connect(struct eb_proxy *p, struct conn *c)
         }
         c->ufd = fd;
         c->ev_u = EPOLLOUT;
-        if (add_fd(p, fd, &c->tu, EPOLLOUT) < 0) {
+        if (add_fd(p, fd, KEY(c->serial, TAG_UPSTREAM), EPOLLOUT) < 0) {
             close(fd);
             c->ufd = -1;
             last_err = EIO;
             continue;
         }
         c->state = S_CONNECT;
-        set_events(p, c->cfd, &c->tc, &c->ev_c, 0);
+        set_events(p, c->cfd, KEY(c->serial, TAG_CLIENT), &c->ev_c, 0);
         return;
     }
     char why[160];
@@ -725,8 +726,8 @@ static void start_connect(struct eb_proxy *p, struct conn *c)
                  c->target.name, last_refusal);
         conn_reply_error(p, c, 403, why);
     } else {
-        snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->target.name,
-                 (unsigned)c->port, strerror(last_err ? last_err : ECONNREFUSED));
+        snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->target.name, (unsigned)c->port,
+                 strerror(last_err ? last_err : ECONNREFUSED));
         conn_reply_error(p, c, 502, why);
     }
 }
@@ -834,7 +835,7 @@ static bool pump_out(int fd, struct pbuf *b, uint64_t *count)
 static void conn_update(struct eb_proxy *p, struct conn *c)
 {
     if (c->state == S_HEAD) {
-        set_events(p, c->cfd, &c->tc, &c->ev_c, EPOLLIN);
+        set_events(p, c->cfd, KEY(c->serial, TAG_CLIENT), &c->ev_c, EPOLLIN);
         return;
     }
     if (c->state != S_RELAY)
@@ -868,8 +869,8 @@ static void conn_update(struct eb_proxy *p, struct conn *c)
         eu |= EPOLLIN;
     if (buf_pending(&c->c2u))
         eu |= EPOLLOUT;
-    set_events(p, c->cfd, &c->tc, &c->ev_c, ec);
-    set_events(p, c->ufd, &c->tu, &c->ev_u, eu);
+    set_events(p, c->cfd, KEY(c->serial, TAG_CLIENT), &c->ev_c, ec);
+    set_events(p, c->ufd, KEY(c->serial, TAG_UPSTREAM), &c->ev_u, eu);
 }
 
 static void relay(struct eb_proxy *p, struct conn *c)
@@ -934,8 +935,9 @@ static void accept_one(struct eb_proxy *p)
         return;
     if (p->n_conns >= EB_PROXY_CONNS_MAX) {
 #define BUSY_BODY "execbox proxy: too many open connections for this run\n"
-        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
-                                   "Content-Type: text/plain\r\nContent-Length: 54\r\n\r\n" BUSY_BODY;
+        static const char busy[] =
+            "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+            "Content-Type: text/plain\r\nContent-Length: 54\r\n\r\n" BUSY_BODY;
         _Static_assert(sizeof(BUSY_BODY) - 1 == 54, "Content-Length of the 503 body");
         (void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         close(fd);
@@ -954,12 +956,11 @@ static void accept_one(struct eb_proxy *p)
     c->ufd = -1;
     c->egress = -1;
     c->c2u.pr = c->c2u.pw = c->u2c.pr = c->u2c.pw = -1;
-    c->tc = (struct tag){TAG_CLIENT, c};
-    c->tu = (struct tag){TAG_UPSTREAM, c};
+    c->serial = ++p->next_serial;
     c->state = S_HEAD;
     c->deadline_ns = eb_now_ns() + ms_ns(EB_PROXY_HEAD_TIMEOUT_MS);
     c->ev_c = EPOLLIN;
-    if (add_fd(p, fd, &c->tc, EPOLLIN) < 0) {
+    if (add_fd(p, fd, KEY(c->serial, TAG_CLIENT), EPOLLIN) < 0) {
         free(c->head);
         free(c);
         close(fd);
@@ -1005,8 +1006,9 @@ static void *proxy_main(void *arg)
             break;
         bool stop = false;
         for (int i = 0; i < n; i++) {
-            struct tag *t = evs[i].data.ptr;
-            switch (t->kind) {
+            uint64_t key = evs[i].data.u64;
+            enum tag_kind kind = KEY_KIND(key);
+            switch (kind) {
             case TAG_STOP: stop = true; break;
             case TAG_LISTEN:
                 for (int k = 0; k < 16; k++)
@@ -1027,26 +1029,23 @@ static void *proxy_main(void *arg)
             }
             case TAG_CLIENT:
             case TAG_UPSTREAM: {
-                struct conn *c = t->c;
-                /* A connection freed earlier in this batch cannot be told apart: check it is
-                 * still ours. */
-                struct conn *q = p->conns;
-                while (q && q != c)
-                    q = q->next;
-                if (!q)
-                    break;
+                struct conn *c = p->conns;
+                while (c && c->serial != KEY_SERIAL(key))
+                    c = c->next;
+                if (!c)
+                    break; /* freed earlier in this batch */
                 uint32_t ev = evs[i].events;
-                if (t->kind == TAG_CLIENT && (ev & (EPOLLERR | EPOLLHUP))) {
+                if (kind == TAG_CLIENT && (ev & (EPOLLERR | EPOLLHUP))) {
                     conn_free(p, c); /* the client is gone: nobody to answer */
                     break;
                 }
-                if (t->kind == TAG_UPSTREAM && (ev & EPOLLERR) && c->state == S_RELAY) {
+                if (kind == TAG_UPSTREAM && (ev & EPOLLERR) && c->state == S_RELAY) {
                     conn_free(p, c);
                     break;
                 }
-                if (c->state == S_HEAD && t->kind == TAG_CLIENT)
+                if (c->state == S_HEAD && kind == TAG_CLIENT)
                     read_head(p, c);
-                else if (c->state == S_CONNECT && t->kind == TAG_UPSTREAM) {
+                else if (c->state == S_CONNECT && kind == TAG_UPSTREAM) {
                     connect_done(p, c);
                     if (c->state == S_RELAY)
                         relay(p, c);
@@ -1097,16 +1096,13 @@ int eb_proxy_start(const struct execbox_policy *policy, int listen_fd, struct eb
     pthread_cond_init(&r->cond, NULL);
     r->refs = 1;
     p->res = r;
-    p->t_listen = (struct tag){TAG_LISTEN, NULL};
-    p->t_stop = (struct tag){TAG_STOP, NULL};
-    p->t_lookup = (struct tag){TAG_LOOKUP, NULL};
     if (p->ep < 0 || p->stop_fd < 0 || r->wake_fd < 0) {
         e = -errno;
         goto fail;
     }
-    if ((e = add_fd(p, listen_fd, &p->t_listen, EPOLLIN)) < 0 ||
-        (e = add_fd(p, p->stop_fd, &p->t_stop, EPOLLIN)) < 0 ||
-        (e = add_fd(p, r->wake_fd, &p->t_lookup, EPOLLIN)) < 0)
+    if ((e = add_fd(p, listen_fd, KEY(0, TAG_LISTEN), EPOLLIN)) < 0 ||
+        (e = add_fd(p, p->stop_fd, KEY(0, TAG_STOP), EPOLLIN)) < 0 ||
+        (e = add_fd(p, r->wake_fd, KEY(0, TAG_LOOKUP), EPOLLIN)) < 0)
         goto fail;
     /* Signals belong to the host's threads, not to the proxy's. */
     sigset_t all, old;

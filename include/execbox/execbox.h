@@ -218,10 +218,10 @@ struct execbox_file {
 
 /* One connection attempt through the network proxy (network "allow"). */
 struct execbox_egress {
-    char host[256];    /* as the code asked for it (a name or an address) */
+    char host[256]; /* as the code asked for it (a name or an address) */
     uint16_t port;
-    bool allowed;      /* the proxy connected it */
-    char reason[96];   /* why it was refused (or failed), "" when it went through */
+    bool allowed;       /* the proxy connected it */
+    char reason[96];    /* why it was refused (or failed), "" when it went through */
     uint64_t bytes_out; /* from the code to the host */
     uint64_t bytes_in;  /* from the host to the code */
 };
@@ -257,10 +257,10 @@ struct execbox_result {
     char language[32];
     char **degraded; /* walls that were missing under allow_degraded */
     size_t n_degraded;
-    bool has_egress;                /* the run had network "allow": egress is in the JSON */
-    struct execbox_egress *egress;  /* every connection attempt, in order */
+    bool has_egress;               /* the run had network "allow": egress is in the JSON */
+    struct execbox_egress *egress; /* every connection attempt, in order */
     size_t n_egress;
-    bool egress_truncated;          /* more than EXECBOX_EGRESS_MAX attempts */
+    bool egress_truncated; /* more than EXECBOX_EGRESS_MAX attempts */
 };
 
 /* Frees a result and everything it owns. Accepts NULL; returns NULL. */

@@ -262,8 +262,8 @@ fail:
     return NULL;
 }
 
-int eb_netns_proxy_listen(int netns_fd, unsigned short port, int *ret_netns_fd,
-                          int *ret_listen_fd, char *why, size_t why_size)
+int eb_netns_proxy_listen(int netns_fd, unsigned short port, int *ret_netns_fd, int *ret_listen_fd,
+                          char *why, size_t why_size)
 {
     struct listen_job j = {.netns_fd = netns_fd, .port = port, .ret_ns = -1, .ret_fd = -1};
     pthread_t t;

@@ -32,7 +32,7 @@ int eb_netns_pool_made(struct eb_netns_pool *p);
  * the listening socket (non-blocking, close-on-exec). Done in a short-lived thread, so that no
  * caller's thread ever changes namespace. Root only (joining needs CAP_SYS_ADMIN). Usable by
  * a cold run before its clone, or by a template before forking a run into the namespace. */
-int eb_netns_proxy_listen(int netns_fd, unsigned short port, int *ret_netns_fd,
-                          int *ret_listen_fd, char *why, size_t why_size);
+int eb_netns_proxy_listen(int netns_fd, unsigned short port, int *ret_netns_fd, int *ret_listen_fd,
+                          char *why, size_t why_size);
 
 #endif

@@ -86,9 +86,9 @@ enum {
     "  -m, --memory SIZE        memory cap, e.g. 256M, 1.5G (default 256M)\n"                      \
     "      --cpus N             CPU share, 1 = one core (default 1)\n"                             \
     "      --pids N             max processes and threads (default 64)\n"                          \
-    "      --network none|allow no network (default), or only the --allow-host hosts\n"           \
-    "      --allow-host ENTRY   with --network allow: a name, *.domain, address or CIDR,\n"       \
-    "                           optionally :PORT (else ports 80, 443); repeatable\n"             \
+    "      --network none|allow no network (default), or only the --allow-host hosts\n"            \
+    "      --allow-host ENTRY   with --network allow: a name, *.domain, address or CIDR,\n"        \
+    "                           optionally :PORT (else ports 80, 443); repeatable\n"               \
     "  -w, --workspace DIR      host dir mounted read-write at /workspace (default: fresh)\n"      \
     "      --workspace-size SIZE  cap of a fresh workspace (default 256M)\n"                       \
     "      --tmpfs SIZE         size of /tmp (default 64M)\n"                                      \

@@ -24,7 +24,7 @@ struct srv_metrics {
     pthread_mutex_t lock;
     uint64_t by_status[600]; /* HTTP responses by status code (499: client went away) */
     uint64_t runs[SRV_OUTCOME__COUNT];
-    uint64_t cancelled; /* runs killed because their client disconnected */
+    uint64_t cancelled;      /* runs killed because their client disconnected */
     uint64_t egress_allowed; /* network allow: proxy connections the allow-list let through */
     uint64_t egress_refused; /* ... and those it refused (403) */
     uint64_t latency_count;

@@ -439,11 +439,11 @@ print(ok[0])
                 assert all(e["bytes_in"] > 100000 for e in r["egress"]), r["egress"]
             assert self.web.hits == hits + 200
             try:
-                wait_for(lambda: fds() == base_fds, what=f"serve's fds back to {base_fds}")
+                wait_for(lambda: fds() <= base_fds, what=f"serve's fds back to {base_fds}")
             except AssertionError:
                 now = {f: os.readlink(f"/proc/{pid}/fd/{f}") for f in os.listdir(f"/proc/{pid}/fd")}
                 raise AssertionError(f"fds before {base_list}, after {now}")
-            wait_for(lambda: threads() == base_threads, what=f"threads back to {base_threads}")
+            wait_for(lambda: threads() <= base_threads, what=f"threads back to {base_threads}")
 
     def test_pip_download_from_a_local_index(self):
         if subprocess.run(["/usr/bin/python3", "-m", "pip", "--version"],

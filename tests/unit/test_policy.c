@@ -655,11 +655,12 @@ static void test_network_fields(void **state)
     assert_int_equal(execbox_policy_set(&p, "allow_ports", "80,0", &err), -EINVAL);
     assert_int_equal(p.allow_ports[0], 8080); /* unchanged */
     /* JSON arrays; a bad item changes nothing. */
-    assert_int_equal(execbox_policy_merge_json(&p,
-                                               "{\"network\": \"allow\", \"allow_hosts\": "
-                                               "[\"x.test\", \"*.y.test:81\"], \"allow_ports\": [81]}",
-                                               0, &err),
-                     0);
+    assert_int_equal(
+        execbox_policy_merge_json(&p,
+                                  "{\"network\": \"allow\", \"allow_hosts\": "
+                                  "[\"x.test\", \"*.y.test:81\"], \"allow_ports\": [81]}",
+                                  0, &err),
+        0);
     assert_string_equal(p.allow_hosts[0], "x.test");
     assert_string_equal(p.allow_hosts[1], "*.y.test:81");
     assert_string_equal(p.allow_hosts[2], "");
@@ -667,8 +668,7 @@ static void test_network_fields(void **state)
     assert_int_equal(execbox_policy_merge_json(&p, "{\"allow_hosts\": [\"ok.test\", 5]}", 0, &err),
                      -EINVAL);
     assert_string_equal(p.allow_hosts[0], "x.test");
-    assert_int_equal(execbox_policy_merge_json(&p, "{\"allow_ports\": [99999]}", 0, &err),
-                     -EINVAL);
+    assert_int_equal(execbox_policy_merge_json(&p, "{\"allow_ports\": [99999]}", 0, &err), -EINVAL);
     /* At most EXECBOX_ALLOW_HOSTS_MAX entries (two are there already). */
     for (int i = 0; i < EXECBOX_ALLOW_HOSTS_MAX - 2; i++) {
         char h[32];
@@ -708,7 +708,7 @@ static void test_network_within(void **state)
     within(max, "*.com.example.com.evil", NULL, -EPERM);
     within(max, "10.0.0.0/7", NULL, -EPERM);
     within(max, "11.0.0.1", NULL, -EPERM);
-    within(max, "api.test", NULL, -EPERM);    /* ports 80 and 443: the host has 8443 only */
+    within(max, "api.test", NULL, -EPERM); /* ports 80 and 443: the host has 8443 only */
     within(max, "pypi.org:8080", NULL, -EPERM);
     within(max, "pypi.org", "22", -EPERM);
     within(max, "pypi.org", "443", 0);
