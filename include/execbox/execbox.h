@@ -150,8 +150,8 @@ int execbox_policy_check_within(const struct execbox_policy *req, const struct e
 int execbox_policy_check_host(const struct execbox_policy *p, struct execbox_error *err);
 
 /* Lowers every limit of *p that is above the one in *max to it (0 fields count as their
- * defaults); fields that are not limits (workspace, rootfs) are left alone, so that
- * execbox_policy_check_within() still refuses them. */
+ * defaults); fields that are not limits (workspace, rootfs, the network allow-list) are left
+ * alone, so that execbox_policy_check_within() still refuses them. */
 void execbox_policy_cap(struct execbox_policy *p, const struct execbox_policy *max);
 
 /* The policy as a JSON object with every field resolved; free with execbox_free(). */
