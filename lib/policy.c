@@ -597,6 +597,35 @@ void execbox_policy_cap(struct execbox_policy *p, const struct execbox_policy *m
     }
 }
 
+void execbox_policy_network_text(const struct execbox_policy *p, char *buf, size_t size)
+{
+    if (!buf || size == 0)
+        return;
+    if (!p || p->network != EXECBOX_NETWORK_ALLOW) {
+        snprintf(buf, size, "There is no network access (no pip install, no downloads).");
+        return;
+    }
+    size_t o = (size_t)snprintf(buf, size,
+                                "Network: only HTTP and HTTPS, through a proxy (HTTP_PROXY and "
+                                "HTTPS_PROXY are set; there is no DNS), to ");
+    if (!p->allow_hosts[0][0] && o < size)
+        o += (size_t)snprintf(buf + o, size - o, "no host at all");
+    for (size_t i = 0; i < EXECBOX_ALLOW_HOSTS_MAX && p->allow_hosts[i][0] && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? ", " : "", p->allow_hosts[i]);
+    if (o < size) {
+        char ports[96] = "80, 443";
+        size_t k = 0;
+        for (size_t i = 0; i < EXECBOX_ALLOW_PORTS_MAX && p->allow_ports[i] && k < sizeof(ports);
+             i++)
+            k += (size_t)snprintf(ports + k, sizeof(ports) - k, "%s%u", i ? ", " : "",
+                                  (unsigned)p->allow_ports[i]);
+        snprintf(buf + o, size - o,
+                 " (ports %s unless an entry names one); everything else is "
+                 "refused.",
+                 ports);
+    }
+}
+
 json_t *eb_policy_to_object(const struct execbox_policy *in)
 {
     struct execbox_policy p = *in;

@@ -80,19 +80,21 @@ int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_
     human_size(pol.memory, mem, sizeof(mem));
     human_size(pol.tmpfs, tmp, sizeof(tmp));
     human_size(pol.output_limit, out, sizeof(out));
-    char desc[2048];
+    char net[1024];
+    execbox_policy_network_text(&pol, net, sizeof(net));
+    char desc[3072];
     snprintf(desc, sizeof(desc),
              "Run %s in a fresh, isolated sandbox and return its stdout, stderr, exit_code and "
              "execution_time. Use it to compute exact answers (arithmetic, statistics, data "
              "transformation, charts) instead of estimating. Each call starts from a clean "
              "sandbox: nothing persists between calls, so include all imports and data in the "
-             "code. There is no network access (no pip install, no downloads). Python 3 has "
+             "code. %s Python 3 has "
              "numpy, pandas and matplotlib (save figures to /workspace, e.g. "
              "plt.savefig('/workspace/plot.png')); files written to /workspace are returned. "
              "Print the values you need: only printed output comes back. Limits: %g s wall "
              "clock, %s memory, %s /tmp, %s of output per stream. A non-zero exit_code means "
              "the code failed; read the traceback in stderr, fix the code and call again.",
-             multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code",
+             multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code", net,
              max_timeout, mem, tmp, out);
 
     json_t *props = json_object();

@@ -154,6 +154,11 @@ int execbox_policy_check_host(const struct execbox_policy *p, struct execbox_err
  * alone, so that execbox_policy_check_within() still refuses them. */
 void execbox_policy_cap(struct execbox_policy *p, const struct execbox_policy *max);
 
+/* One sentence for a model or a person saying what network the code has: "There is no network
+ * access (no pip install, no downloads)." or, with network "allow", which hosts it may reach
+ * and how. Written into buf (NUL-terminated, cut to size). */
+void execbox_policy_network_text(const struct execbox_policy *p, char *buf, size_t size);
+
 /* The policy as a JSON object with every field resolved; free with execbox_free(). */
 int execbox_policy_to_json(const struct execbox_policy *p, char **ret_json,
                            struct execbox_error *err);

@@ -79,13 +79,14 @@ static void help(FILE *f)
 
 static char *default_system(const struct execbox_policy *p)
 {
-    char *s = NULL;
+    char *s = NULL, net[1024];
+    execbox_policy_network_text(p, net, sizeof(net));
     if (asprintf(&s,
                  "You solve tasks by writing Python and running it with the execute_python tool. "
                  "Compute rather than guess: any number, count, date or statistic in your answer "
                  "must come from code you ran, never from memory or estimation.\n\n"
-                 "The sandbox: Python 3 with numpy, pandas and matplotlib; no network (no pip "
-                 "install, no downloads); every call starts fresh, so include all imports and "
+                 "The sandbox: Python 3 with numpy, pandas and matplotlib. %s Every call starts "
+                 "fresh, so include all imports and "
                  "data each time; files go in /workspace (save plots there); only printed output "
                  "comes back; each run is killed after %g seconds and may use %llu MiB of "
                  "memory.\n\n"
@@ -94,7 +95,7 @@ static char *default_system(const struct execbox_policy *p)
                  "retrying the import. When the code has printed what you need, answer briefly "
                  "with the computed result. If you cannot compute it, say so plainly; do not "
                  "invent a number.",
-                 p->timeout, (unsigned long long)(p->memory >> 20)) < 0)
+                 net, p->timeout, (unsigned long long)(p->memory >> 20)) < 0)
         return NULL;
     return s;
 }

@@ -325,12 +325,13 @@ static json_t *do_initialize(struct server *s, json_t *params, int *code, char *
         json_string_value(json_object_get(json_object_get(params, "clientInfo"), "name"));
     logmsg("client '%.60s' connected, protocol %s (asked for '%.20s')", client ? client : "?",
            chosen, json_string_value(pv));
-    char instructions[512];
+    char net[1024], instructions[1536];
+    execbox_policy_network_text(&s->policy, net, sizeof(net));
     snprintf(instructions, sizeof(instructions),
              "Runs code in a fresh, isolated sandbox (backend '%s') and returns its stdout, "
              "stderr and exit code. Every call starts clean: nothing persists between calls. "
-             "No network. Limits per call: %g s wall clock (a call may ask for less).",
-             execbox_executor_backend(s->ex), s->policy.timeout);
+             "%s Limits per call: %g s wall clock (a call may ask for less).",
+             execbox_executor_backend(s->ex), net, s->policy.timeout);
     return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", chosen,
                      "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "execbox",
                      "title", "execbox code sandbox", "version", execbox_version(), "instructions",
