@@ -825,9 +825,9 @@ int main(void)
         cmocka_unit_test(test_set_unknown_key),   cmocka_unit_test(test_merge_json),
         cmocka_unit_test(test_merge_json_bad),    cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_check_within),      cmocka_unit_test(test_to_json_round_trip),
-        cmocka_unit_test(test_error_kinds),
-        cmocka_unit_test(test_network_fields), cmocka_unit_test(test_network_within),
-        cmocka_unit_test(test_host_rules),     cmocka_unit_test(test_network_json),
+        cmocka_unit_test(test_error_kinds),       cmocka_unit_test(test_network_fields),
+        cmocka_unit_test(test_network_within),    cmocka_unit_test(test_host_rules),
+        cmocka_unit_test(test_network_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
