@@ -409,14 +409,18 @@ print(ok[0])
             pid = s.proc.pid
 
             def fds():
-                # Not counted: the executor's pool of fresh namespaces (at most 2, refilled a
-                # moment after each run), which is no run's.
+                # The kinds of fd a run's proxy holds (sockets, splice pipes, eventfds, its
+                # epoll). Not counted: the executor's pool of fresh namespaces and the pidfds of
+                # sandboxes whose teardown is deferred past the result, which are bounded by
+                # the executor, not by runs.
                 n = 0
                 for f in os.listdir(f"/proc/{pid}/fd"):
                     try:
-                        n += not os.readlink(f"/proc/{pid}/fd/{f}").startswith("net:[")
+                        link = os.readlink(f"/proc/{pid}/fd/{f}")
                     except OSError:
-                        pass
+                        continue
+                    n += link.startswith(("socket:", "pipe:", "anon_inode:[eventfd]",
+                                          "anon_inode:[eventpoll]"))
                 return n
 
             def threads():
