@@ -383,11 +383,31 @@ class AgentTests(Tests):
         r.check("larger than 8388608 bytes" in r.proc.stderr, "says why")
 
     def test_sandbox_error_stops(self):
-        # The sandbox itself cannot run the code (here: a missing workspace): the model cannot
-        # fix that, so the agent stops at once instead of burning attempts.
-        r = Run("openai", "first_try", args=["-w", "/nonexistent/execbox-agent-test"])
+        # The sandbox itself cannot run the code (here: the workspace, checked at start-up,
+        # is removed once the model has been asked): the model cannot fix that, so the agent
+        # stops at once instead of burning attempts.
+        global FakeLLM
+        ws = tempfile.mkdtemp(prefix="execbox-it-agent-ws-")
+
+        class WorkspaceGoes(FakeLLM):
+            def _respond(self, rec):
+                if os.path.isdir(ws):
+                    os.rmdir(ws)
+                return super()._respond(rec)
+
+        saved, FakeLLM = FakeLLM, WorkspaceGoes
+        try:
+            r = Run("openai", "first_try", args=["-w", ws])
+        finally:
+            FakeLLM = saved
+            if os.path.isdir(ws):
+                os.rmdir(ws)
         r.check(r.proc.returncode == 125 and len(r.requests) == 1, "stopped after one turn")
         r.check("sandbox could not run the code" in r.proc.stderr, "says why")
+        # A workspace already missing at start-up is refused before the model is asked.
+        r = Run("openai", "first_try", args=["-w", "/nonexistent/execbox-agent-test"])
+        r.check(r.proc.returncode == 125 and len(r.requests) == 0, "refused at start-up")
+        r.check("workspace" in r.proc.stderr, "says why")
 
     def test_interrupt_saves_transcript(self):
         sc = [{"tool_calls": [{"code": "import time\ntime.sleep(60)"}]}, {"answer": "never"}]
