@@ -21,7 +21,7 @@
 
 #include "execbox/execbox.h"
 
-#define RUNNER_MAX_WORKERS 256U
+#define RUNNER_MAX_WORKERS 1024U
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))

@@ -26,6 +26,7 @@
 #define DEFAULT_MAX_BODY (4U << 20)
 #define LISTEN_BACKLOG 1024
 #define FORCED_STOP_GRACE_S 5
+#define MAX_ALLOW_ORIGINS 32
 
 static void help(FILE *f)
 {
@@ -45,6 +46,9 @@ static void help(FILE *f)
             "      --drain-grace SECONDS  on SIGTERM, first answer /v1/health with 503 for this\n"
             "                           long while still taking runs, so that load balancers\n"
             "                           and readiness probes see the instance leave (default 0)\n"
+            "      --allow-origin ORIGIN  let web pages from ORIGIN (e.g. https://app.example)\n"
+            "                           call this server (repeatable; '*': any). A request\n"
+            "                           with any other Origin header gets 403 (default: all)\n"
             "      --drain-timeout SECONDS  on SIGTERM, how long to let queued and running\n"
             "                           requests finish before killing them (default: enough\n"
             "                           for the queue at the policy's timeout)\n"
@@ -202,6 +206,7 @@ int cmd_serve(int argc, char **argv)
         OPT_MAX_BODY,
         OPT_DRAIN,
         OPT_DRAIN_GRACE,
+        OPT_ALLOW_ORIGIN,
     };
     static const struct option longopts[] = {
         CLI_SANDBOX_LONGOPTS,
@@ -214,6 +219,7 @@ int cmd_serve(int argc, char **argv)
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN},
         {"drain-grace", required_argument, NULL, OPT_DRAIN_GRACE},
+        {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -225,6 +231,8 @@ int cmd_serve(int argc, char **argv)
     size_t workers = cores > 0 ? (size_t)cores : 1, queue = DEFAULT_QUEUE;
     size_t max_body = DEFAULT_MAX_BODY;
     double drain_timeout = -1, drain_grace = 0;
+    const char *origins[MAX_ALLOW_ORIGINS];
+    size_t n_origins = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "L:h", longopts, NULL)) != -1) {
@@ -256,6 +264,19 @@ int cmd_serve(int argc, char **argv)
             max_body = (size_t)v;
             break;
         }
+        case OPT_ALLOW_ORIGIN:
+            /* An origin is a scheme, a host and maybe a port: nothing else ever matches. */
+            if (n_origins == MAX_ALLOW_ORIGINS ||
+                (strcmp(optarg, "*") != 0 &&
+                 (!strstr(optarg, "://") || strchr(strstr(optarg, "://") + 3, '/')))) {
+                fprintf(stderr,
+                        "execbox serve: --allow-origin: '%s' is not an origin such as "
+                        "https://app.example:8443 (or '*'; at most %d)\n",
+                        optarg, MAX_ALLOW_ORIGINS);
+                return EXIT_EXECBOX;
+            }
+            origins[n_origins++] = optarg;
+            break;
         case OPT_DRAIN: {
             char *end;
             drain_timeout = strtod(optarg, &end);
@@ -288,8 +309,12 @@ int cmd_serve(int argc, char **argv)
     if (token && !*token)
         token = NULL;
 
-    struct srv_config cfg = {
-        .token = token, .workers = workers, .queue = queue, .max_body = max_body};
+    struct srv_config cfg = {.token = token,
+                             .workers = workers,
+                             .queue = queue,
+                             .max_body = max_body,
+                             .allow_origins = origins,
+                             .n_allow_origins = n_origins};
     if (cli_sandbox_policy(&sb, &cfg.policy) < 0)
         return EXIT_EXECBOX;
     if (drain_timeout < 0) {

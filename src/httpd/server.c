@@ -72,7 +72,10 @@ struct job {
     enum route route;
     uint64_t t0_ns;
     enum jstate state;
-    bool sse;         /* Accept: text/event-stream */
+    bool sse;       /* Accept: text/event-stream */
+    bool cors;      /* an allowed Origin: answers carry Access-Control-Allow-Origin */
+    bool preflight; /* OPTIONS from an allowed Origin: answered 204 with what it may do */
+    char origin[256];
     bool suspended;   /* we suspended the connection and owe it a resume */
     bool accepted;    /* counted in srv->pending */
     bool client_gone; /* hung up before the answer */
@@ -286,6 +289,22 @@ static size_t retry_after(struct srv *s)
     return secs > SRV_RETRY_AFTER_MAX ? SRV_RETRY_AFTER_MAX : secs;
 }
 
+/* A page of an allowed origin may read the answer; every answer varies with Origin. */
+static void add_cors_headers(struct job *j, struct MHD_Response *r)
+{
+    MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
+    if (!j->cors)
+        return;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, j->origin);
+    if (j->preflight) {
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, GET, HEAD");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                "Authorization, Content-Type, Accept, X-Request-Id");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    }
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
+}
+
 /* Queues a response whose body (malloc'd, freed by free_fn) is handed over. */
 static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int status,
                                const char *ctype, char *body, size_t len, void (*free_fn)(void *),
@@ -306,6 +325,7 @@ static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int stat
     }
     if (status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"execbox\"");
+    add_cors_headers(j, r);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
                                 j->route == R_EXECUTE ? "POST" : "GET, HEAD");
@@ -704,6 +724,33 @@ static enum MHD_Result serve_metrics(struct srv *s, struct job *j, struct MHD_Co
     return respond(j, c, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, free, 0);
 }
 
+/* Whether a page of this origin may call us (--allow-origin; "*" allows any). An origin is
+ * compared whole, ignoring case (scheme and host are case-insensitive). */
+static bool origin_allowed(struct srv *s, const char *origin)
+{
+    if (strlen(origin) >= sizeof(((struct job *)0)->origin))
+        return false;
+    for (size_t i = 0; i < s->cfg.n_allow_origins; i++)
+        if (strcmp(s->cfg.allow_origins[i], "*") == 0 ||
+            strcasecmp(s->cfg.allow_origins[i], origin) == 0)
+            return true;
+    return false;
+}
+
+/* application/json, with or without parameters (charset=utf-8). */
+static bool json_content_type(const char *ct)
+{
+    static const char want[] = "application/json";
+    if (!ct)
+        return false;
+    ct += strspn(ct, " \t");
+    if (strncasecmp(ct, want, sizeof(want) - 1) != 0)
+        return false;
+    ct += sizeof(want) - 1;
+    ct += strspn(ct, " \t");
+    return *ct == '\0' || *ct == ';';
+}
+
 static void reject(struct job *j, int status, const char *code, const char *msg, size_t retry)
 {
     j->rej_status = status;
@@ -725,6 +772,23 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
         j->route = R_METRICS;
     else
         j->route = R_OTHER;
+
+    /* A browser names the page behind a request in Origin, and sends a "simple" cross-site
+     * POST without asking first: a page the user merely opens must not run code here. */
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (origin) {
+        if (!origin_allowed(s, origin)) {
+            reject(j, 403, "forbidden_origin",
+                   "requests from web pages of this origin are not allowed (--allow-origin)", 0);
+            return MHD_YES;
+        }
+        j->cors = true;
+        snprintf(j->origin, sizeof(j->origin), "%s", origin);
+        if (strcmp(j->method, "OPTIONS") == 0 && j->route != R_OTHER) {
+            j->preflight = true;
+            return MHD_YES;
+        }
+    }
 
     switch (j->route) {
     case R_OTHER: reject(j, 404, "not_found", "no such endpoint", 0); return MHD_YES;
@@ -766,6 +830,12 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
             }
         }
     }
+    if (!json_content_type(
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        /* Also what keeps a browser from sending it cross-site without a preflight. */
+        reject(j, 415, "unsupported_media_type", "the body must be sent as application/json", 0);
+        return MHD_YES;
+    }
     j->sse = wants_sse(c);
     j->state = J_READING;
     return MHD_YES;
@@ -776,6 +846,10 @@ static enum MHD_Result answer_now(struct srv *s, struct job *j, struct MHD_Conne
 {
     if (j->rej_status)
         return respond_error(j, c, j->rej_status, j->rej_code, j->rej_msg, NULL, j->rej_retry);
+    if (j->preflight) {
+        char *empty = strdup("");
+        return empty ? respond(j, c, 204, "text/plain", empty, 0, free, 0) : MHD_NO;
+    }
     if (j->route == R_HEALTH)
         return serve_health(s, j, c);
     if (j->route == R_METRICS)
@@ -863,6 +937,7 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
             MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
             MHD_add_response_header(resp, "X-Request-Id", j->id);
             MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+            add_cors_headers(j, resp);
             ret = MHD_queue_response(c, 200, resp);
             MHD_destroy_response(resp);
             pthread_mutex_lock(&j->lock);

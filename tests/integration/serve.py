@@ -19,6 +19,7 @@ from common import EXECBOX, Tests  # noqa: E402
 
 BACKEND = os.environ.get("EXECBOX_TEST_BACKEND")
 START_TIMEOUT = 20
+JSON = "application/json"
 
 
 def backend_args():
@@ -75,7 +76,10 @@ class Server:
         try:
             if isinstance(body, (dict, list)):
                 body = json.dumps(body)
-            c.request(method, path, body=body, headers=headers or {})
+            headers = dict(headers or {})
+            if method == "POST" and not any(k.lower() == "content-type" for k in headers):
+                headers["Content-Type"] = JSON
+            c.request(method, path, body=body, headers=headers)
             r = c.getresponse()
             data = r.read()
             return r.status, {k.lower(): v for k, v in r.getheaders()}, data
@@ -281,6 +285,79 @@ class ServeTests(Tests):
             assert s.request("GET", "/v1/health")[0] == 200
             assert s.stop() == 0
 
+    def test_content_type_and_origin(self):
+        """A web page cannot run code through a local serve: a body not sent as
+        application/json gets 415 (so no cross-site "simple request" runs), and a request
+        from a page whose Origin is not allowed gets 403, preflight included."""
+        with tempfile.TemporaryDirectory(prefix="serve-ct-") as ws:
+            marker = os.path.join(ws, "ran")
+            code = "open('ran', 'w').write('x')\nprint('ran')"  # the cwd is the workspace
+            body = json.dumps({"code": code})
+            with Server("-w", ws) as s:
+                # What a page can send without a preflight: text/plain, form types; and none.
+                for ct in ("text/plain", "text/plain;charset=UTF-8",
+                           "application/x-www-form-urlencoded", "multipart/form-data",
+                           "application/jsonp", "application/json-seq", ""):
+                    c = s.conn()
+                    c.putrequest("POST", "/v1/execute")
+                    if ct:
+                        c.putheader("Content-Type", ct)
+                    c.putheader("Content-Length", str(len(body)))
+                    c.endheaders(body.encode())
+                    r = c.getresponse()
+                    data = json.loads(r.read())
+                    c.close()
+                    assert r.status == 415, (ct, r.status, data)
+                    assert data["error"]["code"] == "unsupported_media_type", data
+                    assert not os.path.exists(marker), f"{ct!r}: the code ran"
+                # Parameters and case are fine.
+                for ct in ("application/json", "application/json; charset=utf-8",
+                           "Application/JSON;charset=UTF-8"):
+                    st, _, r = s.execute(body, headers={"Content-Type": ct})
+                    assert st == 200 and r["stdout"] == "ran\n", (ct, st, r)
+                os.unlink(marker)
+                # No --allow-origin: any page's request is refused, even as JSON.
+                for origin in ("http://evil.example", "null", "http://127.0.0.1:8080"):
+                    st, hd, r = s.execute(body, headers={"Origin": origin})
+                    assert st == 403 and r["error"]["code"] == "forbidden_origin", (origin, r)
+                    assert "access-control-allow-origin" not in hd, hd
+                    st, hd, _ = s.request("OPTIONS", "/v1/execute", headers={
+                        "Origin": origin, "Access-Control-Request-Method": "POST",
+                        "Access-Control-Request-Headers": "content-type"})
+                    assert st == 403 and "access-control-allow-origin" not in hd, (st, hd)
+                    st, _, _ = s.request("GET", "/v1/health", headers={"Origin": origin})
+                    assert st == 403, st
+                assert not os.path.exists(marker), "a cross-origin request ran code"
+                # Without Origin (curl, SDKs, the remote backend) nothing changes.
+                assert s.execute(body)[0] == 200
+                assert s.stop() == 0
+            ok, other = "https://app.example:8443", "https://app.example"
+            with Server("--allow-origin", ok, "--allow-origin", "http://localhost:3000") as s:
+                st, hd, _ = s.request("OPTIONS", "/v1/execute", headers={
+                    "Origin": ok, "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "content-type, authorization"})
+                assert st == 204, st
+                assert hd["access-control-allow-origin"] == ok, hd
+                assert "POST" in hd["access-control-allow-methods"], hd
+                assert "content-type" in hd["access-control-allow-headers"].lower(), hd
+                st, hd, r = s.execute({"code": "print(2)"}, headers={"Origin": ok})
+                assert st == 200 and r["stdout"] == "2\n", r
+                assert hd["access-control-allow-origin"] == ok and "Origin" in hd["vary"], hd
+                # Whole origins only: another port, scheme or a suffix is another origin.
+                for bad in (other, "https://app.example:8443.evil", "http://app.example:8443",
+                            ok + "/"):
+                    st, hd, r = s.execute({"code": "print(3)"}, headers={"Origin": bad})
+                    assert st == 403 and "access-control-allow-origin" not in hd, (bad, st)
+                # An allowed page still needs application/json.
+                st, _, r = s.execute(json.dumps({"code": "print(4)"}),
+                                     headers={"Origin": ok, "Content-Type": "text/plain"})
+                assert st == 415, (st, r)
+                assert s.stop() == 0
+        # A bad --allow-origin is refused at start.
+        s = Server("--allow-origin", "evil.example/path", expect_start=False)
+        assert s.proc.wait(20) == 125
+        s.__exit__()
+
     def test_auth(self):
         token = "s3cret-" + uuid.uuid4().hex
         for how in ("flag", "env"):
@@ -363,6 +440,7 @@ class ServeTests(Tests):
             # Without Content-Length (chunked), the limit holds all the same.
             c = s.conn()
             c.putrequest("POST", "/v1/execute")
+            c.putheader("Content-Type", JSON)
             c.putheader("Transfer-Encoding", "chunked")
             c.endheaders()
             for _ in range(20):
@@ -461,7 +539,7 @@ class ServeTests(Tests):
                 if stream:
                     headers["Accept"] = "text/event-stream"
                 c.request("POST", "/v1/execute", body=json.dumps({"code": code}),
-                          headers=headers)
+                          headers=dict(headers, **{"Content-Type": JSON}))
                 wait_for(lambda: os.path.exists(os.path.join(ws, f"started-{tag}")),
                          what="the run to start")
                 if stream:
@@ -497,7 +575,7 @@ class ServeTests(Tests):
                     "print('second')\nsys.stdout.buffer.write(b'\\xff\\n')\n")
             c = s.conn()
             c.request("POST", "/v1/execute", body=json.dumps({"code": code}),
-                      headers={"Accept": "text/event-stream"})
+                      headers={"Accept": "text/event-stream", "Content-Type": JSON})
             r = c.getresponse()
             assert r.status == 200 and r.getheader("Content-Type") == "text/event-stream"
             rid = r.getheader("X-Request-Id")
@@ -574,7 +652,8 @@ class ServeTests(Tests):
             wait_for(lambda: any(e.get("event") == "draining" for e in s.log_lines()),
                      what="draining")
             # A new request on a connection that was already open: 503 + Retry-After.
-            keep.request("POST", "/v1/execute", body=json.dumps({"code": "print(1)"}))
+            keep.request("POST", "/v1/execute", body=json.dumps({"code": "print(1)"}),
+                         headers={"Content-Type": JSON})
             r = keep.getresponse()
             body = json.loads(r.read())
             assert r.status == 503 and body["error"]["code"] == "draining", (r.status, body)
@@ -669,7 +748,8 @@ class ServeTests(Tests):
                 try:
                     code = f"import time\nprint({i}, flush=True)\ntime.sleep({rnd.random() / 2:.2f})"
                     c.request("POST", "/v1/execute", body=json.dumps({"code": code}),
-                              headers={"Accept": "text/event-stream"} if stream else {})
+                              headers={"Accept": "text/event-stream", "Content-Type": JSON}
+                              if stream else {"Content-Type": JSON})
                     if i % 3 == 0:
                         time.sleep(rnd.random() / 4)
                         c.sock.shutdown(socket.SHUT_RDWR)  # hang up mid-way
