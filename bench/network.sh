@@ -3,7 +3,7 @@
 # network "allow": what the allow-list proxy costs, on loopback only. One local HTTP server on
 # 127.0.0.2 (sendfile); the same clients fetch from it directly on the host and, inside a jail
 # with --network allow, through the proxy:
-#  - throughput: a 100 MB download with curl, REPS times each way; medians and the ratio
+#  - throughput: a 100 MB download with curl, REPS rounds of one each way; medians and the ratio
 #    (target: proxy >= 80% of direct);
 #  - latency: one small request on a fresh connection (as the proxy serves plain HTTP: one
 #    request per connection), N times each way with the same Python client; medians and the
@@ -78,10 +78,16 @@ for i in range($N + 20):
 print(statistics.median(ts) * 1e6)
 PY
 
-curl_loop="for i in \$(seq $REPS); do curl -sS -o /dev/null -w '%{speed_download}\n' $URL/100M; done"
-direct=$(bash -c "$curl_loop" </dev/null)
-proxied=$("$EXECBOX" run -l bash --timeout 300 --network allow --allow-host "127.0.0.2:$P" \
-          -c "$curl_loop")
+# Alternating, one download each way per round, so that a machine busy with other work slows
+# both sides alike. The proxied curl runs in a fresh sandbox each time (its start-up is not in
+# the figure: curl times the transfer only).
+fetch="curl -sS -o /dev/null -w '%{speed_download}\n' $URL/100M"
+direct="" proxied=""
+for _ in $(seq "$REPS"); do
+    direct+="$(bash -c "$fetch" </dev/null) "
+    proxied+="$("$EXECBOX" run -l bash --timeout 300 --network allow \
+                  --allow-host "127.0.0.2:$P" -c "$fetch") "
+done
 lat_direct=$($PY "$out/lat.py" direct)
 lat_proxy=$("$EXECBOX" run --timeout 300 --network allow --allow-host "127.0.0.2:$P" \
             -c "$(sed 's/sys.argv\[1\]/"proxy"/' "$out/lat.py")")
