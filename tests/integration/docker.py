@@ -190,6 +190,14 @@ class DockerTests(Tests):
         lines = r["stdout"].splitlines()
         assert lines[0] == "['lo']" and lines[1].startswith("refused"), r
 
+    def test_network_allow_is_refused_not_opened(self):
+        # The docker backend cannot enforce an allow-list: it refuses, rather than run the code
+        # with the engine's default (open) network or silently with none.
+        r, p = docker(["--network", "allow", "--allow-host", "pypi.org", "-c", "print('ran')"])
+        assert r["exit_code"] != 0 and "ran" not in r["stdout"], r
+        assert r["error"]["name"] == "SandboxError", r
+        assert "not available with the 'docker' backend" in r["stderr"], r
+
     def test_read_only_root_and_sized_tmpfs(self):
         code = ("import errno\n"
                 "for p in ('/etc/x', '/usr/x', '/x', '/run/x', '/var/tmp/x'):\n"

@@ -304,6 +304,31 @@ print(urllib.request.urlopen("http://web.test:{P}/hello", timeout=5).read().deco
                                      "allow_hosts": [f"web.test:{P}"]})
             assert st == 400 and "network" in json.dumps(body), body
 
+    def test_mcp_surface(self):
+        P = self.web.port
+        msgs = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": "execute_python", "arguments": {"code": (
+                    "import urllib.request\n"
+                    f"print(urllib.request.urlopen('http://web.test:{P}/hello').read().decode())")}}},
+        ]
+        p = subprocess.run([EXECBOX, "mcp", "--network", "allow"] + self.allow_web,
+                           input="".join(json.dumps(m) + "\n" for m in msgs), text=True,
+                           capture_output=True, timeout=60)
+        replies = {r["id"]: r for r in map(json.loads, p.stdout.splitlines()) if "id" in r}
+        # What the model is told matches what the sandbox gets.
+        assert f"web.test:{P}" in replies[1]["result"]["instructions"], replies[1]
+        desc = replies[2]["result"]["tools"][0]["description"]
+        assert f"web.test:{P}" in desc and "no network" not in desc, desc
+        res = replies[3]["result"]["structuredContent"]
+        assert res["stdout"] == "hello from web\n\n", res
+        assert res["egress"][0]["host"] == "web.test" and res["egress"][0]["allowed"], res
+
     def test_other_backends_refuse(self):
         res, p = run_json(["-b", "subprocess", "--network", "allow", "--allow-host", "web.test",
                            "-c", "print('ran')"])
