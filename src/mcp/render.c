@@ -47,6 +47,34 @@ static void puts_(struct text *t, const char *s)
     put(t, s, strlen(s));
 }
 
+/* A name chosen by the guest (a file's path, an exception's class) on one line of our own
+ * text: control characters (newlines, ESC and the rest of C0, DEL, C1) and backslashes are
+ * written as escapes, so that a name can neither start a line that looks like ours nor send
+ * terminal escape sequences. The JSON in structuredContent keeps the exact name. */
+static void put_name(struct text *t, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        if (*p == '\\')
+            puts_(t, "\\\\");
+        else if (*p == '\n')
+            puts_(t, "\\n");
+        else if (*p == '\r')
+            puts_(t, "\\r");
+        else if (*p == '\t')
+            puts_(t, "\\t");
+        else if (*p < 0x20 || *p == 0x7f) {
+            snprintf(esc, sizeof(esc), "\\x%02x", *p);
+            puts_(t, esc);
+        } else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* U+0080..U+009F (C1) */
+            snprintf(esc, sizeof(esc), "\\u%04x", p[1]);
+            puts_(t, esc);
+            p++;
+        } else
+            put(t, (const char *)p, 1);
+    }
+}
+
 /* The length of s[0..len) without a last character that the cut left incomplete. */
 static size_t utf8_trim(const char *s, size_t len)
 {
@@ -173,7 +201,7 @@ static void notes(struct text *t, const struct execbox_result *res, json_t *rec,
         char size[32];
         human(f->size, size, sizeof(size));
         puts_(t, "  ");
-        puts_(t, path ? path : "?");
+        put_name(t, path ? path : "?");
         putf(t, " (%s, %s)%s\n", f->mime ? f->mime : "?", size,
              shown(f, &images_budget)       ? ", shown below as an image"
              : f->data && showable(f->mime) ? ", not shown: the reply's image budget is used up"
@@ -207,7 +235,7 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout, size
         const char *name = json_string_value(json_object_get(e, "name"));
         const char *value = json_string_value(json_object_get(e, "value"));
         puts_(&t, "--- error ---\n");
-        puts_(&t, name ? name : "");
+        put_name(&t, name ? name : "");
         if (value && *value) {
             puts_(&t, ": ");
             put(&t, value, utf8_trim(value, strnlen(value, 1000)));
