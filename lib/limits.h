@@ -7,6 +7,9 @@
 /* Policy value ranges accepted from users. */
 #define EB_TIMEOUT_MIN 0.001
 #define EB_TIMEOUT_MAX 86400.0
+/* The jail's start-up sweep of what killed execbox processes left runs at most this often per
+ * host (seconds): it reads $TMPDIR and the cgroup tree, too much for every cold start. */
+#define EB_SWEEP_INTERVAL 10
 #define EB_MEMORY_MIN (4ULL << 20)
 #define EB_CPUS_MAX 1024.0
 #define EB_PIDS_MAX 1000000U

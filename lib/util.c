@@ -8,7 +8,8 @@
 #include <stdbool.h>
 
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -102,22 +103,106 @@ uint64_t eb_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+#define RM_DEPTH_MAX 256
+
+/* Removes everything inside the directory dfd (which it takes over), relative to directory
+ * fds only (openat/unlinkat): no path is resolved twice, no symlink followed, no mount crossed
+ * (entries on another device than dev are left). systemd's rm_rf_children is the model. */
+static int rm_children(int dfd, dev_t dev, int depth)
 {
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int e = -errno;
+        close(dfd);
+        return e;
+    }
+    int r = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno != ENOENT)
+                r = -errno;
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            if (st.st_dev != dev) {
+                r = -EXDEV; /* a mount point: never descend, never remove */
+                continue;
+            }
+            if (depth >= RM_DEPTH_MAX) {
+                r = -ELOOP;
+                continue;
+            }
+            int cfd = openat(dirfd(d), e->d_name,
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+            if (cfd < 0) {
+                if (errno != ENOENT)
+                    r = -errno;
+                continue;
+            }
+            struct stat cs;
+            if (fstat(cfd, &cs) < 0 || cs.st_dev != st.st_dev || cs.st_ino != st.st_ino) {
+                close(cfd); /* swapped between the stat and the open: leave it */
+                r = -EBUSY;
+                continue;
+            }
+            int k = rm_children(cfd, dev, depth + 1);
+            if (k < 0)
+                r = k;
+            if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                r = -errno;
+        } else if (unlinkat(dirfd(d), e->d_name, 0) < 0 && errno != ENOENT) {
+            r = -errno;
+        }
+    }
+    closedir(d);
+    return r;
+}
+
+int eb_rm_rf_at(int dirfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    struct stat fs;
+    if (fstat(fd, &fs) < 0 || fs.st_dev != st.st_dev || fs.st_ino != st.st_ino) {
+        close(fd);
+        return -EBUSY;
+    }
+    int r = rm_children(fd, st.st_dev, 0);
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        r = -errno;
+    return r;
 }
 
 int eb_rm_rf(const char *path)
 {
-    /* FTW_PHYS: never follow a symlink the guest planted; FTW_MOUNT: never descend into a mount
-     * that might still be attached; FTW_DEPTH: contents before their directory. */
-    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+    char parent[PATH_MAX];
+    if (snprintf(parent, sizeof(parent), "%s", path) >= (int)sizeof(parent))
+        return -ENAMETOOLONG;
+    char *slash = strrchr(parent, '/');
+    const char *name = path;
+    int pfd;
+    if (slash) {
+        name = path + (slash - parent) + 1;
+        *slash = '\0';
+        pfd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } else {
+        pfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (pfd < 0)
         return errno == ENOENT ? 0 : -errno;
-    return 0;
+    int r = name[0] ? eb_rm_rf_at(pfd, name) : -EINVAL;
+    close(pfd);
+    return r;
 }
 
 const char *eb_tmp_dir(void)

@@ -81,8 +81,13 @@ uint64_t eb_now_ns(void);
  * -errno when it could not be reaped (*ret_status untouched). */
 int eb_wait_child(pid_t pid, int timeout_ms, int *ret_status);
 
-/* Removes a directory tree without following symlinks or crossing mounts. 0 or -errno. */
+/* Removes path and everything below it, relative to directory fds (openat/unlinkat): a symlink
+ * is removed, never followed; a mount point below it is left alone; at most 256 levels. 0 or
+ * the last -errno (a missing path is 0). */
 int eb_rm_rf(const char *path);
+
+/* The same for the entry name of the directory dirfd. */
+int eb_rm_rf_at(int dirfd, const char *name);
 
 /* The directory for execbox's private temp files: $TMPDIR if absolute, else /tmp. */
 const char *eb_tmp_dir(void);

@@ -35,6 +35,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -245,23 +246,92 @@ static bool owner_dead(const char *s)
     return pid > 0 && *end == '-' && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
 
-/* Removes what execbox processes killed before their teardown left behind, found by name:
- * run cgroups "execbox-<pid>-<executor>-<n>", unprivileged workspaces "<tmp>/execbox-ws-<pid>-*"
- * and swapped-out or half-built /etc stages "<cache>.<pid>.*" (a day after their last
- * change: a live run of another execbox may still use one). Only names whose pid is dead. (Mounts
- * and processes need no sweep: they live in namespaces that died with the run.) */
+/* A directory entry of ours: a real directory (not a symlink), owned by us, with exactly the
+ * mode we make it with. In a world-writable $TMPDIR a name proves nothing; this does (no other
+ * user can make a directory owned by us). */
+static bool our_dir(int dfd, const char *name, mode_t mode)
+{
+    struct stat st;
+    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+           st.st_uid == geteuid() && (st.st_mode & 07777) == mode;
+}
+
+/* The journal of a caller's workspace root in flight (root mode): "<dev> <ino> <mode> <uid>
+ * <gid>\n<path>", written before the run and removed after it. If execbox is killed in
+ * between, the sweep puts the directory's owner and mode back, by inode: a path that now names
+ * another directory is left alone. */
+#define WS_JOURNAL "wsroot."
+
+static void restore_workspace_root(int fd, const struct stat *before);
+
+static void replay_journal(int dfd, const char *name)
+{
+    _cleanup_close_ int jfd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    char text[EXECBOX_PATH_MAX + 128];
+    ssize_t n = jfd < 0 ? -1 : eb_read_full(jfd, text, sizeof(text) - 1);
+    if (n > 0) {
+        text[n] = '\0';
+        unsigned long long dev, ino;
+        unsigned mode, uid, gid;
+        int used = 0;
+        if (sscanf(text, "%llu %llu %o %u %u\n%n", &dev, &ino, &mode, &uid, &gid, &used) == 5 &&
+            used > 0 && text[used] == '/') {
+            _cleanup_close_ int wfd =
+                open(text + used, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+            struct stat now;
+            if (wfd >= 0 && fstat(wfd, &now) == 0 && now.st_dev == (dev_t)dev &&
+                now.st_ino == (ino_t)ino) {
+                struct stat before = now;
+                before.st_mode = (now.st_mode & ~07777U) | (mode & 07777U);
+                before.st_uid = uid;
+                before.st_gid = gid;
+                restore_workspace_root(wfd, &before);
+            }
+        }
+    }
+    (void)unlinkat(dfd, name, 0);
+}
+
+/* At most once per EB_SWEEP_INTERVAL seconds per host (per user unprivileged): the stamp's
+ * mtime says when the last sweep began. */
+static bool sweep_due(const struct jail *j)
+{
+    char p[EXECBOX_PATH_MAX + 16];
+    snprintf(p, sizeof(p), "%s/.swept", j->cache);
+    _cleanup_close_ int fd =
+        open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return true;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (st.st_size > 0 && now.tv_sec >= st.st_mtim.tv_sec &&
+        now.tv_sec - st.st_mtim.tv_sec < EB_SWEEP_INTERVAL)
+        return false;
+    (void)!write(fd, "x", st.st_size > 0 ? 0 : 1);
+    (void)futimens(fd, NULL);
+    return true;
+}
+
+/* Removes what execbox processes killed before their teardown left behind: run cgroups
+ * "execbox-<pid>-<executor>-<n>", unprivileged workspaces "<tmp>/execbox-ws-<pid>-*" that are
+ * our own 0700 directories, /etc stages "<cache>.<pid>-*" (swapped out or half-built) that are
+ * ours and that no sandbox holds (each run keeps a shared lock on the stage its /etc is bound
+ * from), and it replays the workspace-root journals of dead runs. Only names whose pid is
+ * dead; every delete relative to a directory fd, never following a symlink (eb_rm_rf_at).
+ * (Mounts and processes need no sweep: they live in namespaces that died with the run.) */
 static void remove_stale(struct jail *j)
 {
+    if (!sweep_due(j))
+        return;
     eb_cgroup_remove_stale(&j->cg, CG_PREFIX);
     DIR *d = opendir(eb_tmp_dir());
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)))
-            if (strncmp(e->d_name, "execbox-ws-", 11) == 0 && owner_dead(e->d_name + 11)) {
-                char p[EXECBOX_PATH_MAX + 256];
-                snprintf(p, sizeof(p), "%s/%s", eb_tmp_dir(), e->d_name);
-                eb_rm_rf(p);
-            }
+            if (strncmp(e->d_name, "execbox-ws-", 11) == 0 && owner_dead(e->d_name + 11) &&
+                our_dir(dirfd(d), e->d_name, 0700))
+                (void)eb_rm_rf_at(dirfd(d), e->d_name);
         closedir(d);
     }
     char parent[EXECBOX_PATH_MAX];
@@ -269,30 +339,29 @@ static void remove_stale(struct jail *j)
     char *slash = strrchr(parent, '/');
     if (!slash)
         return;
-    const char *base = slash + 1;
+    char base[256];
+    snprintf(base, sizeof(base), "%s", slash + 1);
     size_t blen = strlen(base);
-    char name[256];
-    snprintf(name, sizeof(name), "%s", base);
     *slash = '\0';
     d = opendir(parent[0] ? parent : "/");
     if (!d)
         return;
     struct dirent *e;
-    while ((e = readdir(d)))
-        if (strncmp(e->d_name, name, blen) == 0 && e->d_name[blen] == '.' &&
-            owner_dead(e->d_name + blen + 1)) {
-            char p[EXECBOX_PATH_MAX + 256];
-            snprintf(p, sizeof(p), "%s/%s", parent, e->d_name);
-            /* A stage swapped out by a re-stage may still be the /etc of a run of another,
-             * live execbox (its sandbox holds a bind of it: deleting the files would delete
-             * them under that run). It goes only when no run can still be going: the longest
-             * timeout after it was swapped out (the rename set its ctime). A half-built one
-             * waits as long; it is small. */
-            struct stat ds;
-            if (lstat(p, &ds) == 0 && time(NULL) - ds.st_ctime < (time_t)EB_TIMEOUT_MAX + 3600)
-                continue;
-            eb_rm_rf(p);
+    while ((e = readdir(d))) {
+        if (j->userns.root_mode && strncmp(e->d_name, WS_JOURNAL, strlen(WS_JOURNAL)) == 0 &&
+            owner_dead(e->d_name + strlen(WS_JOURNAL))) {
+            replay_journal(dirfd(d), e->d_name);
+            continue;
         }
+        if (strncmp(e->d_name, base, blen) != 0 || e->d_name[blen] != '.' ||
+            !owner_dead(e->d_name + blen + 1) || !our_dir(dirfd(d), e->d_name, 0755))
+            continue;
+        /* In use as some live run's /etc? Its lock says so. */
+        _cleanup_close_ int sfd =
+            openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sfd >= 0 && flock(sfd, LOCK_EX | LOCK_NB) == 0)
+            (void)eb_rm_rf_at(dirfd(d), e->d_name);
+    }
     closedir(d);
 }
 
@@ -378,7 +447,8 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
     if (eb_prewarm_load(j->cache, name, &j->mpl_data, &j->mpl_len) == 0)
         snprintf(j->mpl_file, sizeof(j->mpl_file), "tmp/.matplotlib/%s", name);
     eb_plan_init(&j->sys);
-    return eb_plan_system(&j->sys, j->cache, "", err);
+    /* /etc is bound per run, from the stage the run holds locked (sandbox_start). */
+    return eb_plan_system(&j->sys, NULL, "", err);
 }
 
 static void reap_exiting(struct jail *j, bool block_oldest);
@@ -516,6 +586,7 @@ struct child_ctx {
     int netns_fd; /* from the pool, or -1 (then clone3 made a new one) */
     int mntns_fd; /* the prepared mount namespace to copy, or -1 (then clone3 copied ours) */
     int ws_fd;    /* the fresh workspace's detached mount, or -1 */
+    int etc_fd;   /* root: the locked stage's etc, a detached read-only clone to attach, or -1 */
     struct eb_cgroup *cg;
     const struct eb_mount_plan *plans[3];
     size_t nplans;
@@ -611,6 +682,8 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
     } else if ((r = eb_mount_run(j->rootdir, c->plans, c->nplans, &step)) < 0) {
         child_fail(c, r, step);
     }
+    if (c->etc_fd >= 0)
+        close(c->etc_fd); /* attached now */
     if (c->ws_fd >= 0)
         close(c->ws_fd); /* attached now; init keeps no handle on it */
     if (sethostname("execbox", 7) < 0)
@@ -737,10 +810,42 @@ struct eb_warm {
     int go_fd;           /* warm: write end of the guest's fd 3 */
     int64_t cpu_base_ns; /* warm: the cgroup's CPU time when the run began */
     int ws_root;         /* a caller's workspace: the host directory, pinned, or -1 */
+    int stage_fd;        /* the /etc stage bound into the sandbox, locked shared, or -1 */
+    char ws_journal[64]; /* the workspace root's journal entry (root mode), or "" */
     struct stat ws_st;   /* its owner and mode before the run, restored after it */
     char ws_host[EXECBOX_PATH_MAX];
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
 };
+
+/* Writes the workspace root's journal (see replay_journal) next to the stage: if we are killed
+ * during the run, the next start puts the directory's owner and mode back. */
+static int write_journal(struct eb_warm *sb, struct execbox_error *err)
+{
+    static atomic_uint seq;
+    char dir[EXECBOX_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", sb->j->cache);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    char text[EXECBOX_PATH_MAX + 128];
+    int n =
+        snprintf(text, sizeof(text), "%llu %llu %o %u %u\n%s", (unsigned long long)sb->ws_st.st_dev,
+                 (unsigned long long)sb->ws_st.st_ino, (unsigned)(sb->ws_st.st_mode & 07777),
+                 (unsigned)sb->ws_st.st_uid, (unsigned)sb->ws_st.st_gid, sb->ws_host);
+    if (n < 0 || n >= (int)sizeof(text))
+        return eb_error_set(err, -ENAMETOOLONG, "workspace path too long");
+    char p[EXECBOX_PATH_MAX + 64];
+    if (snprintf(p, sizeof(p), "%s/" WS_JOURNAL "%d-%08x-%u", dir, (int)getpid(), sb->j->id,
+                 atomic_fetch_add(&seq, 1)) >= (int)sizeof(p) ||
+        strlen(p) >= sizeof(sb->ws_journal))
+        return eb_error_set(err, -ENAMETOOLONG, "journal path too long");
+    int r = eb_write_file(p, text, (size_t)n, 0600);
+    if (r < 0)
+        return eb_error_set(err, r, "write %s: %s", p, execbox_strerror(r));
+    snprintf(sb->ws_journal, sizeof(sb->ws_journal), "%s", p);
+    return 0;
+}
 
 /* A caller's host directory as the run's /workspace. Refused when it is a system directory.
  * The directory is pinned by an fd, and its owner and mode are kept to be put back after the
@@ -766,6 +871,8 @@ static int host_workspace(struct eb_warm *sb, const char *path, struct execbox_e
         return eb_error_set(err, -errno, "stat the workspace: %s", execbox_strerror(-errno));
     if (!j->userns.root_mode)
         return 0;
+    if ((r = write_journal(sb, err)) < 0)
+        return r;
     _cleanup_close_ int tree = (int)syscall(SYS_open_tree, sb->ws_root, "",
                                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
     if (tree < 0)
@@ -811,7 +918,7 @@ static void sandbox_init(struct eb_warm *sb, struct jail *j, const struct execbo
         sb->cg.procs_fd[i] = sb->cg.leave_fd[i] = -1;
     eb_child_init(&sb->child);
     sb->k.pidfd = -1;
-    sb->ws_fd = sb->ws_root = sb->alive_w = sb->code_fd = sb->go_fd = -1;
+    sb->ws_fd = sb->ws_root = sb->stage_fd = sb->alive_w = sb->code_fd = sb->go_fd = -1;
 }
 
 /* Kills whatever still runs (a warm sandbox never given a run), and removes everything the
@@ -835,6 +942,10 @@ static void sandbox_destroy(struct eb_warm *sb)
     if (sb->ws_root >= 0)
         restore_workspace_root(sb->ws_root, &sb->ws_st);
     eb_close(&sb->ws_root);
+    if (sb->ws_journal[0])
+        (void)unlink(sb->ws_journal);
+    sb->ws_journal[0] = '\0';
+    eb_close(&sb->stage_fd);
     if (!sb->policy.workspace[0] && sb->ws_host[0])
         eb_rm_rf(sb->ws_host);
     sb->ws_host[0] = '\0';
@@ -889,7 +1000,7 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     bool warm = preload != NULL;
     int fds[12] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
     /* out, err, status, ctl, alive, go */
-    _cleanup_close_ int in_fd = -1, netns_fd = -1, pidfd = -1, code_ro = -1;
+    _cleanup_close_ int in_fd = -1, netns_fd = -1, pidfd = -1, code_ro = -1, etc_fd = -1;
     int r = 0;
 
     /* Per-run mounts: /tmp, /dev/shm, /workspace and the program. */
@@ -953,9 +1064,35 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         dyn.ops[dyn.n - 1].len = run->code_len;
         eb_plan_add(&dyn, EB_MOP_RDONLY, NULL, "code", NULL, 0, -1);
     }
+    const struct eb_mount_plan *sysplan = &j->sys;
+    if (!pol->rootfs[0]) {
+        /* Hold the /etc stage this sandbox binds (shared lock, until it is destroyed): the
+         * start-up sweep removes only stages no sandbox holds. As root the child attaches a
+         * read-only clone of exactly the locked stage's etc (made here: a re-stage swapping
+         * the path meanwhile cannot make it bind another one); unprivileged, it binds the
+         * path (we may not clone mounts here). */
+        sb->stage_fd = open(j->cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sb->stage_fd < 0 || flock(sb->stage_fd, LOCK_SH) < 0)
+            return eb_error_set(err, -errno, "lock the /etc stage %s: %s", j->cache,
+                                execbox_strerror(-errno));
+        if (j->userns.root_mode) {
+            etc_fd = (int)syscall(SYS_open_tree, sb->stage_fd, "etc",
+                                  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+            struct mount_attr a = {.attr_set =
+                                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+            if (etc_fd < 0 || syscall(SYS_mount_setattr, etc_fd, "", AT_EMPTY_PATH | AT_RECURSIVE,
+                                      &a, sizeof(a)) < 0)
+                return eb_error_set(err, -errno, "a read-only clone of the /etc stage: %s",
+                                    execbox_strerror(-errno));
+            eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "etc", NULL, 0, etc_fd);
+        } else {
+            char src[EXECBOX_PATH_MAX + 8];
+            snprintf(src, sizeof(src), "%s/etc", j->cache);
+            eb_plan_add(&dyn, EB_MOP_BIND_RO, src, "etc", NULL, 0, -1);
+        }
+    }
     if (dyn.overflow)
         return eb_error_set(err, -E2BIG, "mount plan too large");
-    const struct eb_mount_plan *sysplan = &j->sys;
     if (pol->rootfs[0]) {
         eb_plan_init(&rootfs_plan);
         if ((r = eb_plan_system(&rootfs_plan, j->cache, pol->rootfs, err)) < 0)
@@ -1027,6 +1164,7 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         .netns_fd = -1,
         .mntns_fd = -1,
         .ws_fd = sb->ws_fd,
+        .etc_fd = etc_fd,
         .cg = j->cg.version ? &sb->cg : NULL,
         .plans = {sysplan, &dyn},
         .nplans = 2,
@@ -1035,7 +1173,8 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         .writable = {"/tmp", "/workspace", "/dev/shm", NULL},
     };
     guest.pre_exec_arg = &ctx;
-    int keep[] = {in_fd, fds[1], fds[3], fds[5], fds[6], fds[8], fds[10], sb->ws_fd, code_ro};
+    int keep[] = {in_fd,  fds[1],  fds[3],    fds[5],  fds[6],
+                  fds[8], fds[10], sb->ws_fd, code_ro, etc_fd};
     for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
         keep_fd(&ctx, keep[i]);
     for (int i = 0; i < EB_CG_N; i++)

@@ -211,10 +211,10 @@ int eb_plan_system(struct eb_mount_plan *p, const char *stage_dir, const char *r
         /* A caller's root image brings its own /etc. */
         snprintf(src, sizeof(src), "%s/etc", rootfs);
         eb_plan_add(p, EB_MOP_BIND_RO, src, "etc", NULL, 0, -1);
-    } else {
+    } else if (stage_dir) {
         snprintf(src, sizeof(src), "%s/etc", stage_dir);
         eb_plan_add(p, EB_MOP_BIND_RO, src, "etc", NULL, 0, -1);
-    }
+    } /* else: the caller binds /etc per run */
     /* A minimal /dev: the five harmless character devices, bound from the host because a
      * user namespace cannot create device nodes; a small shared-memory tmpfs for Python's
      * multiprocessing; the usual fd links. No tty, no block device, no mem, no kmsg. */

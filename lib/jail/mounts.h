@@ -53,7 +53,8 @@ void eb_plan_add(struct eb_mount_plan *p, int type, const char *src, const char 
 int eb_stage_etc(const char *stage_dir, struct execbox_error *err);
 
 /* Per executor: appends to p what every run shares (/etc from stage_dir/etc): system directories
- * (from rootfs, or the host when rootfs is ""), /etc, /dev, and the empty mount points. */
+ * (from rootfs, or the host when rootfs is ""), /etc, /dev, and the empty mount points. With
+ * rootfs "" and stage_dir NULL, /etc is left for the caller to bind per run. */
 int eb_plan_system(struct eb_mount_plan *p, const char *stage_dir, const char *rootfs,
                    struct execbox_error *err);
 

@@ -40,6 +40,13 @@ def owner_alive(path):
         return True
 
 
+def force_sweep():
+    """The start-up sweep runs at most once per interval per host; forget when it last ran."""
+    for stamp in glob.glob("/run/execbox/jail/.swept") + glob.glob(
+            os.path.join(tempfile.gettempdir(), f"execbox-jail-{os.geteuid()}/.swept")):
+        os.unlink(stamp)
+
+
 class JailWalls(Tests):
     # ---- time ---------------------------------------------------------------------------
     def test_busy_loop_killed_at_deadline(self):
@@ -316,6 +323,7 @@ class JailWalls(Tests):
         assert first.stdout.readline() == "True\n"  # it runs, on the current stage
         os.unlink(marker)  # forget the stage: the next execbox builds and swaps in a new one
         assert ok(jail("print(1)")) == "1\n"  # re-stages, then exits: its old stage is a leftover
+        force_sweep()
         assert ok(jail("print(2)")) == "2\n"  # its start-up sweeps leftovers of dead execboxes
         out, err = first.communicate(timeout=60)
         assert first.returncode == 0 and out == "3\n", (first.returncode, out, err)
@@ -334,7 +342,9 @@ class JailWalls(Tests):
         os.mkdir(other)
         orphan = subprocess.Popen(["sleep", "60"])
         ws = os.path.join(tempfile.gettempdir(), f"execbox-ws-{dead.pid}-XyZ123")
-        os.mkdir(ws)
+        os.mkdir(ws, 0o700)  # as execbox makes them: ours, private
+        os.chmod(ws, 0o700)
+        force_sweep()
         open(os.path.join(ws, "f"), "w").close()
         try:
             with open(os.path.join(cg, "cgroup.procs"), "w") as f:
@@ -351,6 +361,73 @@ class JailWalls(Tests):
                 if os.path.exists(d):
                     os.rmdir(d)
             shutil.rmtree(ws, ignore_errors=True)
+
+    def test_sweep_deletes_only_what_is_provably_ours(self):
+        # In world-writable $TMPDIR a name proves nothing: another user's directory, a symlink
+        # and a directory of ours with a mode we never make are all left alone, and nothing
+        # is followed through the symlink.
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        # A $TMPDIR of this test's own: older execbox builds running on this host at the same
+        # time (other checkouts) would delete by name what this test plants.
+        tmp = tempfile.mkdtemp(prefix="eb-sweeptmp-")
+        os.chmod(tmp, 0o1777)
+        env = dict(os.environ, TMPDIR=tmp)
+        theirs = os.path.join(tmp, f"execbox-ws-{dead.pid}-theirs")
+        link = os.path.join(tmp, f"execbox-ws-{dead.pid}-link")
+        loose = os.path.join(tmp, f"execbox-ws-{dead.pid}-loose")
+        canary = tempfile.mkdtemp(prefix="eb-canary-")
+        try:
+            open(os.path.join(canary, "keep"), "w").write("still here")
+            os.mkdir(theirs, 0o700)
+            open(os.path.join(theirs, "f"), "w").write("theirs")
+            os.chown(os.path.join(theirs, "f"), 65534, 65534)
+            os.chown(theirs, 65534, 65534)
+            os.symlink(canary, link)
+            os.mkdir(loose)
+            os.chmod(loose, 0o777)
+            force_sweep()
+            ok(jail("print(1)", env=env))
+            assert os.path.isfile(os.path.join(theirs, "f")), "another user's directory was deleted"
+            assert os.path.islink(link), "the symlink was deleted"
+            assert open(os.path.join(canary, "keep")).read() == "still here"
+            assert os.path.isdir(loose), "a directory we never make was deleted"
+        finally:
+            if os.path.islink(link):
+                os.unlink(link)
+            for d in (theirs, loose, canary, tmp):
+                shutil.rmtree(d, ignore_errors=True)
+
+    def test_swapped_out_stages_are_bounded(self):
+        # /etc stages of dead execboxes go at the next sweep once no sandbox holds them (they
+        # were kept 25 h and added up: 44 copies after one test run); one a sandbox holds
+        # (shared lock) stays.
+        if os.geteuid() != 0 or not os.path.isdir("/run/execbox/jail"):
+            raise SkipTest("needs root's /run/execbox stage")
+        import fcntl
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        free = f"/run/execbox/jail.{dead.pid}-FREE00"
+        held = f"/run/execbox/jail.{dead.pid}-HELD00"
+        for d in (free, held):
+            os.makedirs(os.path.join(d, "etc"))
+            os.chmod(d, 0o755)
+        fd = os.open(held, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            force_sweep()
+            ok(jail("print(1)"))
+            assert not os.path.exists(free), "an unused stage of a dead execbox was kept"
+            assert os.path.isdir(os.path.join(held, "etc")), "a stage in use was deleted"
+            # Swept at most once per interval: a leftover made now waits for the next one.
+            os.makedirs(os.path.join(free, "etc"))
+            os.chmod(free, 0o755)
+            ok(jail("print(1)"))
+            assert os.path.isdir(free), "swept again within the interval"
+        finally:
+            os.close(fd)
+            shutil.rmtree(free, ignore_errors=True)
+            shutil.rmtree(held, ignore_errors=True)
 
     def test_zz_teardown_leaves_nothing(self):
         ok(jail("print(1)"))

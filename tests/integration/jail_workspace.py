@@ -4,6 +4,7 @@ the directory's owner is never changed (an id-mapped mount, no chown to nobody a
 code's files belong to the directory's owner, no setuid or setgid bit ever lands in it (by
 chmod, by the mode of open, creat, mkdir or mknod, or by openat2), the directory itself keeps
 its mode, a kill -9 of execbox mid-run changes nothing, and system directories are refused."""
+import glob
 import json
 import os
 import shutil
@@ -151,6 +152,35 @@ os.mkdir('sub', 0o755); os.chmod('sub', 0o755)
                 if p.poll() is None:
                     p.kill()
             os.unlink(os.path.join(self.ws, "started"))
+            self.check_unharmed((0, 0), 0o700)
+        finally:
+            self.done()
+
+    def test_root_mode_put_back_after_kill_9(self):
+        # The code changes the directory's permission bits (its owner through the mount may),
+        # then execbox is killed before it can put them back: the next start does, by inode.
+        self.setUp(owner=(0, 0), mode=0o700)
+        try:
+            p = subprocess.Popen([common.EXECBOX, "run", "-b", "jail", "-w", self.ws, "-c",
+                                  "import os, time\nos.chmod('/workspace', 0o777)\n"
+                                  "open('started', 'w').close()\ntime.sleep(30)"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.monotonic() + 60
+                while not os.path.exists(os.path.join(self.ws, "started")):
+                    assert time.monotonic() < deadline and p.poll() is None, "run did not start"
+                    time.sleep(0.05)
+                assert stat.S_IMODE(os.stat(self.ws).st_mode) == 0o777  # the attack happened
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait(timeout=30)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+            os.unlink(os.path.join(self.ws, "started"))
+            for stamp in glob.glob("/run/execbox/jail/.swept"):
+                os.unlink(stamp)  # the sweep runs at most once per interval: make it due
+            res, _ = run_json(["-b", "jail", "-c", "print(1)"])
+            assert res["exit_code"] == 0, res
             self.check_unharmed((0, 0), 0o700)
         finally:
             self.done()
