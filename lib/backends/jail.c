@@ -966,6 +966,9 @@ static int proxy_env(struct eb_env *env)
         r = eb_env_add(env, "NO_PROXY", "");
     if (r >= 0)
         r = eb_env_add(env, "no_proxy", "");
+    /* Node's own fetch() reads the variables above only when told to (Node 24 on). */
+    if (r >= 0)
+        r = eb_env_add(env, "NODE_USE_ENV_PROXY", "1");
     return r;
 }
 

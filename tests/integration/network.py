@@ -304,6 +304,15 @@ print(urllib.request.urlopen("http://web.test:{P}/hello", timeout=5).read().deco
                                      "allow_hosts": [f"web.test:{P}"]})
             assert st == 400 and "network" in json.dumps(body), body
 
+    def test_javascript_through_the_proxy(self):
+        P = self.web.port
+        code = ('require("http").get({host: "127.0.0.1", port: 3128, path: '
+                f'"http://web.test:{P}/hello"}}, r => {{ let b = ""; r.on("data", d => b += d); '
+                'r.on("end", () => console.log(r.statusCode, b.trim(), '
+                'process.env.NODE_USE_ENV_PROXY)); });')
+        res, p = run_json(["-l", "javascript", "--network", "allow", "-c", code] + self.allow_web)
+        assert res["stdout"] == "200 hello from web 1\n", res
+
     def test_mcp_surface(self):
         P = self.web.port
         msgs = [
