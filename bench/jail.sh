@@ -10,20 +10,22 @@
 #
 # Then the same on a host with MOUNTS (default 2000) extra mounts, made in a private mount
 # namespace of this benchmark (the host's table is untouched): a sandbox whose mount namespace
-# copied the host's pays ~2.4 us per mount; execbox's jail must not.
+# copies the host's pays ~2.4 us per mount. A one-shot `execbox run` copies it once, as the floor
+# does; an executor's later runs (a server, a pool: execbox_poolbench here) copy the jail's small
+# prepared namespace instead, whatever the host's count.
 #
 # Needs bwrap (scripts/deps/bench.apt) and root for the mount part. Usage:
 #   bench/jail.sh [BUILD_DIR]      (default build-release; RUNS=200 MOUNTS=2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-release}
-if [ ! -x "$BUILD/execbox" ] || [ ! -x "$BUILD/execbox_floor" ]; then
+if [ ! -x "$BUILD/execbox" ] || [ ! -x "$BUILD/execbox_floor" ] || [ ! -x "$BUILD/execbox_poolbench" ]; then
   cmake --preset release >/dev/null && cmake --build --preset release >/dev/null
   BUILD=build-release
 fi
 "$BUILD/execbox" check -b jail | sed -n '/tier/p'
 exec python3 - "$BUILD" "${RUNS:-200}" "${MOUNTS:-2000}" <<'PY'
-import ctypes, os, statistics, sys, time
+import ctypes, os, re, statistics, subprocess, sys, time
 
 build, runs, n_mounts = os.path.abspath(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 PY = "/usr/bin/python3"
@@ -90,7 +92,8 @@ def table(title, m, base):
 host_ns = os.open("/proc/self/ns/mnt", os.O_RDONLY)
 m = bench({n: (a, host_ns) for n, a in cmds.items()}, runs)
 table(f"cold start, median of {runs} interleaved rounds (+ = over bare python)", m, "bare")
-print("(bwrap's cpu misses its sandbox: its monitor exits without reaping the sandbox's init)")
+print("(cpu misses the sandbox for bwrap and execbox alike: both exit without reaping the sandbox's\n"
+      " init, which is still tearing its namespaces down; compare wall times)")
 ex, bw = m["execbox"][0] - m["bare"][0], m["bwrap"][0] - m["bare"][0]
 print(f"execbox overhead {ex:+.2f} ms, bwrap {bw:+.2f} ms, floor "
       f"{m['floor'][0] - m['bare'][0]:+.2f} ms: execbox/bwrap overhead ratio {ex / bw:.2f}")
@@ -121,12 +124,29 @@ if os.read(r, 1) != b"k":
 many_ns = os.open(f"/proc/{kid}/ns/mnt", os.O_RDONLY)
 with open(f"/proc/{kid}/mountinfo") as f:
     total = sum(1 for _ in f)
+def executor_p50(ns, n=20):
+    """Median latency of n cold runs through one executor (a server's case: from its second
+    run on, the jail copies its prepared mount namespace instead of the host's table)."""
+    setns(ns)
+    p = subprocess.run([f"{build}/execbox_poolbench", "-b", "jail", "-c", "pass", "-n", str(n)],
+                       capture_output=True, text=True, timeout=300)
+    setns(host_ns)
+    m = re.search(r"p50=([\d.]+)ms", p.stdout)
+    if not m:
+        sys.exit(f"poolbench failed: {p.stdout} {p.stderr}")
+    return float(m.group(1))
+
+
 try:
     v = {}
     for n in ("bare", "execbox", "floor"):
         v[n] = (cmds[n], host_ns)
         v[f"{n} +{n_mounts}"] = (cmds[n], many_ns)
     mm = bench(v, max(runs // 2, 20))
+    ex_host, ex_many = [], []
+    for _ in range(7):
+        ex_host.append(executor_p50(host_ns))
+        ex_many.append(executor_p50(many_ns))
 finally:
     os.kill(kid, 9)
     os.waitpid(kid, 0)
@@ -135,4 +155,7 @@ table(f"with {n_mounts} extra mounts ({total} in all), median of {max(runs // 2,
 for n in ("execbox", "floor"):
     d = mm[f"{n} +{n_mounts}"][0] - mm[n][0]
     print(f"{n}: {d:+.2f} ms with {n_mounts} extra mounts ({d * 1e3 / n_mounts:+.2f} us a mount)")
+eh, em = statistics.median(ex_host), statistics.median(ex_many)
+print(f"one executor, 20 cold runs (execbox_poolbench p50, median of 7): {eh:.2f} ms, with "
+      f"{n_mounts} extra mounts {em:.2f} ms ({em - eh:+.2f} ms)")
 PY
