@@ -87,11 +87,8 @@ struct jail {
     unsigned id; /* random per executor: two executors in one process never share a name */
     atomic_uint seq;
     struct eb_netns_pool *pool; /* fresh network namespaces, made ahead (root only) */
-    pthread_mutex_t exiting_lock;
-    int exiting[EXITING_MAX]; /* pidfds of inits that handed their result back and are exiting */
-    int n_exiting;
-    char mpl_file[96]; /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
-    char *mpl_data;    /* its prebuilt contents, copied into each run's /tmp */
+    char mpl_file[96];          /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
+    char *mpl_data;             /* its prebuilt contents, copied into each run's /tmp */
     size_t mpl_len;
 };
 
@@ -451,7 +448,7 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
     return eb_plan_system(&j->sys, NULL, "", err);
 }
 
-static void reap_exiting(struct jail *j, bool block_oldest);
+static void reap_exiting(bool block_oldest);
 
 static void jail_close(void *state)
 {
@@ -461,10 +458,7 @@ static void jail_close(void *state)
     eb_netns_pool_free(j->pool);
     eb_close(&j->mntns_fd);
     pthread_mutex_destroy(&j->mntns_lock);
-    reap_exiting(j, false);
-    for (int i = 0; i < j->n_exiting; i++)
-        close(j->exiting[i]);
-    pthread_mutex_destroy(&j->exiting_lock);
+    reap_exiting(false);
     eb_seccomp_release(&j->seccomp);
     free(j->mpl_data);
     free(j);
@@ -478,7 +472,6 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     if (!j)
         return eb_error_set(err, -ENOMEM, "out of memory");
     eb_userns_prepare(&j->userns);
-    pthread_mutex_init(&j->exiting_lock, NULL);
     pthread_mutex_init(&j->mntns_lock, NULL);
     j->mntns_fd = -1;
     if (getrandom(&j->id, sizeof(j->id), 0) != sizeof(j->id))
@@ -533,43 +526,49 @@ static int run_mntns(struct jail *j)
 }
 
 /* Inits that sent their result and left the run's cgroup are still exiting (the kernel tears
- * down the sandbox's namespaces in their exit): nothing waits for that. They are reaped here,
- * without blocking, at the next run and at close; one still exiting at close is left to the
- * process's exit (our zombie child until then, nothing else: its namespaces are gone with it).
- * Only when the list is full does a run wait for the oldest. */
-static void reap_exiting(struct jail *j, bool block_oldest)
+ * down the sandbox's namespaces in their exit): nothing waits for that. Their pidfds wait here,
+ * one list for the process (an executor closed with one still exiting hands it to the next
+ * runs of any executor, so a process that makes many executors does not gather zombies), and
+ * are reaped without blocking at each run's start and at each close; one still exiting when
+ * the process exits is reaped by the system. Only when the list is full does a run wait for
+ * the oldest. */
+static pthread_mutex_t exiting_lock = PTHREAD_MUTEX_INITIALIZER;
+static int exiting[EXITING_MAX];
+static int n_exiting;
+
+static void reap_exiting(bool block_oldest)
 {
-    pthread_mutex_lock(&j->exiting_lock);
+    pthread_mutex_lock(&exiting_lock);
     int k = 0;
-    for (int i = 0; i < j->n_exiting; i++) {
+    for (int i = 0; i < n_exiting; i++) {
         siginfo_t si;
         memset(&si, 0, sizeof(si));
         int opts = WEXITED | (block_oldest && i == 0 ? 0 : WNOHANG);
-        long w = syscall(SYS_waitid, P_PIDFD, j->exiting[i], &si, opts, NULL);
+        long w = syscall(SYS_waitid, P_PIDFD, exiting[i], &si, opts, NULL);
         if (w < 0 ? errno != EINTR : si.si_pid != 0)
-            close(j->exiting[i]); /* reaped (or not ours to reap any more) */
+            close(exiting[i]); /* reaped (or not ours to reap any more) */
         else
-            j->exiting[k++] = j->exiting[i];
+            exiting[k++] = exiting[i];
     }
-    j->n_exiting = k;
-    pthread_mutex_unlock(&j->exiting_lock);
+    n_exiting = k;
+    pthread_mutex_unlock(&exiting_lock);
 }
 
-static void defer_reap(struct jail *j, int *pidfd)
+static void defer_reap(int *pidfd)
 {
     if (*pidfd < 0)
         return;
-    pthread_mutex_lock(&j->exiting_lock);
-    bool full = j->n_exiting >= EXITING_MAX;
-    pthread_mutex_unlock(&j->exiting_lock);
+    pthread_mutex_lock(&exiting_lock);
+    bool full = n_exiting >= EXITING_MAX;
+    pthread_mutex_unlock(&exiting_lock);
     if (full)
-        reap_exiting(j, true);
-    pthread_mutex_lock(&j->exiting_lock);
-    if (j->n_exiting < EXITING_MAX) {
-        j->exiting[j->n_exiting++] = *pidfd;
+        reap_exiting(true);
+    pthread_mutex_lock(&exiting_lock);
+    if (n_exiting < EXITING_MAX) {
+        exiting[n_exiting++] = *pidfd;
         *pidfd = -1;
     }
-    pthread_mutex_unlock(&j->exiting_lock);
+    pthread_mutex_unlock(&exiting_lock);
     if (*pidfd >= 0) { /* still full: another thread filled it; wait for this one */
         siginfo_t si;
         syscall(SYS_waitid, P_PIDFD, *pidfd, &si, WEXITED, NULL);
@@ -1264,7 +1263,7 @@ static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct e
     int r = eb_supervise(&sb->child, run->req, pol, run->start_ns, res, &oc, err);
     sb->child.pid = -1; /* reaped, or left its cgroup and is exiting: */
     if (oc.init_running)
-        defer_reap(sb->j, &sb->child.pidfd);
+        defer_reap(&sb->child.pidfd);
     sb->k.pidfd = sb->child.pidfd;
     /* The run is over: so is its way out; what it did goes into the result. */
     eb_proxy_stop(sb->proxy, res);
@@ -1307,7 +1306,7 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
                     struct execbox_error *err)
 {
     struct eb_warm sb;
-    reap_exiting(state, false);
+    reap_exiting(false);
     sandbox_init(&sb, state, run->policy, run->lang);
     int r = sandbox_start(&sb, NULL, run, err);
     if (r == 0)
