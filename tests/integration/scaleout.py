@@ -128,7 +128,8 @@ class ScaleOutTests(Tests):
                 try:
                     c = http.client.HTTPConnection("127.0.0.1", front, timeout=5)
                     c.request("POST", "/v1/execute", body='{"language":"bash","code":"echo"}',
-                              headers={"Authorization": f"Bearer {TOKEN}"})
+                              headers={"Authorization": f"Bearer {TOKEN}",
+                                       "Content-Type": "application/json"})
                     return c.getresponse().status == 200
                 except OSError:
                     return False
