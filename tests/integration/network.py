@@ -211,6 +211,23 @@ print(json.dumps(out))
         assert all(e["bytes_out"] == 0 and e["bytes_in"] == 0 for e in eg), eg
         assert eg[-1]["host"] == "other.test" and eg[-1]["port"] == P2, eg
 
+    def test_egress_list_is_capped(self):
+        code = """
+import socket
+n = 0
+for i in range(300):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(b"CONNECT h%d.unlisted.test:443 HTTP/1.1\\r\\n\\r\\n" % i)
+    n += s.recv(100).startswith(b"HTTP/1.1 403")
+    s.close()
+print(n)
+"""
+        res = self.py(code, *self.allow_web)
+        assert res["stdout"] == "300\n", res
+        eg = res["egress"]
+        assert len(eg) == 256 and res.get("egress_truncated") is True, (len(eg), res.keys())
+        assert eg[0]["host"] == "h0.unlisted.test" and eg[255]["host"] == "h255.unlisted.test"
+
     def test_explicit_entries_and_localhost(self):
         P, L = self.web.port, self.local.port
         code = f"""
