@@ -41,6 +41,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +64,7 @@
 #include "../workspace.h"
 
 #define CG_PREFIX "execbox-"
+#define SHM_SIZE (16U << 20) /* /dev/shm: POSIX semaphores and shared memory */
 #define NETNS_POOL 2
 #define EXITING_MAX 64
 #define STAGE_VERSION "execbox-stage-3\n" /* bump when the staged files change */
@@ -803,15 +805,16 @@ struct eb_warm {
     struct eb_cgroup cg;
     struct eb_child child;
     struct killer k;
-    int ws_fd;           /* fresh workspace (detached tmpfs), or -1 */
-    int alive_w;         /* write end of the alive pipe: the child sees POLLHUP if we vanish */
-    int code_fd;         /* warm: our writable handle on the sandbox's /code */
-    int go_fd;           /* warm: write end of the guest's fd 3 */
-    int64_t cpu_base_ns; /* warm: the cgroup's CPU time when the run began */
-    int ws_root;         /* a caller's workspace: the host directory, pinned, or -1 */
-    int stage_fd;        /* the /etc stage bound into the sandbox, locked shared, or -1 */
-    char ws_journal[64]; /* the workspace root's journal entry (root mode), or "" */
-    struct stat ws_st;   /* its owner and mode before the run, restored after it */
+    int ws_fd;             /* fresh workspace (detached tmpfs), or -1 */
+    int alive_w;           /* write end of the alive pipe: the child sees POLLHUP if we vanish */
+    int code_fd;           /* warm: our writable handle on the sandbox's /code */
+    int go_fd;             /* warm: write end of the guest's fd 3 */
+    int64_t cpu_base_ns;   /* warm: the cgroup's CPU time when the run began */
+    int ws_root;           /* a caller's workspace: the host directory, pinned, or -1 */
+    uint64_t files_budget; /* what the cgroup allows on top of policy.memory (files_budget) */
+    int stage_fd;          /* the /etc stage bound into the sandbox, locked shared, or -1 */
+    char ws_journal[64];   /* the workspace root's journal entry (root mode), or "" */
+    struct stat ws_st;     /* its owner and mode before the run, restored after it */
     char ws_host[EXECBOX_PATH_MAX];
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
 };
@@ -920,6 +923,22 @@ static void sandbox_init(struct eb_warm *sb, struct jail *j, const struct execbo
     sb->ws_fd = sb->ws_root = sb->stage_fd = sb->alive_w = sb->code_fd = sb->go_fd = -1;
 }
 
+/* Files the sandbox holds in memory: /tmp, /dev/shm, a fresh /workspace and /code are tmpfs,
+ * and the kernel charges their pages to the run's cgroup. Each is capped by its own size
+ * (ENOSPC past it), so the cgroup's cap is the program's memory plus this budget: a program that
+ * fills /workspace gets ENOSPC at workspace_size, never an OOM kill, and its own memory is
+ * never less than the policy's. (A caller's host workspace is on disk: not counted.) */
+static uint64_t files_budget(const struct eb_warm *sb, const struct execbox_policy *pol, bool warm,
+                             const struct eb_run *run)
+{
+    uint64_t b = pol->tmpfs + SHM_SIZE;
+    if (sb->ws_fd >= 0 && !pol->workspace[0])
+        b += pol->workspace_size;
+    if (!warm && run)
+        b += run->code_len + (64U << 10);
+    return b;
+}
+
 /* Kills whatever still runs (a warm sandbox never given a run), and removes everything the
  * sandbox had: processes, cgroup, mounts, temp dirs. */
 static void sandbox_destroy(struct eb_warm *sb)
@@ -1024,7 +1043,8 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         dyn.ops[dyn.n - 1].data = j->mpl_data; /* not copied: the child reads our memory */
         dyn.ops[dyn.n - 1].len = j->mpl_len;
     }
-    snprintf(opts, sizeof(opts), "size=16m,nr_inodes=1024,mode=1777,uid=%u,gid=%u", gu, gg);
+    snprintf(opts, sizeof(opts), "size=%u,nr_inodes=1024,mode=1777,uid=%u,gid=%u", SHM_SIZE, gu,
+             gg);
     eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "dev/shm", opts, 0, -1);
     if (pol->workspace[0]) {
         if ((r = host_workspace(sb, pol->workspace, err)) < 0)
@@ -1127,8 +1147,9 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         char name[64];
         snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
                  atomic_fetch_add(&j->seq, 1));
-        if ((r = eb_cgroup_create(&j->cg, name, pol->memory, pol->pids, pol->cpus, &sb->cg, err)) <
-            0)
+        sb->files_budget = files_budget(sb, pol, warm, run);
+        if ((r = eb_cgroup_create(&j->cg, name, pol->memory + sb->files_budget, pol->pids,
+                                  pol->cpus, &sb->cg, err)) < 0)
             return r;
     }
     in_fd = eb_stdin_fd(warm ? NULL : run->req->stdin_data, warm ? 0 : run->req->stdin_len, err);
@@ -1283,10 +1304,25 @@ static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct e
             res->killed_reason = EXECBOX_KILLED_MEMORY;
             res->exit_code = 128 + SIGKILL;
             res->signal = SIGKILL;
-            char msg[160];
-            snprintf(msg, sizeof(msg),
-                     "the program exceeded the memory limit of %" PRIu64 " MiB and was killed",
-                     pol->memory >> 20);
+            char msg[400];
+            int n =
+                snprintf(msg, sizeof(msg),
+                         "the program exceeded the memory limit of %" PRIu64 " MiB and was killed",
+                         pol->memory >> 20);
+            /* Files in /tmp, /dev/shm and a fresh /workspace are memory too (tmpfs): say how
+             * much they held when they were a large share, so the cause is not misread. */
+            uint64_t files = st.shmem;
+            struct statfs fs;
+            if (sb->ws_fd >= 0 && fstatfs(sb->ws_fd, &fs) == 0) {
+                uint64_t ws = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
+                files = ws > files ? ws : files;
+            }
+            uint64_t cap = pol->memory + sb->files_budget;
+            if (n > 0 && (size_t)n < sizeof(msg) && files >= cap / 8)
+                snprintf(msg + n, sizeof(msg) - (size_t)n,
+                         "; files in /tmp and /workspace are held in memory and count against "
+                         "it: %" PRIu64 " MiB of the %" PRIu64 " MiB cap were files",
+                         files >> 20, cap >> 20);
             r = eb_result_set_error(res, "MemoryLimit", msg, "");
         }
     }

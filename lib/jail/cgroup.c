@@ -397,6 +397,8 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
             st->oom_kills = v;
         if (read_small(d, "memory.peak", buf, sizeof(buf)) == 0)
             st->peak_memory = strtoull(buf, NULL, 10);
+        if (read_small(d, "memory.stat", buf, sizeof(buf)) == 0 && keyed_u64(buf, "shmem", &v))
+            st->shmem = v;
         if (read_small(d, "cpu.stat", buf, sizeof(buf)) == 0 && keyed_u64(buf, "usage_usec", &v))
             st->cpu_ns = (int64_t)v * 1000;
         return;
@@ -407,6 +409,10 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
             st->oom_kills = v;
         if (read_small(cg->dir[EB_CG_MEMORY], "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0)
             st->peak_memory = strtoull(buf, NULL, 10);
+        char big[8192]; /* memory.stat: its shmem line comes after the per-cgroup block */
+        if (read_small(cg->dir[EB_CG_MEMORY], "memory.stat", big, sizeof(big)) == 0 &&
+            keyed_u64(big, "shmem", &v))
+            st->shmem = v;
     }
     if (cg->dir[EB_CG_CPUACCT][0] &&
         read_small(cg->dir[EB_CG_CPUACCT], "cpuacct.usage", buf, sizeof(buf)) == 0)

@@ -55,6 +55,7 @@ struct eb_cgroup_stats {
     uint64_t oom_kills; /* kernel OOM kills inside the cgroup */
     int64_t cpu_ns;     /* -1 unknown */
     uint64_t peak_memory;
+    uint64_t shmem; /* tmpfs and shared memory charged to it now (files in /tmp, /dev/shm...) */
 };
 
 /* Reads the run's own counters. */

@@ -72,6 +72,37 @@ class JailWork(Tests):
             assert res["exit_code"] == 0, (size, res["exit_code"], res["stderr"][-500:])
             assert res["stdout"] == f"{size}\n", (size, res["stdout"][:200])
 
+    def test_filling_workspace_and_tmp_gives_enospc(self):
+        # /workspace and /tmp are tmpfs, charged to the run's memory cgroup: with the default
+        # policy (256M memory, 256M workspace, 64M tmp) filling them must end in ENOSPC at
+        # their sizes, never in an OOM kill reported as MemoryLimit.
+        # Files of 32 MiB (below the 64 MiB per-file limit), until the directory is full.
+        code = ("import errno\n"
+                "for d in ('/workspace', '/tmp'):\n"
+                "    n = 0\n"
+                "    try:\n"
+                "        for i in range(1000):\n"
+                "            with open(f'{d}/big{i}', 'wb') as f:\n"
+                "                for _ in range(32):\n"
+                "                    f.write(b'x' * (1 << 20)); f.flush(); n += 1\n"
+                "    except OSError as e:\n"
+                "        print(d, e.errno == errno.ENOSPC, n)\n")
+        res, _ = run_json(["-b", "jail", "-c", code], timeout=120)
+        assert not res["oom_killed"] and res["exit_code"] == 0, (res["exit_code"], res["error"])
+        ws, tmp = [l.split() for l in res["stdout"].splitlines()]
+        assert ws[:2] == ["/workspace", "True"] and 250 <= int(ws[2]) <= 256, ws
+        assert tmp[:2] == ["/tmp", "True"] and 56 <= int(tmp[2]) <= 64, tmp
+
+    def test_oom_with_files_in_memory_says_so(self):
+        code = ("for i in range(5):\n"
+                "    with open(f'/workspace/big{i}', 'wb') as f:\n"
+                "        for _ in range(40): f.write(b'x' * (1 << 20))\n"
+                "hog = []\n"
+                "while True: hog.append(bytearray(16 << 20))\n")
+        res, _ = run_json(["-b", "jail", "-c", code], timeout=120)
+        assert res["oom_killed"] and res["error"]["name"] == "MemoryLimit", res["error"]
+        assert "held in memory" in res["error"]["value"], res["error"]["value"]
+
     def test_multiprocessing(self):
         # POSIX semaphores live in /dev/shm, which must stay writable under Landlock.
         r = jail("import multiprocessing as mp\nwith mp.Pool(2) as p: print(p.map(abs, [-1, -2]))")
