@@ -25,6 +25,9 @@ static const struct eb_backend_ops *const registry[] = {
 #ifdef HAVE_PYODIDE
     &eb_backend_pyodide,
 #endif
+#ifdef HAVE_GVISOR
+    &eb_backend_gvisor,
+#endif
 };
 
 static const char *const names[] = {
@@ -43,6 +46,9 @@ static const char *const names[] = {
 #endif
 #ifdef HAVE_PYODIDE
     "pyodide",
+#endif
+#ifdef HAVE_GVISOR
+    "gvisor",
 #endif
     NULL,
 };

@@ -299,8 +299,9 @@ struct execbox_executor_options {
      * ("http://10.0.0.5:8080,http://10.0.0.6:8080"); each run goes to one of them and fails
      * over to the next on a connection error, a 429 or a 5xx (see docs/deploy.md). */
     const char *remote_urls;
-    const char *remote_token; /* remote: their bearer token, NULL = $EXECBOX_REMOTE_TOKEN */
-    const char *e2b_template; /* e2b: template to start, NULL = "code-interpreter-v1" */
+    const char *remote_token;    /* remote: their bearer token, NULL = $EXECBOX_REMOTE_TOKEN */
+    const char *e2b_template;    /* e2b: template to start, NULL = "code-interpreter-v1" */
+    const char *gvisor_platform; /* gvisor: runsc platform ptrace | kvm | systrap; NULL = ptrace */
     /* Warm pool: sandboxes set up ahead of time, each serving exactly one run (see
      * docs/pool.md). A run finds one ready for its (policy, language) or runs cold; it never
      * waits for or fails because of the pool. */

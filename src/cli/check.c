@@ -18,7 +18,8 @@ static void help(FILE *f)
             "      --all            check every compiled-in backend\n"
             "      --docker-host URL, --image NAME, --runtime NAME   (docker)\n"
             "      --remote URL[,URL...], --remote-token T   (remote: probes each /v1/health)\n"
-            "      --e2b-template NAME   (e2b)\n",
+            "      --e2b-template NAME   (e2b)\n"
+            "      --gvisor-platform NAME   (gvisor)\n",
             EXECBOX_DEFAULT_BACKEND);
 }
 
@@ -55,6 +56,7 @@ int cmd_check(int argc, char **argv)
         {"remote", required_argument, NULL, CLI_OPT_REMOTE},
         {"remote-token", required_argument, NULL, CLI_OPT_REMOTE_TOKEN},
         {"e2b-template", required_argument, NULL, CLI_OPT_E2B_TEMPLATE},
+        {"gvisor-platform", required_argument, NULL, CLI_OPT_GVISOR_PLATFORM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -72,6 +74,7 @@ int cmd_check(int argc, char **argv)
         case CLI_OPT_REMOTE: o.remote_urls = optarg; break;
         case CLI_OPT_REMOTE_TOKEN: o.remote_token = optarg; break;
         case CLI_OPT_E2B_TEMPLATE: o.e2b_template = optarg; break;
+        case CLI_OPT_GVISOR_PLATFORM: o.gvisor_platform = optarg; break;
         case 'h': help(stdout); return 0;
         default: help(stderr); return 2;
         }

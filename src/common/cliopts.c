@@ -60,6 +60,7 @@ int cli_sandbox_option(struct cli_sandbox *s, int opt, const char *arg)
     case CLI_OPT_REMOTE: s->exec.remote_urls = arg; return 1;
     case CLI_OPT_REMOTE_TOKEN: s->exec.remote_token = arg; return 1;
     case CLI_OPT_E2B_TEMPLATE: s->exec.e2b_template = arg; return 1;
+    case CLI_OPT_GVISOR_PLATFORM: s->exec.gvisor_platform = arg; return 1;
     case CLI_OPT_PULL:
         if (strcmp(arg, "never") == 0)
             s->exec.docker_pull = 0;

@@ -31,6 +31,7 @@ enum {
     CLI_OPT_REMOTE_TOKEN,
     CLI_OPT_E2B_TEMPLATE,
     CLI_OPT_ALLOW_HOST,
+    CLI_OPT_GVISOR_PLATFORM,
     CLI_OPT__LAST,
 };
 
@@ -70,6 +71,7 @@ enum {
         {"remote", required_argument, NULL, CLI_OPT_REMOTE},                                       \
         {"remote-token", required_argument, NULL, CLI_OPT_REMOTE_TOKEN},                           \
         {"e2b-template", required_argument, NULL, CLI_OPT_E2B_TEMPLATE},                           \
+        {"gvisor-platform", required_argument, NULL, CLI_OPT_GVISOR_PLATFORM},                     \
     {                                                                                              \
         "pull", required_argument, NULL, CLI_OPT_PULL                                              \
     }
@@ -80,7 +82,7 @@ enum {
 /* Help text for the shared flags. */
 #define CLI_SANDBOX_HELP                                                                           \
     "Sandbox options:\n"                                                                           \
-    "  -b, --backend NAME       jail | subprocess | docker | remote | e2b "                        \
+    "  -b, --backend NAME       jail | subprocess | docker | remote | e2b | pyodide | gvisor "     \
     "(default: " EXECBOX_DEFAULT_BACKEND ")\n"                                                     \
     "  -t, --timeout SECONDS    wall-clock limit (default 10)\n"                                   \
     "  -m, --memory SIZE        memory cap, e.g. 256M, 1.5G (default 256M)\n"                      \
@@ -100,7 +102,8 @@ enum {
     "      --docker-host URL, --image NAME, --runtime NAME, --pull never|missing  (docker)\n"      \
     "      --remote URL[,URL...]  other `execbox serve` instances; --remote-token T (default\n"    \
     "                           $EXECBOX_REMOTE_TOKEN)  (remote)\n"                                \
-    "      --e2b-template NAME  (e2b; E2B_API_KEY from the environment)\n"
+    "      --e2b-template NAME  (e2b; E2B_API_KEY from the environment)\n"                         \
+    "      --gvisor-platform ptrace|kvm|systrap  (gvisor; default ptrace)\n"
 
 #define CLI_MAX_POLICY_FLAGS 64
 
