@@ -33,6 +33,7 @@
 #include "../buf.h"
 #include "../cancel.h"
 #include "../error.h"
+#include "../hostrule.h"
 #include "../proc.h"
 #include "../result.h"
 #include "../util.h"
@@ -179,6 +180,8 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
                  "enforced here on the stream; the sandbox's own lifetime is the timeout + %d s",
                  E2B_LIFETIME_MARGIN);
     eb_check_add(c, "network none", true, false, "allow_internet_access: false");
+    eb_check_add(c, "network allow", true, false,
+                 "allow_hosts as E2B's network.allowOut, the rest denied; ports not enforced");
     eb_check_add(c, "output_limit", true, false, "enforced here on the stream");
     for (size_t i = 0; i < ARRAY_SIZE(not_enforced); i++)
         eb_check_add(c, not_enforced[i].wall, false, false, "%s", not_enforced[i].detail);
@@ -309,18 +312,37 @@ struct sandbox {
     char domain[256]; /* the sandbox's domain, "" = the configured one */
 };
 
+/* network "allow": E2B's egress rules, allowOut the hosts (E2B filters by host or address,
+ * not by port) and denyOut everything else. NULL on ENOMEM. */
+static json_t *network_rules(const struct execbox_policy *p)
+{
+    json_t *allow = json_array();
+    for (size_t i = 0; allow && i < EXECBOX_ALLOW_HOSTS_MAX && p->allow_hosts[i][0]; i++) {
+        struct eb_host_rule rule;
+        char text[EXECBOX_ALLOW_HOST_LEN + 8];
+        if (eb_host_rule_parse(p->allow_hosts[i], &rule, NULL) < 0)
+            continue; /* the policy was validated when it was set */
+        rule.port = 0;
+        eb_host_rule_format(&rule, text, sizeof(text));
+        json_array_append_new(allow, json_string(text));
+    }
+    return allow ? json_pack("{s:o, s:[s]}", "allowOut", allow, "denyOut", "0.0.0.0/0") : NULL;
+}
+
 static int create_body(const struct e2b_state *s, const struct execbox_policy *p, char **ret,
                        struct execbox_error *err)
 {
     double life = ceil(p->timeout) + E2B_LIFETIME_MARGIN;
     if (life > E2B_LIFETIME_MAX)
         life = E2B_LIFETIME_MAX;
+    bool allow = p->network == EXECBOX_NETWORK_ALLOW;
     /* secure: the sandbox's own API wants the access token; autoPause false: at the end of
      * its lifetime the sandbox is killed, never kept. */
     json_t *b = json_pack("{s:s, s:I, s:b, s:b, s:b, s:{s:s}, s:{}}", "templateID", s->template_id,
-                          "timeout", (json_int_t)life, "secure", 1, "allow_internet_access",
-                          p->network != EXECBOX_NETWORK_NONE, "autoPause", 0, "metadata",
-                          "created_by", "execbox", "envVars");
+                          "timeout", (json_int_t)life, "secure", 1, "allow_internet_access", allow,
+                          "autoPause", 0, "metadata", "created_by", "execbox", "envVars");
+    if (b && allow)
+        json_object_set_new(b, "network", network_rules(p));
     char *j = b ? json_dumps(b, JSON_COMPACT) : NULL;
     json_decref(b);
     if (!j)
@@ -713,11 +735,14 @@ static int refuse(const struct eb_run *run, struct execbox_error *err)
     return 0;
 }
 
-static int record_degraded(struct execbox_result *res)
+static int record_degraded(const struct execbox_policy *p, struct execbox_result *res)
 {
     for (size_t i = 0; i < ARRAY_SIZE(not_enforced); i++)
         if (eb_result_add_degraded(res, not_enforced[i].wall) < 0)
             return -ENOMEM;
+    /* E2B's egress rules know hosts, not ports; and it reports no egress record. */
+    if (p->network == EXECBOX_NETWORK_ALLOW && eb_result_add_degraded(res, "allow_ports") < 0)
+        return -ENOMEM;
     return 0;
 }
 
@@ -729,7 +754,7 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     int r = refuse(run, err);
     if (r < 0)
         return r;
-    if (record_degraded(res) < 0)
+    if (record_degraded(p, res) < 0)
         return -ENOMEM;
     struct sandbox sb;
     r = create_sandbox(s, p, &sb, err);
@@ -817,4 +842,6 @@ const struct eb_backend_ops eb_backend_e2b = {
     .open = open_backend,
     .run = run,
     .close = close_backend,
+    /* E2B enforces the hosts of an allow-list itself (network.allowOut, the rest denied). */
+    .network_allow = true,
 };

@@ -86,6 +86,16 @@ class E2BTests(Tests):
         self.assert_deleted()
         check(sid in self.fake.deleted, "the executed sandbox was not the one deleted")
 
+    def test_network_allow(self):
+        r, p = self.e2b("--network", "allow", "--allow-host", "pypi.org",
+                        "--allow-host", "*.example.com:8443", "-c", "print(1)")
+        eq(r["exit_code"], 0, p.stderr)
+        b = self.creates()[0]["body"]
+        eq(b["allow_internet_access"], True)
+        eq(b["network"], {"allowOut": ["pypi.org", "*.example.com"], "denyOut": ["0.0.0.0/0"]})
+        check("allow_ports" in r["degraded"], r["degraded"])
+        self.assert_deleted()
+
     def test_template_flag(self):
         r, p = self.e2b("--e2b-template", "custom-tpl", "-c", "print(1)")
         eq(r["exit_code"], 0, p.stderr)
