@@ -115,6 +115,8 @@ def result_record(content):
 
 
 class AgentTests(Tests):
+    CHECK_TEMP_LEFTOVERS = True
+
     def test_first_try(self):
         for p in PROVIDERS:
             r = Run(p, "first_try")

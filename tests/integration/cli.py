@@ -29,6 +29,8 @@ def eq(a, b, what=""):
 
 
 class CliTests(Tests):
+    CHECK_TEMP_LEFTOVERS = True
+
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="execbox-it-cli-")
         # A private TMPDIR: its path marks every process of our runs in /proc.

@@ -43,9 +43,37 @@ def eq(a, b, what=""):
 
 
 class Tests:
-    """Minimal runner: every method named test_* runs; prints 'N passed, N failed'."""
+    """Minimal runner: every method named test_* runs; prints 'N passed, N failed'.
+
+    With CHECK_TEMP_LEFTOVERS, the tests' own temporary files and directories (Python's
+    tempfile) go to a private directory for the run, and anything still in it at the end fails
+    the suite: a test must clean up after itself."""
+
+    CHECK_TEMP_LEFTOVERS = False
 
     def main(self):
+        if not self.CHECK_TEMP_LEFTOVERS:
+            return self._main()
+        import shutil
+        import tempfile
+        root = tempfile.mkdtemp(prefix=f"execbox-it-{type(self).__name__}-")
+        saved, tempfile.tempdir = tempfile.tempdir, root
+        try:
+            self._main(exit=False)
+        finally:
+            tempfile.tempdir = saved
+            left = sorted(os.listdir(root))
+            shutil.rmtree(root, ignore_errors=True)
+        if left:
+            print(f"FAIL the tests left temporary files behind: {left}")
+            self.failed += 1
+        print(f"{self.passed} passed, {self.failed} failed, {self.skipped} skipped")
+        if self.failed:
+            sys.exit(1)
+        if self.passed == 0 and self.skipped:
+            sys.exit(SKIP)
+
+    def _main(self, exit=True):
         names = sorted(n for n in dir(self) if n.startswith("test_"))
         only = sys.argv[1:]
         passed = failed = skipped = 0
@@ -64,6 +92,9 @@ class Tests:
                 print(f"FAIL {n}: {e}", flush=True)
                 traceback.print_exc()
                 failed += 1
+        self.passed, self.failed, self.skipped = passed, failed, skipped
+        if not exit:
+            return
         print(f"{passed} passed, {failed} failed, {skipped} skipped")
         if failed:
             sys.exit(1)

@@ -99,6 +99,8 @@ PROGRAMS = [
 
 
 class RemoteTests(Tests):
+    CHECK_TEMP_LEFTOVERS = True
+
     def test_results_identical_to_local_runs(self):
         with serve() as a, serve() as b:
             for extra, code in PROGRAMS:

@@ -181,6 +181,8 @@ def sse_events(resp):
 
 
 class ServeTests(Tests):
+    CHECK_TEMP_LEFTOVERS = True
+
     def test_basics_health_execute_errors(self):
         with Server() as s:
             st, hd, data = s.request("GET", "/v1/health")
@@ -523,13 +525,52 @@ class ServeTests(Tests):
             assert m["execbox_queue_depth"] == 0 and m["execbox_sandboxes_in_flight"] == 0, m
             assert s.stop() == 0
 
-    def _marker_server(self):
-        ws = tempfile.mkdtemp(prefix="serve-ws-")
-        return ws, Server("--workspace", ws, "--timeout", "30")
+    def test_restart_sweeps_after_kill(self):
+        """A serve killed with runs in flight leaves cgroups behind; the next serve removes
+        them as it starts, before any request (not at its first run)."""
+        if BACKEND not in (None, "jail"):
+            return
+        import glob
+
+        def leftovers(pid):
+            groups = glob.glob(f"/sys/fs/cgroup/**/execbox-{pid}-*", recursive=True)
+            procs = []
+            for d in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{d}/cgroup") as f:
+                        if f"execbox-{pid}-" in f.read():
+                            procs.append(int(d))
+                except OSError:
+                    pass
+            return groups, procs
+
+        with tempfile.TemporaryDirectory(prefix="serve-ws-") as ws:
+            with Server("--workers", "2", "-w", ws) as s:
+                conns = []
+                for i in range(2):
+                    c = s.conn()
+                    c.request("POST", "/v1/execute", headers={"Content-Type": JSON}, body=json.dumps(
+                        {"code": f"import time\nopen('up-{i}', 'w').close()\ntime.sleep(60)"}))
+                    conns.append(c)
+                wait_for(lambda: all(os.path.exists(os.path.join(ws, f"up-{i}")) for i in range(2)),
+                         what="both runs to start")
+                old = s.proc.pid
+                assert leftovers(old)[0], "the runs' cgroups exist while they run"
+                s.proc.kill()
+                s.proc.wait()
+                for c in conns:
+                    c.close()
+            # Nothing of it runs any more (the sandboxes die with their server)...
+            wait_for(lambda: leftovers(old)[1] == [], timeout=10, what="the sandboxes to die")
+            with Server() as s2:
+                # ... and once the next server listens, its cgroups are gone too.
+                groups, procs = leftovers(old)
+                assert groups == [] and procs == [], (groups, procs)
+                assert s2.stop() == 0
 
     def test_client_disconnect_kills_sandbox(self):
-        ws, srv = self._marker_server()
-        with srv as s:
+        with tempfile.TemporaryDirectory(prefix="serve-ws-") as ws, \
+                Server("--workspace", ws, "--timeout", "30") as s:
             for stream in (False, True):
                 tag = uuid.uuid4().hex[:8]
                 code = (f"import time\nopen('started-{tag}', 'w').close()\nprint('up', flush=True)"
