@@ -308,6 +308,11 @@ struct execbox_executor_options {
     unsigned pool_size;       /* warm sandboxes kept per (policy, language); 0: no pool */
     const char *pool_preload; /* modules imported ahead of time, "numpy,pandas"; NULL: none */
     double pool_idle;         /* seconds a warm sandbox may wait unused; 0: 300 */
+    /* jail: at open, remove what killed execbox processes left behind (cgroups, workspaces,
+     * stages) even when another execbox did so moments ago; otherwise that sweep runs at most
+     * once per 10 s per host. Long-lived programs (serve, mcp) set it, so that a restart cleans
+     * up after its killed predecessor at once. */
+    bool sweep_now;
 };
 
 struct execbox_executor;

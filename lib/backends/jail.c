@@ -319,9 +319,10 @@ static bool sweep_due(const struct jail *j)
  * from), and it replays the workspace-root journals of dead runs. Only names whose pid is
  * dead; every delete relative to a directory fd, never following a symlink (eb_rm_rf_at).
  * (Mounts and processes need no sweep: they live in namespaces that died with the run.) */
-static void remove_stale(struct jail *j)
+static void remove_stale(struct jail *j, bool force)
 {
-    if (!sweep_due(j))
+    bool due = sweep_due(j); /* restamps when due */
+    if (!due && !force)
         return;
     eb_cgroup_remove_stale(&j->cg, CG_PREFIX);
     DIR *d = opendir(eb_tmp_dir());
@@ -500,7 +501,7 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     }
     eb_plan_init(&j->proc_plan);
     eb_plan_add(&j->proc_plan, EB_MOP_PROC, NULL, "proc", NULL, 0, -1);
-    remove_stale(j);
+    remove_stale(j, o && o->sweep_now);
     *ret_state = j;
     return 0;
 }

@@ -323,6 +323,9 @@ int cmd_serve(int argc, char **argv)
         drain_timeout = t * ((double)queue / (double)workers + 2) + 10;
     }
     struct execbox_error err = {0};
+    /* A server restarted after a kill -9 cleans up after its predecessor now, not at some
+     * later run. */
+    sb.exec.sweep_now = true;
     if (execbox_executor_new(&sb.exec, &cfg.exec, &err) < 0) {
         fprintf(stderr, "execbox serve: %s\n", err.msg);
         return EXIT_EXECBOX;

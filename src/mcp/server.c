@@ -932,6 +932,7 @@ int cmd_mcp(int argc, char **argv)
 
     if (take_stdio(&s) < 0)
         goto out;
+    sb.exec.sweep_now = true; /* a restart cleans up after its killed predecessor now */
     if (cli_sandbox_executor(&sb, &s.ex) < 0)
         goto out;
     /* With --pool, Python sandboxes for the host's own policy start now, before the first call
