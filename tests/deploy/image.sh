@@ -49,7 +49,7 @@ echo "image built in $(( $(date +%s) - t0 ))s; size $(pm image inspect "$tag" --
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # The privileges of deploy/kubernetes/deployment.yaml, in podman's words.
-priv=(--cap-drop ALL --cap-add SYS_ADMIN,SETUID,SETGID,SYS_CHROOT,KILL,DAC_OVERRIDE,FOWNER,CHOWN
+priv=(--cap-drop ALL --cap-add SYS_ADMIN,SETUID,SETGID,SETPCAP,SYS_CHROOT,KILL,DAC_OVERRIDE,FOWNER,CHOWN,NET_ADMIN
       --security-opt seccomp=unconfined --security-opt apparmor=unconfined
       --security-opt unmask=/proc/* --tmpfs /run/execbox --tmpfs /tmp --read-only)
 
