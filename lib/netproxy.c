@@ -397,7 +397,9 @@ static int build_forward_head(struct conn *c, const char *method, size_t mlen, c
                               size_t plen, const char *version, size_t vlen, const char *hdrs,
                               size_t hlen, const char *authority, size_t alen)
 {
-    size_t cap = mlen + plen + vlen + hlen + alen + 64;
+    /* A kept line grows by at most one byte (a bare LF becomes CRLF), and a line is at least
+     * two bytes: twice the headers' length is always enough. */
+    size_t cap = mlen + plen + vlen + 2 * hlen + alen + 64;
     char *out = malloc(cap);
     if (!out)
         return -ENOMEM;

@@ -211,6 +211,37 @@ print(json.dumps(out))
         assert all(e["bytes_out"] == 0 and e["bytes_in"] == 0 for e in eg), eg
         assert eg[-1]["host"] == "other.test" and eg[-1]["port"] == P2, eg
 
+    def test_odd_request_heads(self):
+        P = self.web.port
+        code = f"""
+import json, socket
+def ask(data):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(data)
+    got = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    return got.split(b"\\r\\n")[0].decode()
+out = [
+    # bare-LF headers, as many as fit: the forwarded head grows (LF -> CRLF)
+    ask(b"GET http://web.test:{P}/hello HTTP/1.1\\n" + b"x:\\n" * 2600 + b"\\n"),
+    ask(b"GET http://web.test:{P}/hello HTTP/1.0\\n\\n"),
+    ask(b"GET /hello HTTP/1.1\\r\\n\\r\\n"),
+    ask(b"GET https://web.test:{P}/ HTTP/1.1\\r\\n\\r\\n"),
+    ask(b"GET http://user@web.test:{P}/ HTTP/1.1\\r\\n\\r\\n"),
+    ask(b"CONNECT web.test HTTP/1.1\\r\\n\\r\\n"),
+    ask(b"NONSENSE\\r\\n\\r\\n"),
+    ask(b"GET http://web.test:{P}/" + b"a" * 9000 + b" HTTP/1.1\\r\\n\\r\\n"),
+]
+print(json.dumps(out))
+"""
+        o = self.out(self.py(code, *self.allow_web))
+        assert o[0].startswith("HTTP/1.") and o[1] == "HTTP/1.0 200 OK", o
+        assert [x.split(" ")[1] for x in o[2:]] == ["400", "400", "400", "400", "400", "431"], o
+
     def test_egress_list_is_capped(self):
         code = """
 import socket
