@@ -201,7 +201,12 @@ static void egress_add(struct eb_proxy *p, struct conn *c, const char *host, uin
     }
     struct execbox_egress *e = &p->egress[p->n_egress];
     memset(e, 0, sizeof(*e));
-    snprintf(e->host, sizeof(e->host), "%s", host);
+    /* The code chose these bytes: only printable ASCII goes on the record (a name that fails
+     * to parse is still listed, as best it can be). */
+    size_t i = 0;
+    for (; host[i] && i < sizeof(e->host) - 1; i++)
+        e->host[i] = host[i] > 0x20 && host[i] < 0x7f ? host[i] : '?';
+    e->host[i] = '\0';
     e->port = port;
     c->egress = (int)p->n_egress++;
 }

@@ -234,13 +234,17 @@ out = [
     ask(b"GET http://user@web.test:{P}/ HTTP/1.1\\r\\n\\r\\n"),
     ask(b"CONNECT web.test HTTP/1.1\\r\\n\\r\\n"),
     ask(b"NONSENSE\\r\\n\\r\\n"),
+    ask(b"CONNECT \\xff\\xfe\\x01bad:443 HTTP/1.1\\r\\n\\r\\n"),
     ask(b"GET http://web.test:{P}/" + b"a" * 9000 + b" HTTP/1.1\\r\\n\\r\\n"),
 ]
 print(json.dumps(out))
 """
-        o = self.out(self.py(code, *self.allow_web))
+        res = self.py(code, *self.allow_web)
+        o = self.out(res)
         assert o[0].startswith("HTTP/1.") and o[1] == "HTTP/1.0 200 OK", o
-        assert [x.split(" ")[1] for x in o[2:]] == ["400", "400", "400", "400", "400", "431"], o
+        assert [x.split(" ")[1] for x in o[2:]] == ["400"] * 6 + ["431"], o
+        # A host of bytes that are no text still makes a valid record.
+        assert res["egress"][-1]["host"] == "???bad" and not res["egress"][-1]["allowed"], res
 
     def test_egress_list_is_capped(self):
         code = """
