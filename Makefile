@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Convenience front-end to CMake presets. `make run` and `make test` install what they need
 # (apt-get as root) and build from nothing; plain `make` builds the CLI at build/execbox.
-.PHONY: all deps build asan release run test test-dev test-asan test-image install bench format lint clean
+.PHONY: all deps build asan release run test test-dev test-asan test-image install bench format lint clean soak
 
 all: build
 
@@ -45,6 +45,10 @@ install: build
 
 bench: release
 	bench/run.sh
+
+# Reliability figures (root): kill -9 of run, serve and mcp --pool 2, and what is left after.
+soak: build
+	tests/soak/kill9.py --rounds 5 --execbox build/execbox
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

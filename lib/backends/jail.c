@@ -291,12 +291,22 @@ static void replay_journal(int dfd, const char *name)
     (void)unlinkat(dfd, name, 0);
 }
 
-/* At most once per EB_SWEEP_INTERVAL seconds per host (per user unprivileged): the stamp's
- * mtime says when the last sweep began. */
+/* At most once per EB_SWEEP_INTERVAL seconds per host and sweep scope: the stamp's mtime says
+ * when the last sweep began. A sweep sees only the cgroups below its process's own cgroup and
+ * its own $TMPDIR, so processes with other ones keep other stamps (named by a hash of both): a
+ * sweep elsewhere must not stand in for ours. */
 static bool sweep_due(const struct jail *j)
 {
-    char p[EXECBOX_PATH_MAX + 16];
-    snprintf(p, sizeof(p), "%s/.swept", j->cache);
+    uint32_t h = 2166136261U; /* FNV-1a */
+    const char *parts[EB_CG_N + 1];
+    for (int c = 0; c < EB_CG_N; c++)
+        parts[c] = j->cg.base[c];
+    parts[EB_CG_N] = eb_tmp_dir();
+    for (int i = 0; i <= EB_CG_N; i++)
+        for (const char *q = parts[i]; q && *q; q++)
+            h = (h ^ (uint8_t)*q) * 16777619U;
+    char p[EXECBOX_PATH_MAX + 32];
+    snprintf(p, sizeof(p), "%s/.swept-%08x", j->cache, h);
     _cleanup_close_ int fd =
         open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     struct stat st;

@@ -42,8 +42,8 @@ def owner_alive(path):
 
 def force_sweep():
     """The start-up sweep runs at most once per interval per host; forget when it last ran."""
-    for stamp in glob.glob("/run/execbox/jail/.swept") + glob.glob(
-            os.path.join(tempfile.gettempdir(), f"execbox-jail-{os.geteuid()}/.swept")):
+    for stamp in glob.glob("/run/execbox/jail/.swept*") + glob.glob(
+            os.path.join(tempfile.gettempdir(), f"execbox-jail-{os.geteuid()}/.swept*")):
         os.unlink(stamp)
 
 

@@ -177,7 +177,7 @@ os.mkdir('sub', 0o755); os.chmod('sub', 0o755)
                 if p.poll() is None:
                     p.kill()
             os.unlink(os.path.join(self.ws, "started"))
-            for stamp in glob.glob("/run/execbox/jail/.swept"):
+            for stamp in glob.glob("/run/execbox/jail/.swept*"):
                 os.unlink(stamp)  # the sweep runs at most once per interval: make it due
             res, _ = run_json(["-b", "jail", "-c", "print(1)"])
             assert res["exit_code"] == 0, res
