@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* tool.c - the tool definition an agent registers (DESIGN.md section 5), for MCP, Anthropic and
+/* tool.c - the tool definition an agent registers (docs/mcp.md), for MCP, Anthropic and
  * OpenAI, and the JSON Schema of the result record. */
 #include <errno.h>
 #include <jansson.h>

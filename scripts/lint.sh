@@ -15,6 +15,11 @@ if git ls-files 'src/*.c' 'src/*.h' | grep -v '^src/cli/' | xargs grep -nE '#inc
     echo "lint: a surface includes a private header of src/cli/ (share it from src/common/)" >&2
     status=1
 fi
+# The project's own docs stand alone: nothing sends a reader to the design notes outside it.
+if git ls-files | grep -vE '^(scripts/lint.sh)$' | xargs grep -nI 'DESIGN\.md' ; then
+    echo "lint: a file refers to DESIGN.md, which users do not have (point to docs/ instead)" >&2
+    status=1
+fi
 if command -v clang-format >/dev/null; then
     bad=$(for f in $files; do clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || echo "$f"; done)
     if [[ -n "$bad" ]]; then

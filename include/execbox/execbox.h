@@ -72,7 +72,7 @@ const char *execbox_version(void);
  * is bytes) into *ret_bytes. -EINVAL with a message naming the bad value, -ERANGE if too big. */
 int execbox_parse_size(const char *s, uint64_t *ret_bytes, struct execbox_error *err);
 
-/* ---- the security policy (DESIGN.md section 2) -------------------------------------------- */
+/* ---- the security policy (docs/policy.md) ------------------------------------------------ */
 
 enum execbox_network {
     EXECBOX_NETWORK_NONE = 0, /* an empty network namespace: no sockets to anywhere */
@@ -117,8 +117,8 @@ struct execbox_policy {
 /* Fills *p with the documented defaults (the same values a zeroed policy resolves to). */
 void execbox_policy_init(struct execbox_policy *p);
 
-/* Sets one field by its DESIGN.md name ("timeout", "memory", "output_limit"; '-' and '_' are
- * interchangeable) from text: sizes as in execbox_parse_size, timeout as seconds (decimal),
+/* Sets one field by its name (docs/policy.md: "timeout", "memory", "output_limit"; '-' and '_'
+ * are interchangeable) from text: sizes as in execbox_parse_size, timeout as seconds (decimal),
  * cpus as a decimal, pids as an integer, network "none" or "allow"; "allow_hosts" and
  * "allow_ports" replace their list with a comma-separated one, "allow_host" appends one entry
  * (the --allow-host flag). On failure *p is unchanged and the message names the field and the
@@ -202,7 +202,7 @@ struct execbox_request {
     size_t inline_files_max; /* image files in /workspace up to this size come back inline */
 };
 
-/* ---- the result record (DESIGN.md section 3) --------------------------------------------- */
+/* ---- the result record (docs/result.md) -------------------------------------------------- */
 
 enum execbox_killed_reason {
     EXECBOX_KILLED_NONE = 0,
@@ -276,7 +276,7 @@ enum {
     EXECBOX_JSON_NO_FILE_DATA = 1 << 1, /* leave inline file data out */
 };
 
-/* The result as one JSON object (DESIGN.md section 3). Invalid UTF-8 in the output becomes
+/* The result as one JSON object (docs/result.md). Invalid UTF-8 in the output becomes
  * U+FFFD so the JSON is always valid. Free *ret_json with execbox_free(). */
 int execbox_result_to_json(const struct execbox_result *r, unsigned flags, char **ret_json,
                            struct execbox_error *err);
@@ -401,7 +401,7 @@ char *execbox_utf8_sanitize(const char *data, size_t len, size_t *ret_len, size_
  * when out of memory. */
 char *execbox_base64(const void *data, size_t len);
 
-/* ---- the tool definition (DESIGN.md section 5) ------------------------------------------- */
+/* ---- the tool definition (docs/mcp.md) --------------------------------------------------- */
 
 enum execbox_schema_format {
     EXECBOX_SCHEMA_MCP = 0,   /* {name, description, inputSchema, outputSchema, annotations} */

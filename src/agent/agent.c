@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* agent.c - `execbox agent "TASK"`: the self-debugging loop (DESIGN.md section 7). Each turn
+/* agent.c - `execbox agent "TASK"`: the self-debugging loop (docs/agent.md). Each turn
  * asks the model with the execute_python tool; when it calls the tool, its reply is appended to
  * the history first, the code runs in a fresh sandbox, then the result is appended (failures
  * flagged as errors, the traceback whole). After --max-attempts failed runs the agent stops and

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* run.c - `execbox run`: run code once in a fresh sandbox (DESIGN.md section 4). */
+/* run.c - `execbox run`: run code once in a fresh sandbox (README.md, docs/result.md). */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>

@@ -347,6 +347,32 @@ class CliTests(Tests):
         with open(os.path.join(cwd, "out", "r.txt")) as f:
             eq(f.read(), "hi")
 
+    def test_docs_policy_and_result(self):
+        """docs/policy.md's example file is a valid policy naming every field of its table,
+        and docs/result.md documents every field a result record has."""
+        import re
+        src = os.environ.get("EXECBOX_SOURCE", os.path.join(os.path.dirname(__file__), "../.."))
+        with open(os.path.join(src, "docs", "policy.md"), encoding="utf-8") as f:
+            doc = f.read()
+        example = json.loads(re.search(r"```json\n(.*?)```", doc, re.S).group(1))
+        table = re.findall(r"^\| `(\w+)` \|", doc, re.M)
+        eq(sorted(table), sorted(example), "the fields of the table and of the example")
+        ws = os.path.join(self.dir, "doc-ws")
+        os.makedirs(ws, exist_ok=True)
+        example["workspace"] = ws
+        pol = self.path("doc-policy.json", json.dumps(example))
+        p = run(["schema", "--policy", pol], env=self.env)
+        eq(p.returncode, 0, f"the example policy: {p.stderr}")
+        with open(os.path.join(src, "docs", "result.md"), encoding="utf-8") as f:
+            doc = f.read()
+        documented = set(re.findall(r"`(\w+)`", doc))
+        code = "import os\nopen('f.txt', 'w').write('x')\nraise SystemExit(3)"
+        r, p = self.run_json("-c", code)
+        missing = [k for k in r if k not in documented]
+        eq(missing, [], "result fields missing from docs/result.md")
+        for k in r["files"][0]:
+            check(k in documented, f"files[].{k} is not documented")
+
     def test_accepted_policy_flags(self):
         # Walls the subprocess backend does not build are still parsed and accepted.
         for args in (["--pids", "10"], ["--network", "none"], ["--tmpfs", "16M"],

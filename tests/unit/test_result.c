@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_result.c - the result record as JSON: every field of DESIGN.md section 3 with its type,
+/* test_result.c - the result record as JSON: every field of docs/result.md with its type,
  * invalid UTF-8 made valid, files with inline base64, the degraded list, sandbox errors. */
 #include <errno.h>
 #include <jansson.h>
@@ -53,7 +53,7 @@ static void test_every_field(void **state)
         "files",        "backend",      "language",
     };
     assert_int_equal(json_object_size(o), sizeof(order) / sizeof(order[0]));
-    /* The order of DESIGN.md (the four core fields first). */
+    /* The order of docs/result.md (the four core fields first). */
     void *it = json_object_iter(o);
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++, it = json_object_iter_next(o, it))
         assert_string_equal(json_object_iter_key(it), order[i]);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_tool.c - the tool definition an agent registers (DESIGN.md section 5) in its three
+/* test_tool.c - the tool definition an agent registers (docs/mcp.md) in its three
  * shapes, and the format names. */
 #include <errno.h>
 #include <jansson.h>
