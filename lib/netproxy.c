@@ -653,9 +653,11 @@ static const char *addr_refused(const struct eb_proxy *p, const struct conn *c,
 static void lookup_done(struct eb_proxy *p, const struct lookup *l)
 {
     if (!l->err && l->n > 0) {
+        /* An answer from the cache is not cached again (its age stays its first lookup's). */
         bool cached = false;
         for (size_t i = 0; i < ARRAY_SIZE(p->cache) && !cached; i++)
-            cached = p->cache[i].at_ns && p->cache[i].l.id == l->id;
+            cached = p->cache[i].at_ns && strcmp(p->cache[i].l.name, l->name) == 0 &&
+                     eb_now_ns() - p->cache[i].at_ns < ms_ns(EB_PROXY_LOOKUP_TTL_MS);
         if (!cached) {
             struct cached *k = &p->cache[p->cache_next++ % ARRAY_SIZE(p->cache)];
             k->at_ns = eb_now_ns();

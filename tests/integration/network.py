@@ -226,8 +226,9 @@ def ask(data):
         got += d
     return got.split(b"\\r\\n")[0].decode()
 out = [
-    # bare-LF headers, as many as fit: the forwarded head grows (LF -> CRLF)
-    ask(b"GET http://web.test:{P}/hello HTTP/1.1\\n" + b"x:\\n" * 2600 + b"\\n"),
+    # bare-LF headers (as many as the server takes): the forwarded head grows (LF -> CRLF)
+    ask(b"GET http://web.test:{P}/hello HTTP/1.1\\n" +
+        b"".join(b"x%d: y\\n" % i for i in range(97)) + b"\\n"),
     ask(b"GET http://web.test:{P}/hello HTTP/1.0\\n\\n"),
     ask(b"GET /hello HTTP/1.1\\r\\n\\r\\n"),
     ask(b"GET https://web.test:{P}/ HTTP/1.1\\r\\n\\r\\n"),
@@ -241,7 +242,7 @@ print(json.dumps(out))
 """
         res = self.py(code, *self.allow_web)
         o = self.out(res)
-        assert o[0].startswith("HTTP/1.") and o[1] == "HTTP/1.0 200 OK", o
+        assert o[0] == "HTTP/1.0 200 OK" and o[1] == "HTTP/1.0 200 OK", o
         assert [x.split(" ")[1] for x in o[2:]] == ["400"] * 6 + ["431"], o
         # A host of bytes that are no text still makes a valid record.
         assert res["egress"][-1]["host"] == "???bad" and not res["egress"][-1]["allowed"], res
