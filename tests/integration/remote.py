@@ -120,6 +120,15 @@ class RemoteTests(Tests):
             assert r["timed_out"] and r["exit_code"] == 124, r
             assert "2 seconds" in r["error"]["value"], r
             assert r["execution_time"] < 3.5, r
+            # the field itself: a boolean; without it a limit above the maximum is still a 400
+            hd = {"Authorization": f"Bearer {TOKEN}"}
+            st, _, r = a.execute({"code": "print(1)", "timeout": 5, "cap": "yes"}, headers=hd)
+            assert st == 400 and r["error"]["field"] == "cap", (st, r)
+            st, _, r = a.execute({"code": "print(1)", "timeout": 5}, headers=hd)
+            assert st == 400 and r["error"]["field"] == "timeout", (st, r)
+            st, _, r = a.execute({"code": "print(1)", "timeout": 5, "memory": "1G", "cap": True},
+                                 headers=hd)
+            assert st == 200 and r["stdout"] == "1\n", (st, r)
             # a lower limit than the remote's is kept: the output cap travels
             r, _ = run_json(remote_args(url(a)) + ["--output-limit", "64", "-c", "print('y' * 999)"])
             assert r["stdout_truncated"] and r["stdout_bytes"] == 1000, r
