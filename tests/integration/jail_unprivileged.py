@@ -45,6 +45,34 @@ class Unprivileged(Tests):
         assert [f["path"] for f in r["files"]] == ["f.txt"], r["files"]
         assert set(glob.glob("/tmp/execbox-ws-*")) == before  # the fresh workspace is gone
 
+    def test_no_setuid_in_a_host_workspace(self):
+        # Unprivileged too: no setuid or setgid bit by chmod or by a creating open's mode, and
+        # the workspace directory keeps its own mode.
+        import stat
+        import tempfile
+        ws = tempfile.mkdtemp(prefix="eb-unpriv-ws-")
+        try:
+            os.chown(ws, 65534, 65534)
+            os.chmod(ws, 0o750)
+            p = nobody("run", "--json", "-b", "jail", "--allow-degraded", "-w", ws, "-c",
+                       "import os\nopen('f', 'w').close()\n"
+                       "for what, fn in (('chmod', lambda: os.chmod('f', 0o4755)),\n"
+                       "                 ('open', lambda: os.open('g', os.O_CREAT | os.O_WRONLY, 0o6755)),\n"
+                       "                 ('root', lambda: os.chmod('/workspace', 0o2777))):\n"
+                       "    try: fn(); print(what, 'allowed')\n"
+                       "    except OSError as e: print(what, 'refused', e.errno)\n")
+            import json
+            r = json.loads(p.stdout)
+            assert r["exit_code"] == 0, r
+            assert r["stdout"].splitlines() == ["chmod refused 1", "open refused 1",
+                                                "root refused 1"], r["stdout"]
+            for d, dirs, files in os.walk(ws):
+                for n in [d] + [os.path.join(d, x) for x in files]:
+                    assert not os.lstat(n).st_mode & (stat.S_ISUID | stat.S_ISGID), n
+            assert stat.S_IMODE(os.stat(ws).st_mode) == 0o750
+        finally:
+            shutil.rmtree(ws, ignore_errors=True)
+
     def test_check_says_why(self):
         p = nobody("check", "-b", "jail")
         assert p.returncode == 1 and "status: degraded" in p.stdout, p.stdout
