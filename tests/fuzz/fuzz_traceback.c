@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz_traceback.c - libFuzzer target for the Python traceback parser (lib/traceback.c): any
+ * stderr a guest writes is parsed for its last exception. Whatever the bytes, the parser must
+ * not read out of bounds, and a name it reports must lie within the input. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "execbox/execbox.h"
+#include "result.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct execbox_result *r = calloc(1, sizeof(*r));
+    if (!r)
+        return 0;
+    /* An exact-size copy: ASan catches any read past the guest's bytes. */
+    r->stderr_data = malloc(size ? size : 1);
+    if (!r->stderr_data) {
+        free(r);
+        return 0;
+    }
+    memcpy(r->stderr_data, data, size);
+    r->stderr_len = size;
+    r->exit_code = 1;
+    (void)eb_parse_python_error(r);
+    if (r->error_name && strlen(r->error_name) > size)
+        abort();
+    execbox_result_free(r);
+    return 0;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds a library fuzz target (tests/fuzz/fuzz_NAME.c) with clang's libFuzzer (+ASan/UBSan)
+# and runs it from its seeds in tests/fuzz/corpus/NAME. New inputs go to the build tree, or with
+# FUZZ_KEEP=1 (long runs outside CI) into tests/fuzz/corpus/NAME itself.
+# Usage: run_lib_target.sh SOURCE_DIR BUILD_DIR NAME [SECONDS]
+set -euo pipefail
+src=$1
+out=$2/fuzz
+name=$3
+seconds=${4:-${FUZZ_SECONDS:-20}}
+if ! command -v clang >/dev/null; then
+    echo "skip: clang is not installed (scripts/deps/serve.apt lists it)"
+    exit 77
+fi
+mkdir -p "$out/corpus-$name" "$src/tests/fuzz/corpus/$name"
+first=$out/corpus-$name
+[ "${FUZZ_KEEP:-0}" = 1 ] && first=$src/tests/fuzz/corpus/$name
+clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=all -I"$src/include" -I"$src/lib" -I"$src/src" \
+    "$src/tests/fuzz/fuzz_$name.c" "$src/lib/policy.c" "$src/lib/traceback.c" "$src/lib/result.c" \
+    "$src/lib/text.c" "$src/lib/error.c" "$src/lib/lang.c" "$src/lib/util.c" "$src/lib/workspace.c" "$src/lib/hostrule.c" \
+    $(pkg-config --cflags --libs jansson) -lm -o "$out/fuzz_$name"
+"$out/fuzz_$name" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$out/" "$first" "$src/tests/fuzz/corpus/$name" 2>&1 |
+    tail -25
+exit "${PIPESTATUS[0]}"
