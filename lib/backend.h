@@ -54,6 +54,8 @@ struct eb_backend_ops {
     /* Optional, for `execbox check` only (not probed at every open: it may cost a namespace):
      * adds a wall saying whether network "allow" works here. */
     void (*check_network)(struct execbox_check *report);
+    /* Optional: fills the template fields of the pool's counters. */
+    void (*warm_stats)(void *state, struct execbox_pool_stats *ret);
 };
 
 const struct eb_backend_ops *eb_backend_find(const char *name);

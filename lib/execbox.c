@@ -240,4 +240,6 @@ void execbox_executor_pool_stats(struct execbox_executor *ex, struct execbox_poo
     memset(ret, 0, sizeof(*ret));
     if (ex && ex->pool)
         eb_pool_stats(ex->pool, ret);
+    if (ex && ex->pool && ex->ops->warm_stats)
+        ex->ops->warm_stats(ex->state, ret);
 }

@@ -19,7 +19,14 @@ struct eb_language {
      * modules, waits for a byte on fd 3, then runs the file argv[1] with stdin from argv[2]
      * exactly as a cold start would; NULL where the language cannot start warm. */
     const char *warm_bootstrap;
+    /* Template (lib/jail/template.c): a program that imports the preload once and forks a run
+     * per request through the template helper (see lib/lang/python_template.py); NULL where the
+     * language has none. */
+    const char *template_bootstrap;
 };
+
+/* The bootstraps, embedded from lib/lang/ (lang_blobs.c). */
+extern const char eb_python_warm_bootstrap[], eb_python_template_bootstrap[];
 
 /* The entry for name (NULL means python), or NULL when unknown. */
 const struct eb_language *eb_language_find(const char *name);

@@ -47,17 +47,26 @@ void eb_guest_exec(const struct eb_guest *g)
     int in = fcntl(g->stdin_fd, F_DUPFD_CLOEXEC, 16);
     int out = fcntl(g->stdout_fd, F_DUPFD_CLOEXEC, 16);
     int errfd = fcntl(g->stderr_fd, F_DUPFD_CLOEXEC, 16);
-    int three = g->pass_fd3 ? fcntl(g->fd3, F_DUPFD_CLOEXEC, 16) : -1;
+    int pass[EB_PASS_FDS_MAX];
+    int n_pass = g->n_pass < EB_PASS_FDS_MAX ? g->n_pass : EB_PASS_FDS_MAX;
+    bool pass_ok = true;
+    for (int i = 0; i < n_pass; i++)
+        pass_ok &= (pass[i] = fcntl(g->pass_fds[i], F_DUPFD_CLOEXEC, 16)) >= 0;
     int status = fcntl(g->status_fd, F_DUPFD_CLOEXEC, 16);
     if (status < 0)
         _exit(127);
-    if (in < 0 || out < 0 || errfd < 0 || (g->pass_fd3 && three < 0) || dup2(in, 0) < 0 ||
-        dup2(out, 1) < 0 || dup2(errfd, 2) < 0 || (three >= 0 && dup2(three, 3) < 0)) {
+    if (in < 0 || out < 0 || errfd < 0 || !pass_ok || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
+        dup2(errfd, 2) < 0) {
         eb_child_send_error(status, -errno, "set up stdio");
         _exit(127);
     }
+    for (int i = 0; i < n_pass; i++)
+        if (dup2(pass[i], 3 + i) < 0) {
+            eb_child_send_error(status, -errno, "pass fds to the guest");
+            _exit(127);
+        }
     /* Every other inherited fd is closed by exec (the status pipe stays open until then). */
-    unsigned first = three >= 0 ? 4U : 3U;
+    unsigned first = 3U + (unsigned)n_pass;
     if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
         for (int fd = (int)first; fd < 65536; fd++)
             fcntl(fd, F_SETFD, FD_CLOEXEC);
@@ -100,14 +109,11 @@ void eb_init_main(const struct eb_init *in)
      * its stdio included (other sandboxes' pipes among them, whose EOF must not wait for us,
      * and a server's sockets, which must close when the server closes them). */
     const struct eb_guest *g = in->guest;
-    int keep[7 + EB_LEAVE_FDS_MAX] = {in->status_fd,
-                                      in->ctl_fd,
-                                      g->stdin_fd,
-                                      g->stdout_fd,
-                                      g->stderr_fd,
-                                      g->status_fd,
-                                      g->pass_fd3 ? g->fd3 : -1};
-    int nkeep = 7;
+    int keep[6 + EB_PASS_FDS_MAX + EB_LEAVE_FDS_MAX] = {
+        in->status_fd, in->ctl_fd, g->stdin_fd, g->stdout_fd, g->stderr_fd, g->status_fd};
+    int nkeep = 6;
+    for (int i = 0; i < g->n_pass && i < EB_PASS_FDS_MAX; i++)
+        keep[nkeep++] = g->pass_fds[i];
     for (int i = 0; i < in->n_leave && i < EB_LEAVE_FDS_MAX; i++)
         keep[nkeep++] = in->leave_fds[i];
     int cr = eb_close_all_except(keep, nkeep);
@@ -417,7 +423,7 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
     /* Reap init; it is dead or dying (SIGKILL as a last resort). */
     siginfo_t si;
     memset(&si, 0, sizeof(si));
-    for (int tries = 0;; tries++) {
+    for (int tries = 0; !c->not_ours; tries++) {
         int w =
             (int)syscall(SYS_waitid, P_PIDFD, c->pidfd, &si, WEXITED | (tries ? 0 : WNOHANG), NULL);
         if (w == 0 && si.si_pid != 0)

@@ -32,6 +32,8 @@ struct eb_msg {
     struct execbox_error err; /* E */
 };
 
+#define EB_PASS_FDS_MAX 6
+
 /* What the guest does between fork and exec. Everything here is prepared by the parent;
  * the child only makes async-signal-safe calls. */
 struct eb_guest {
@@ -39,8 +41,10 @@ struct eb_guest {
     int stdout_fd; /* becomes fd 1 */
     int stderr_fd; /* becomes fd 2 */
     int status_fd; /* an exec failure is reported here (closed by exec) */
-    bool pass_fd3; /* give the guest fd3 as its fd 3 (a warm start's go pipe) */
-    int fd3;
+    /* fds the guest gets as its 3, 4, ... in this order (a warm start's go pipe; a template's
+     * socket and programs); at most EB_PASS_FDS_MAX. */
+    int pass_fds[EB_PASS_FDS_MAX];
+    int n_pass;
     const char *cwd;  /* chdir target */
     const char *path; /* interpreter */
     char *const *argv;
@@ -90,6 +94,9 @@ struct eb_child {
     int status_fd;
     int ctl_fd;      /* write end */
     pid_t kill_pgid; /* > 0: also SIGKILL this process group as a backstop */
+    /* init is another process's child (a run forked from a template): its pidfd says when it
+     * is gone, and nobody here waits for it. */
+    bool not_ours;
     /* Backend's own kill (e.g. the cgroup); may be NULL. Called at deadline or cancel. */
     void (*kill_all)(void *ctx);
     void *ctx;

@@ -313,6 +313,12 @@ struct execbox_executor_options {
      * once per 10 s per host. Long-lived programs (serve, mcp) set it, so that a restart cleans
      * up after its killed predecessor at once. */
     bool sweep_now;
+    /* Templates (jail, python): warm sandboxes are forks of one process per (policy, language,
+     * preload) that imported the preload once. Its runs share what a fork cannot make unique
+     * (the string-hash secret, the address layout), so a template is replaced after this many
+     * runs or seconds, whichever comes first. */
+    unsigned template_max_runs; /* 0: 1000 */
+    double template_max_age;    /* seconds; 0: 600 */
 };
 
 struct execbox_executor;
@@ -344,6 +350,11 @@ struct execbox_pool_stats {
     uint64_t expired; /* discarded unused after pool_idle */
     uint64_t failed;  /* warm starts that failed */
     unsigned ready;   /* ready now, all pairs together */
+    /* Templates (where the backend forks warm sandboxes from one, see docs/pool.md). */
+    unsigned templates;             /* live now */
+    uint64_t templates_started;     /* started in all */
+    uint64_t templates_retired;     /* replaced after their generation bound, or died */
+    uint64_t template_memory_bytes; /* the live templates' own memory (their cgroups' peak) */
 };
 
 /* A snapshot of the pool's counters (all zero without a pool). */

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/mount.h>
 #include <math.h>
@@ -36,9 +37,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -55,9 +58,12 @@
 #include "../jail/ns.h"
 #include "../jail/prewarm.h"
 #include "../jail/seccomp.h"
+#include "../jail/tpl_blobs.h"
+#include "../jail/tpl_proto.h"
 #include "../lang.h"
 #include "../limits.h"
 #include "../netproxy.h"
+#include "../pool.h"
 #include "../proc.h"
 #include "../result.h"
 #include "../util.h"
@@ -67,6 +73,7 @@
 #define SHM_SIZE (16U << 20) /* /dev/shm: POSIX semaphores and shared memory */
 #define NETNS_POOL 2
 #define EXITING_MAX 64
+#define EB_TPL_MAX 16 /* live templates per executor (policy, language, preload); more run cold */
 #define STAGE_VERSION "execbox-stage-3\n" /* bump when the staged files change */
 
 struct jail {
@@ -92,6 +99,15 @@ struct jail {
     char mpl_file[96];          /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
     char *mpl_data;             /* its prebuilt contents, copied into each run's /tmp */
     size_t mpl_len;
+    /* Templates (see "templates" below): the live ones, and what every one is handed. */
+    pthread_mutex_t tpl_lock;       /* the list, the counters and every template's refs */
+    pthread_mutex_t tpl_start_lock; /* one template starts at a time */
+    struct tpl *tpls[EB_TPL_MAX];
+    size_t n_tpls;
+    int tpl_blob_fds[4]; /* sealed memfds: helper module, init program, seccomp, font list */
+    unsigned tpl_max_runs;
+    double tpl_max_age;
+    uint64_t tpl_started, tpl_retired;
 };
 
 /* ---- probe ---------------------------------------------------------------------------------- */
@@ -462,12 +478,16 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
 }
 
 static void reap_exiting(bool block_oldest);
+static void tpl_close_all(struct jail *j);
 
 static void jail_close(void *state)
 {
     struct jail *j = state;
     if (!j)
         return;
+    tpl_close_all(j);
+    pthread_mutex_destroy(&j->tpl_lock);
+    pthread_mutex_destroy(&j->tpl_start_lock);
     eb_netns_pool_free(j->pool);
     eb_close(&j->mntns_fd);
     pthread_mutex_destroy(&j->mntns_lock);
@@ -480,13 +500,18 @@ static void jail_close(void *state)
 static int jail_open(const struct execbox_executor_options *o, const struct execbox_check *report,
                      void **ret_state, struct execbox_error *err)
 {
-    (void)o;
     struct jail *j = calloc(1, sizeof(*j));
     if (!j)
         return eb_error_set(err, -ENOMEM, "out of memory");
     eb_userns_prepare(&j->userns);
     pthread_mutex_init(&j->mntns_lock, NULL);
     j->mntns_fd = -1;
+    pthread_mutex_init(&j->tpl_lock, NULL);
+    pthread_mutex_init(&j->tpl_start_lock, NULL);
+    for (int i = 0; i < 4; i++)
+        j->tpl_blob_fds[i] = -1;
+    j->tpl_max_runs = o && o->template_max_runs ? o->template_max_runs : EB_TPL_MAX_RUNS;
+    j->tpl_max_age = o && o->template_max_age > 0 ? o->template_max_age : EB_TPL_MAX_AGE;
     if (getrandom(&j->id, sizeof(j->id), 0) != sizeof(j->id))
         j->id = (unsigned)(uintptr_t)j ^ (unsigned)eb_now_ns();
     /* Root only (see netns.h). Started first, so that even a one-shot run finds a namespace
@@ -604,6 +629,7 @@ struct child_ctx {
     size_t nplans;
     struct eb_init init;
     const char *writable[4];
+    bool tpl; /* the sandbox of a template: its interpreter keeps CAP_SYS_ADMIN in its userns */
 };
 
 /* Adds fd (if >= 0) to the child's keep list; past EB_KEEP_FDS_MAX only counts, so that the
@@ -642,6 +668,41 @@ static int guest_setup(void *arg, struct execbox_error *err)
         return 0;
     int r = eb_landlock_apply(c->writable, err);
     return r == -EOPNOTSUPP ? 0 : r;
+}
+
+/* In a template's interpreter, after fork from init: keep CAP_SYS_ADMIN and CAP_SETPCAP, in the
+ * template's own user namespace only, across the exec (ambient), so that it can make each run's
+ * namespaces and mounts and drop the run's bounding set (see tpl_helper.c). No Landlock and no
+ * seccomp here: they would forbid exactly that; each run gets both before its code. */
+static int tpl_guest_setup(void *arg, struct execbox_error *err)
+{
+    (void)arg;
+    const int caps[] = {CAP_SYS_ADMIN, CAP_SETPCAP};
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof(d));
+    for (size_t i = 0; i < ARRAY_SIZE(caps); i++) {
+        d[caps[i] / 32].effective |= 1U << (caps[i] % 32);
+        d[caps[i] / 32].permitted |= 1U << (caps[i] % 32);
+        d[caps[i] / 32].inheritable |= 1U << (caps[i] % 32);
+    }
+    if (syscall(SYS_capset, &h, d) < 0) {
+        int e = -errno;
+        eb_error_set_raw(err, e, "capset for the template");
+        return e;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, caps[i], 0, 0) < 0) {
+            int e = -errno;
+            eb_error_set_raw(err, e, "raise the template's ambient capabilities");
+            return e;
+        }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        int e = -errno;
+        eb_error_set_raw(err, e, "no_new_privs for the template");
+        return e;
+    }
+    return 0;
 }
 
 /* The very last step before execve: the syscall filter. */
@@ -708,7 +769,9 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
     if (parent_gone(c->alive_fd))
         _exit(1);
     close(c->alive_fd);
-    if ((r = eb_drop_privileges()) < 0)
+    /* A template's init keeps its capabilities in the template's user namespace (which owns
+     * nothing yet): its only child, the interpreter, needs them to make runs. */
+    if (!c->tpl && (r = eb_drop_privileges()) < 0)
         child_fail(c, r, "drop capabilities");
     /* Not ptrace-able or dumpable by the guest, even at the same uid. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
@@ -828,6 +891,7 @@ struct eb_warm {
     struct stat ws_st;     /* its owner and mode before the run, restored after it */
     char ws_host[EXECBOX_PATH_MAX];
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
+    struct tpl *tpl;        /* a run forked from this template, which it keeps alive; else NULL */
 };
 
 /* Writes the workspace root's journal (see replay_journal) next to the stage: if we are killed
@@ -1024,12 +1088,13 @@ static int run_proxy(struct eb_warm *sb, int netns_fd, int *ret_ns, struct execb
  * goes into /code and its stdin is the guest's. Warm: the interpreter runs the language's
  * bootstrap, which imports preload and waits on fd 3; /code is ours to fill at run time. */
 static int sandbox_start(struct eb_warm *sb, const char *preload, const struct eb_run *run,
-                         struct execbox_error *err)
+                         const int *tpl_fds, struct execbox_error *err)
 {
     struct jail *j = sb->j;
     const struct execbox_policy *pol = &sb->policy;
     const struct eb_language *lang = sb->lang;
     bool warm = preload != NULL;
+    bool tpl = tpl_fds != NULL; /* a template (warm too): its runs bring their own mounts */
     int fds[12] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
     /* out, err, status, ctl, alive, go */
     _cleanup_close_ int in_fd = -1, netns_fd = -1, pidfd = -1, code_ro = -1, etc_fd = -1;
@@ -1057,7 +1122,9 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     snprintf(opts, sizeof(opts), "size=%u,nr_inodes=1024,mode=1777,uid=%u,gid=%u", SHM_SIZE, gu,
              gg);
     eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "dev/shm", opts, 0, -1);
-    if (pol->workspace[0]) {
+    if (tpl) {
+        /* /workspace and /code stay empty directories: each run attaches its own. */
+    } else if (pol->workspace[0]) {
         if ((r = host_workspace(sb, pol->workspace, err)) < 0)
             return r;
         if (sb->ws_fd >= 0)
@@ -1080,7 +1147,8 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     char guest_code[80], guest_stdin[80];
     snprintf(guest_code, sizeof(guest_code), "/code/%s", lang->filename);
     snprintf(guest_stdin, sizeof(guest_stdin), "/code/stdin");
-    if (warm) {
+    if (tpl) {
+    } else if (warm) {
         if ((r = code_mount_fds(&sb->code_fd, &code_ro, err)) < 0)
             return r;
         eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "code", NULL, 0, code_ro);
@@ -1138,12 +1206,31 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         return eb_error_set(err, r, "environment too large");
     if (pol->network == EXECBOX_NETWORK_ALLOW && (r = proxy_env(&env)) < 0)
         return eb_error_set(err, r, "environment too large");
-    char *argv[12];
+    char *argv[20];
     size_t argc = 0;
     argv[argc++] = (char *)lang->interpreter;
     for (size_t i = 0; lang->args[i] && argc < 6; i++)
         argv[argc++] = (char *)lang->args[i];
-    if (warm) {
+    char *targv[8];
+    if (tpl) {
+        /* fds 3..7 of the interpreter: tpl_fds in order (socket, helper, init, bpf, mpl). */
+        static const char *const nums[] = {"3", "4", "5", "6", "7"};
+        argv[argc++] = (char *)"-c";
+        argv[argc++] = (char *)lang->template_bootstrap;
+        argv[argc++] = guest_code;
+        argv[argc++] = guest_stdin;
+        argv[argc++] = (char *)preload;
+        for (int i = 0; i < 5; i++)
+            targv[i] = (char *)nums[i];
+        /* helper, sock, init, bpf, mpl: the bootstrap's order */
+        argv[argc++] = targv[1];
+        argv[argc++] = targv[0];
+        argv[argc++] = targv[2];
+        argv[argc++] = targv[3];
+        argv[argc++] = targv[4];
+        argv[argc++] = (char *)(j->mpl_file[0] ? strrchr(j->mpl_file, '/') + 1 : "");
+        argv[argc++] = (char *)(j->landlock_ok ? "1" : "0");
+    } else if (warm) {
         argv[argc++] = (char *)"-c";
         argv[argc++] = (char *)lang->warm_bootstrap;
         argv[argc++] = guest_code;
@@ -1163,9 +1250,13 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
                                   pol->cpus, &sb->cg, err)) < 0)
             return r;
     }
-    in_fd = eb_stdin_fd(warm ? NULL : run->req->stdin_data, warm ? 0 : run->req->stdin_len, err);
+    if (tpl)
+        in_fd = open("/dev/null", O_RDWR | O_CLOEXEC); /* the template's stdio */
+    else
+        in_fd =
+            eb_stdin_fd(warm ? NULL : run->req->stdin_data, warm ? 0 : run->req->stdin_len, err);
     if (in_fd < 0)
-        return in_fd;
+        return tpl ? eb_error_set(err, -errno, "open /dev/null") : in_fd;
     for (int i = 0; i < (warm ? 12 : 10); i += 2)
         if (pipe2(&fds[i], O_CLOEXEC) < 0) {
             r = eb_error_set(err, -errno, "pipe: %s", execbox_strerror(-errno));
@@ -1174,23 +1265,23 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     bool have_cg_mem = j->cg.version && j->cg.have[EB_CG_MEMORY];
     struct eb_guest guest = {
         .stdin_fd = in_fd,
-        .stdout_fd = fds[1],
-        .stderr_fd = fds[3],
+        .stdout_fd = tpl ? in_fd : fds[1],
+        .stderr_fd = tpl ? in_fd : fds[3],
         .status_fd = fds[5],
-        .pass_fd3 = warm,
-        .fd3 = fds[10],
+        .pass_fds = {fds[10]},
+        .n_pass = warm && !tpl ? 1 : 0,
         .cwd = "/workspace",
         .path = lang->interpreter,
         .argv = argv,
         .envp = env.envp,
         /* With a cgroup the memory cap is the cgroup's (an OOM kill we can report); without,
          * the rlimit is the only one. */
-        .memory_rlimit = have_cg_mem ? -1 : lang->memory_rlimit,
+        .memory_rlimit = have_cg_mem || tpl ? -1 : lang->memory_rlimit,
         .memory = pol->memory,
         .file_size = pol->file_size,
         /* A warm interpreter spent CPU on its imports before the run: give that back. */
-        .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + (warm ? 10 : 1),
-        .pre_exec = guest_pre_exec,
+        .cpu_seconds = tpl ? 0 : (uint64_t)ceil(pol->timeout * pol->cpus) + (warm ? 10 : 1),
+        .pre_exec = tpl ? NULL : guest_pre_exec,
     };
     struct child_ctx ctx = {
         .j = j,
@@ -1205,7 +1296,11 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         .init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest},
         /* /dev/shm: POSIX semaphores and shared memory (multiprocessing). */
         .writable = {"/tmp", "/workspace", "/dev/shm", NULL},
+        .tpl = tpl,
     };
+    if (tpl)
+        for (int i = 0; i < 5; i++)
+            guest.pass_fds[guest.n_pass++] = tpl_fds[i];
     guest.pre_exec_arg = &ctx;
     int keep[] = {in_fd,  fds[1],  fds[3],    fds[5],  fds[6],
                   fds[8], fds[10], sb->ws_fd, code_ro, etc_fd};
@@ -1222,7 +1317,10 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
             keep_fd(&ctx, sb->cg.leave_fd[i]);
         }
     ctx.init.leave_fds = leave;
-    ctx.init.guest_setup = guest_setup;
+    if (tpl)
+        for (int i = 0; i < 5; i++)
+            keep_fd(&ctx, tpl_fds[i]);
+    ctx.init.guest_setup = tpl ? tpl_guest_setup : guest_setup;
     ctx.init.guest_setup_arg = &ctx;
 
     unsigned long flags = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
@@ -1355,11 +1453,455 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
     struct eb_warm sb;
     reap_exiting(false);
     sandbox_init(&sb, state, run->policy, run->lang);
-    int r = sandbox_start(&sb, NULL, run, err);
+    int r = sandbox_start(&sb, NULL, run, NULL, err);
     if (r == 0)
         r = sandbox_finish(&sb, run, res, err);
     sandbox_destroy(&sb);
     return r;
+}
+
+/* ---- templates ------------------------------------------------------------------------------ */
+/*
+ * A template is a sandbox like a warm one, except that its interpreter, after importing the
+ * preload, serves requests instead of waiting for code: it runs lib/lang/python_template.py with
+ * the helper module (lib/jail/tpl_helper.c), and keeps CAP_SYS_ADMIN and CAP_SETPCAP in its own
+ * user namespace (which owns none of the template's other namespaces). Each warm sandbox the pool
+ * asks for is then one run forked from it: the library makes the run's cgroup, workspace, /code
+ * and pipes, sends them over the template's socket, and gets back the pidfd of the run's init;
+ * the run waits, walled, for its code. A run is not the library's child: its pidfd says when it
+ * ends, and the template's kernel-side reaping does the rest.
+ *
+ * Generations: what a fork cannot make unique (CPython's string-hash secret, the address-space
+ * layout) is shared by the runs of one template. A template is therefore retired after
+ * tpl_max_runs runs or tpl_max_age seconds, whichever comes first; it lives on, unlisted, until
+ * the last of its runs is destroyed, since killing it would kill them.
+ */
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+#define EB_TPL_START_TIMEOUT_MS 60000 /* the interpreter imports the preload */
+#define EB_TPL_FORK_TIMEOUT_MS 10000
+
+struct tpl {
+    struct eb_warm sb;  /* the template's own sandbox: init (pid 1) and the interpreter */
+    int sock;           /* our end of its request socket */
+    pthread_mutex_t io; /* one request and its answer at a time */
+    struct execbox_policy policy;
+    const struct eb_language *lang;
+    char preload[256];
+    uint64_t born_ns;
+    unsigned runs; /* runs forked: the generation bound counts these */
+    unsigned refs; /* 1 while listed, +1 per run not yet destroyed (under tpl_lock) */
+    bool retired;  /* unlisted: forks no more runs, ends with its last one */
+};
+
+/* A sealed memfd holding len bytes of data. */
+static int sealed_memfd(const char *name, const void *data, size_t len, struct execbox_error *err)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+    if (fd < 0 && errno == EINVAL) /* a kernel older than 6.3 knows no MFD_EXEC */
+        fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return eb_error_set(err, -errno, "memfd_create %s: %s", name, execbox_strerror(-errno));
+    int r = len ? eb_write_all(fd, data, len) : 0;
+    if (r == 0 &&
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+        r = -errno;
+    if (r < 0) {
+        close(fd);
+        return eb_error_set(err, r, "fill memfd %s: %s", name, execbox_strerror(r));
+    }
+    return fd;
+}
+
+/* Under tpl_start_lock: the four memfds every template is handed, made once per executor. */
+static int tpl_blobs(struct jail *j, struct execbox_error *err)
+{
+    if (j->tpl_blob_fds[0] >= 0)
+        return 0;
+    const struct {
+        const char *name;
+        const void *data;
+        size_t len;
+    } b[4] = {
+        {"execbox-tpl-helper", eb_tpl_helper_blob,
+         (size_t)(eb_tpl_helper_blob_end - eb_tpl_helper_blob)},
+        {"execbox-init", eb_tpl_init_blob, (size_t)(eb_tpl_init_blob_end - eb_tpl_init_blob)},
+        {"execbox-seccomp", j->seccomp_ok ? (const void *)j->seccomp.insns : "",
+         j->seccomp_ok ? j->seccomp.prog.len * sizeof(struct sock_filter) : 0},
+        {"execbox-fontlist", j->mpl_data ? j->mpl_data : "", j->mpl_data ? j->mpl_len : 0},
+    };
+    int fds[4];
+    for (int i = 0; i < 4; i++) {
+        fds[i] = sealed_memfd(b[i].name, b[i].data, b[i].len, err);
+        if (fds[i] < 0) {
+            for (int k = 0; k < i; k++)
+                close(fds[k]);
+            return fds[i];
+        }
+    }
+    memcpy(j->tpl_blob_fds, fds, sizeof(fds));
+    return 0;
+}
+
+/* Waits up to timeout_ms for one answer from t (and its pidfd when ret_fd), 0 or -errno. */
+static int tpl_recv(struct tpl *t, struct eb_tpl_resp *resp, int *ret_fd, int timeout_ms,
+                    struct execbox_error *err)
+{
+    struct pollfd p = {.fd = t->sock, .events = POLLIN};
+    uint64_t end = eb_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+    for (;;) {
+        uint64_t now = eb_now_ns();
+        if (now >= end)
+            return eb_error_set(err, -ETIMEDOUT, "the template did not answer in %d ms",
+                                timeout_ms);
+        int n = poll(&p, 1, (int)((end - now) / 1000000ULL) + 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return eb_error_set(err, -errno, "poll the template: %s", execbox_strerror(-errno));
+        if (n > 0)
+            break;
+    }
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {.iov_base = resp, .iov_len = sizeof(*resp)};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    ssize_t n = recvmsg(t->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n <= 0)
+        return eb_error_set(err, n == 0 ? -EPIPE : -errno, "the template is gone");
+    int fd = -1;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int)))
+        memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    if ((size_t)n != sizeof(*resp) || resp->magic != EB_TPL_MAGIC ||
+        (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        if (fd >= 0)
+            close(fd);
+        return eb_error_set(err, -EBADMSG, "a malformed answer from the template");
+    }
+    resp->msg[sizeof(resp->msg) - 1] = '\0';
+    if (ret_fd)
+        *ret_fd = fd;
+    else if (fd >= 0)
+        close(fd);
+    return 0;
+}
+
+static void tpl_free(struct tpl *t)
+{
+    sandbox_destroy(&t->sb); /* its init's death ends its pid namespace, the interpreter too */
+    eb_close(&t->sock);
+    pthread_mutex_destroy(&t->io);
+    free(t);
+}
+
+/* Drops one reference; the last one of a retired template destroys it. */
+static void tpl_put(struct jail *j, struct tpl *t)
+{
+    pthread_mutex_lock(&j->tpl_lock);
+    bool last = --t->refs == 0;
+    pthread_mutex_unlock(&j->tpl_lock);
+    if (last)
+        tpl_free(t);
+}
+
+/* Under tpl_lock: unlists t (no new runs); the caller then drops the list's reference. */
+static void tpl_unlist_locked(struct jail *j, struct tpl *t)
+{
+    for (size_t i = 0; i < j->n_tpls; i++)
+        if (j->tpls[i] == t) {
+            j->tpls[i] = j->tpls[--j->n_tpls];
+            break;
+        }
+    t->retired = true;
+    j->tpl_retired++;
+}
+
+static void tpl_retire(struct jail *j, struct tpl *t)
+{
+    pthread_mutex_lock(&j->tpl_lock);
+    bool listed = !t->retired;
+    if (listed)
+        tpl_unlist_locked(j, t);
+    pthread_mutex_unlock(&j->tpl_lock);
+    if (listed)
+        tpl_put(j, t);
+}
+
+/* Starts a template for (policy, lang, preload): its sandbox, then its interpreter's imports,
+ * until it says it is ready. */
+static int tpl_start(struct jail *j, const struct execbox_policy *policy,
+                     const struct eb_language *lang, const char *preload, struct tpl **ret,
+                     struct execbox_error *err)
+{
+    int r = tpl_blobs(j, err);
+    if (r < 0)
+        return r;
+    struct tpl *t = calloc(1, sizeof(*t));
+    if (!t)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    pthread_mutex_init(&t->io, NULL);
+    t->sock = -1;
+    t->policy = *policy;
+    t->lang = lang;
+    snprintf(t->preload, sizeof(t->preload), "%s", preload ? preload : "");
+    sandbox_init(&t->sb, j, policy, lang);
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+        r = eb_error_set(err, -errno, "socketpair: %s", execbox_strerror(-errno));
+        tpl_free(t);
+        return r;
+    }
+    t->sock = sp[0];
+    int fds[5] = {sp[1], j->tpl_blob_fds[0], j->tpl_blob_fds[1], j->tpl_blob_fds[2],
+                  j->tpl_blob_fds[3]};
+    r = sandbox_start(&t->sb, t->preload, NULL, fds, err);
+    close(sp[1]);
+    struct eb_tpl_resp resp;
+    if (r == 0)
+        r = tpl_recv(t, &resp, NULL, EB_TPL_START_TIMEOUT_MS, err);
+    if (r == -EPIPE && t->sb.child.status_fd >= 0) {
+        /* It died before it was ready: its init may have said why. */
+        struct eb_msg m;
+        if (read(t->sb.child.status_fd, &m, sizeof(m)) == (ssize_t)sizeof(m) &&
+            m.type == EB_MSG_ERROR) {
+            m.err.msg[sizeof(m.err.msg) - 1] = '\0';
+            r = eb_error_set(err, m.err.code ? m.err.code : -EIO, "template: %s", m.err.msg);
+        }
+    }
+    if (r == 0 && resp.code != 0)
+        r = eb_error_set(err, resp.code, "template: %s", resp.msg);
+    if (r < 0) {
+        tpl_free(t);
+        return r;
+    }
+    t->born_ns = eb_now_ns();
+    t->refs = 1;
+    *ret = t;
+    return 0;
+}
+
+static bool tpl_matches(const struct tpl *t, const struct execbox_policy *policy,
+                        const struct eb_language *lang, const char *preload)
+{
+    return t->lang == lang && strcmp(t->preload, preload ? preload : "") == 0 &&
+           eb_policy_equal(&t->policy, policy);
+}
+
+/* Under tpl_lock: the listed template for the key, retiring it first when its generation is
+ * over; NULL when none. */
+static struct tpl *tpl_find_locked(struct jail *j, const struct execbox_policy *policy,
+                                   const struct eb_language *lang, const char *preload,
+                                   struct tpl **ret_retired)
+{
+    for (size_t i = 0; i < j->n_tpls; i++) {
+        struct tpl *t = j->tpls[i];
+        if (!tpl_matches(t, policy, lang, preload))
+            continue;
+        if (t->runs >= j->tpl_max_runs ||
+            (double)(eb_now_ns() - t->born_ns) / 1e9 >= j->tpl_max_age) {
+            tpl_unlist_locked(j, t);
+            *ret_retired = t; /* the caller drops the list's reference, outside the lock */
+            return NULL;
+        }
+        return t;
+    }
+    return NULL;
+}
+
+/* A reference to the live template for the key, started when there is none (or its generation
+ * is over), counted as one run. */
+static struct tpl *tpl_acquire(struct jail *j, const struct execbox_policy *policy,
+                               const struct eb_language *lang, const char *preload,
+                               struct execbox_error *err)
+{
+    struct tpl *retired = NULL, *t;
+    pthread_mutex_lock(&j->tpl_lock);
+    t = tpl_find_locked(j, policy, lang, preload, &retired);
+    if (t) {
+        t->refs++;
+        t->runs++;
+    }
+    pthread_mutex_unlock(&j->tpl_lock);
+    if (retired)
+        tpl_put(j, retired);
+    if (t)
+        return t;
+    pthread_mutex_lock(&j->tpl_start_lock);
+    pthread_mutex_lock(&j->tpl_lock);
+    retired = NULL;
+    t = tpl_find_locked(j, policy, lang, preload, &retired); /* another thread may have won */
+    bool full = j->n_tpls >= EB_TPL_MAX;
+    if (t) {
+        t->refs++;
+        t->runs++;
+    }
+    pthread_mutex_unlock(&j->tpl_lock);
+    if (retired)
+        tpl_put(j, retired);
+    if (!t && full)
+        eb_error_set(err, -EBUSY, "%d templates are live already", EB_TPL_MAX);
+    else if (!t && tpl_start(j, policy, lang, preload, &t, err) == 0) {
+        pthread_mutex_lock(&j->tpl_lock);
+        j->tpls[j->n_tpls++] = t;
+        j->tpl_started++;
+        t->refs++;
+        t->runs++;
+        pthread_mutex_unlock(&j->tpl_lock);
+    }
+    pthread_mutex_unlock(&j->tpl_start_lock);
+    return t;
+}
+
+/* Forks one run from t for policy (the same as t's), walled and waiting for its code; consumes
+ * the caller's reference to t (the run keeps it until it is destroyed). */
+static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *pol,
+                    struct eb_warm **ret, struct execbox_error *err)
+{
+    struct eb_warm *sb = malloc(sizeof(*sb));
+    if (!sb) {
+        tpl_put(j, t);
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    }
+    sandbox_init(sb, j, pol, t->lang);
+    sb->tpl = t;
+    int fds[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl, go */
+    _cleanup_close_ int code_ro = -1;
+    int pidfd = -1, r = 0;
+    if (j->cg.version) {
+        char name[64];
+        snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
+                 atomic_fetch_add(&j->seq, 1));
+        if ((r = eb_cgroup_create(&j->cg, name, pol->memory, pol->pids, pol->cpus, &sb->cg, err)) <
+            0)
+            goto out;
+    }
+    sb->ws_fd = fresh_workspace_fd(j, pol->workspace_size, err);
+    if (sb->ws_fd < 0) {
+        r = sb->ws_fd;
+        goto out;
+    }
+    if ((r = code_mount_fds(&sb->code_fd, &code_ro, err)) < 0)
+        goto out;
+    for (int i = 0; i < 10; i += 2)
+        if (pipe2(&fds[i], O_CLOEXEC) < 0) {
+            r = eb_error_set(err, -errno, "pipe: %s", execbox_strerror(-errno));
+            goto out;
+        }
+    struct eb_tpl_req req = {
+        .magic = EB_TPL_MAGIC,
+        .tmpfs = pol->tmpfs,
+        .file_size = pol->file_size,
+        .memory = pol->memory,
+        .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + 1,
+        .memory_rlimit = j->cg.version && j->cg.have[EB_CG_MEMORY] ? -1 : t->lang->memory_rlimit,
+    };
+    int send_fds[EB_TPL_FDS_MAX] = {fds[1], fds[3], fds[5], fds[6], fds[8], sb->ws_fd, code_ro};
+    int n = EB_TPL_FD_CG0;
+    for (int i = 0; i < EB_CG_N && n < EB_TPL_FDS_MAX; i++)
+        if (sb->cg.procs_fd[i] >= 0)
+            send_fds[n++] = sb->cg.procs_fd[i];
+    req.n_fds = (uint32_t)n;
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * EB_TPL_FDS_MAX)];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct iovec iov = {.iov_base = &req, .iov_len = sizeof(req)};
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = u.buf,
+                        .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+    memcpy(CMSG_DATA(c), send_fds, sizeof(int) * (size_t)n);
+    struct eb_tpl_resp resp;
+    pthread_mutex_lock(&t->io);
+    ssize_t sent;
+    do
+        sent = sendmsg(t->sock, &mh, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    if (sent < 0)
+        r = eb_error_set(err, errno == EPIPE || errno == ECONNRESET ? -EPIPE : -errno,
+                         "hand a run to the template: %s", execbox_strerror(-errno));
+    else
+        r = tpl_recv(t, &resp, &pidfd, EB_TPL_FORK_TIMEOUT_MS, err);
+    pthread_mutex_unlock(&t->io);
+    if (r < 0) {
+        tpl_retire(j, t); /* gone, or no longer in step with us */
+        goto out;
+    }
+    if (resp.code != 0 || pidfd < 0) {
+        r = eb_error_set(err, resp.code ? resp.code : -EIO, "fork a run from the template: %s",
+                         resp.msg);
+        goto out;
+    }
+    sb->k.cg = j->cg.version ? &sb->cg : NULL;
+    sb->child.pid = resp.pid > 0 ? resp.pid : 1;
+    sb->child.pidfd = TAKE_FD(pidfd);
+    sb->child.not_ours = true;
+    sb->k.pidfd = sb->child.pidfd;
+    sb->child.out_fd = TAKE_FD(fds[0]);
+    sb->child.err_fd = TAKE_FD(fds[2]);
+    sb->child.status_fd = TAKE_FD(fds[4]);
+    sb->child.ctl_fd = TAKE_FD(fds[7]);
+    sb->child.kill_all = kill_all;
+    sb->child.ctx = &sb->k;
+    sb->go_fd = TAKE_FD(fds[9]);
+out:
+    for (int i = 0; i < 10; i++)
+        eb_close(&fds[i]);
+    if (pidfd >= 0)
+        close(pidfd);
+    if (r < 0) {
+        sandbox_destroy(sb);
+        free(sb);
+        tpl_put(j, t);
+        return r;
+    }
+    *ret = sb;
+    return 0;
+}
+
+/* Retires every template (jail_close): each ends with its last run. */
+static void tpl_close_all(struct jail *j)
+{
+    for (;;) {
+        pthread_mutex_lock(&j->tpl_lock);
+        struct tpl *t = j->n_tpls ? j->tpls[0] : NULL;
+        if (t)
+            tpl_unlist_locked(j, t);
+        pthread_mutex_unlock(&j->tpl_lock);
+        if (!t)
+            break;
+        tpl_put(j, t);
+    }
+    for (int i = 0; i < 4; i++)
+        eb_close(&j->tpl_blob_fds[i]);
+}
+
+static void jail_warm_stats(void *state, struct execbox_pool_stats *ret)
+{
+    struct jail *j = state;
+    pthread_mutex_lock(&j->tpl_lock);
+    ret->templates = (unsigned)j->n_tpls;
+    ret->templates_started = j->tpl_started;
+    ret->templates_retired = j->tpl_retired;
+    ret->template_memory_bytes = 0;
+    for (size_t i = 0; i < j->n_tpls; i++) {
+        struct eb_cgroup_stats st;
+        eb_cgroup_stats(&j->tpls[i]->sb.cg, &st);
+        ret->template_memory_bytes += st.peak_memory;
+    }
+    pthread_mutex_unlock(&j->tpl_lock);
 }
 
 static int jail_warm_start(void *state, const struct execbox_policy *policy,
@@ -1377,11 +1919,23 @@ static int jail_warm_start(void *state, const struct execbox_policy *policy,
         return eb_error_set(err, -ENOTSUP,
                             "runs with a host workspace, or without root, are "
                             "not kept warm");
+    if (lang->template_bootstrap) {
+        /* Forked from the template of (policy, language, preload): a fork, not an interpreter
+         * start. */
+        struct execbox_error terr = {0, ""};
+        struct tpl *t = tpl_acquire(j, policy, lang, preload, &terr);
+        if (!t) {
+            if (err)
+                *err = terr;
+            return terr.code < 0 ? terr.code : -EIO;
+        }
+        return tpl_fork(j, t, policy, ret, err);
+    }
     struct eb_warm *sb = malloc(sizeof(*sb));
     if (!sb)
         return eb_error_set(err, -ENOMEM, "out of memory");
     sandbox_init(sb, j, policy, lang);
-    int r = sandbox_start(sb, preload ? preload : "", NULL, err);
+    int r = sandbox_start(sb, preload ? preload : "", NULL, NULL, err);
     if (r < 0) {
         sandbox_destroy(sb);
         free(sb);
@@ -1393,10 +1947,12 @@ static int jail_warm_start(void *state, const struct execbox_policy *policy,
 
 static void jail_warm_discard(void *state, struct eb_warm *sb)
 {
-    (void)state;
     if (sb) {
+        struct tpl *t = sb->tpl;
         sandbox_destroy(sb);
         free(sb);
+        if (t)
+            tpl_put(state, t);
     }
 }
 
@@ -1451,4 +2007,5 @@ const struct eb_backend_ops eb_backend_jail = {
     .warm_discard = jail_warm_discard,
     .network_allow = true,
     .check_network = check_network,
+    .warm_stats = jail_warm_stats,
 };

@@ -23,3 +23,28 @@ add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/seccomp_bpf.h
                    COMMENT "Compiling the jail's seccomp filter to BPF")
 list(APPEND EB_LIB_SOURCES ${CMAKE_CURRENT_BINARY_DIR}/seccomp_bpf.h)
 include_directories(${CMAKE_CURRENT_BINARY_DIR})
+
+# Templates (lib/jail/template.c): a helper module the template's interpreter loads, and the init
+# program of each run forked from it. Both are built on their own, without sanitizers (they run
+# inside the sandbox, in an interpreter or as pid 1), from the libc-only parts of the library,
+# and embedded into it (tpl_blobs.c).
+set(EB_TPL_OUT ${CMAKE_CURRENT_BINARY_DIR}/tpl)
+add_library(execbox_tpl_helper MODULE jail/tpl_helper.c childlib.c error.c util.c jail/ns.c
+                                      jail/landlock.c)
+add_executable(execbox_tpl_init jail/tpl_init.c childlib.c error.c util.c)
+foreach(t execbox_tpl_helper execbox_tpl_init)
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+  target_compile_options(${t} PRIVATE -fno-sanitize=all -fvisibility=hidden -O2
+                                      -ffunction-sections -fdata-sections)
+  target_link_options(${t} PRIVATE -fno-sanitize=all -Wl,--gc-sections -s)
+  set_target_properties(${t} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${EB_TPL_OUT}
+                                        RUNTIME_OUTPUT_DIRECTORY ${EB_TPL_OUT} PREFIX "")
+endforeach()
+set_target_properties(execbox_tpl_helper PROPERTIES OUTPUT_NAME helper SUFFIX ".so")
+set_target_properties(execbox_tpl_init PROPERTIES OUTPUT_NAME init)
+target_link_options(execbox_tpl_init PRIVATE -static)
+list(APPEND EB_LIB_SOURCES jail/tpl_blobs.c)
+set_source_files_properties(jail/tpl_blobs.c PROPERTIES
+  COMPILE_DEFINITIONS "EB_TPL_HELPER_PATH=\"${EB_TPL_OUT}/helper.so\";EB_TPL_INIT_PATH=\"${EB_TPL_OUT}/init\""
+  OBJECT_DEPENDS "${EB_TPL_OUT}/helper.so;${EB_TPL_OUT}/init")
+set(EB_LIB_DEPENDS execbox_tpl_helper execbox_tpl_init)

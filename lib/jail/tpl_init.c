@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* tpl_init.c - the init program of a run forked from a template: pid 1 of the run's pid
+ * namespace, exec'd by the template's helper (tpl_helper.c) so that it holds no copy of the
+ * template's memory. Its status pipe is fd 3, the library's kill-request pipe fd 4, and argv[1]
+ * the guest's pid; SIGCHLD arrives blocked. It waits for the guest, kills and reaps everything,
+ * reports (struct eb_msg) and exits, exactly as a cold run's init does. Linked statically against
+ * the libc-only childlib.c. */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "../childlib.h"
+
+int main(int argc, char **argv)
+{
+    /* Not ptrace-able or dumpable by the guest, which runs with our uid. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    char *end = NULL;
+    long guest = argc > 1 ? strtol(argv[1], &end, 10) : 0;
+    if (guest <= 1 || !end || *end) {
+        eb_child_send_error(3, -22, "execbox-init: no guest pid");
+        return 127;
+    }
+    /* The template ignores SIGCHLD (the kernel reaps its runs' inits), and an ignored signal
+     * stays ignored across exec: we must see and reap our children. */
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        eb_child_send_error(3, -12, "execbox-init: signalfd");
+        return 127;
+    }
+    eb_init_loop((pid_t)guest, sfd, 3, 4);
+}
