@@ -24,3 +24,8 @@ endforeach()
 # the same time as each other.
 set_tests_properties(integration.jail_walls integration.jail_walls_warm
                      PROPERTIES RESOURCE_LOCK execbox_etc_stage)
+
+# Templates: warm runs forked from one interpreter (isolation between live forks, uniqueness,
+# generations, failures), through `execbox serve --pool` on loopback.
+eb_integration_test(templates)
+set_tests_properties(integration.templates PROPERTIES TIMEOUT 600)

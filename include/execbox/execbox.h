@@ -319,6 +319,7 @@ struct execbox_executor_options {
      * runs or seconds, whichever comes first. */
     unsigned template_max_runs; /* 0: 1000 */
     double template_max_age;    /* seconds; 0: 600 */
+    bool no_templates;          /* warm sandboxes start from nothing, one interpreter each */
 };
 
 struct execbox_executor;

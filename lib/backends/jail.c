@@ -105,6 +105,7 @@ struct jail {
     struct tpl *tpls[EB_TPL_MAX];
     size_t n_tpls;
     int tpl_blob_fds[4]; /* sealed memfds: helper module, init program, seccomp, font list */
+    bool no_templates;
     unsigned tpl_max_runs;
     double tpl_max_age;
     uint64_t tpl_started, tpl_retired;
@@ -510,6 +511,7 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     pthread_mutex_init(&j->tpl_start_lock, NULL);
     for (int i = 0; i < 4; i++)
         j->tpl_blob_fds[i] = -1;
+    j->no_templates = o && o->no_templates;
     j->tpl_max_runs = o && o->template_max_runs ? o->template_max_runs : EB_TPL_MAX_RUNS;
     j->tpl_max_age = o && o->template_max_age > 0 ? o->template_max_age : EB_TPL_MAX_AGE;
     if (getrandom(&j->id, sizeof(j->id), 0) != sizeof(j->id))
@@ -1919,7 +1921,7 @@ static int jail_warm_start(void *state, const struct execbox_policy *policy,
         return eb_error_set(err, -ENOTSUP,
                             "runs with a host workspace, or without root, are "
                             "not kept warm");
-    if (lang->template_bootstrap) {
+    if (lang->template_bootstrap && !j->no_templates) {
         /* Forked from the template of (policy, language, preload): a fork, not an interpreter
          * start. */
         struct execbox_error terr = {0, ""};

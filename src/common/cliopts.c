@@ -93,6 +93,30 @@ int cli_sandbox_option(struct cli_sandbox *s, int opt, const char *arg)
         s->exec.pool_idle = v;
         return 1;
     }
+    case CLI_OPT_TEMPLATE_RUNS: {
+        char *end;
+        unsigned long n = strtoul(arg, &end, 10);
+        if (!*arg || *end || n < 1 || n > 1000000) {
+            fprintf(stderr,
+                    "execbox: --template-runs: '%s' is not a whole number from 1 to 1000000\n",
+                    arg);
+            return -1;
+        }
+        s->exec.template_max_runs = (unsigned)n;
+        return 1;
+    }
+    case CLI_OPT_TEMPLATE_AGE: {
+        char *end;
+        double v = strtod(arg, &end);
+        if (!*arg || *end || !(v > 0) || v > 86400) {
+            fprintf(stderr,
+                    "execbox: --template-age: '%s' is not a number of seconds (0 to 86400]\n", arg);
+            return -1;
+        }
+        s->exec.template_max_age = v;
+        return 1;
+    }
+    case CLI_OPT_NO_TEMPLATES: s->exec.no_templates = true; return 1;
     default: return 0;
     }
 }

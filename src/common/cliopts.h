@@ -32,6 +32,9 @@ enum {
     CLI_OPT_E2B_TEMPLATE,
     CLI_OPT_ALLOW_HOST,
     CLI_OPT_GVISOR_PLATFORM,
+    CLI_OPT_TEMPLATE_RUNS,
+    CLI_OPT_TEMPLATE_AGE,
+    CLI_OPT_NO_TEMPLATES,
     CLI_OPT__LAST,
 };
 
@@ -40,15 +43,21 @@ enum {
 #define CLI_POOL_LONGOPTS                                                                          \
     {"pool", required_argument, NULL, CLI_OPT_POOL},                                               \
         {"preload", required_argument, NULL, CLI_OPT_PRELOAD},                                     \
+        {"pool-idle", required_argument, NULL, CLI_OPT_POOL_IDLE},                                 \
+        {"template-runs", required_argument, NULL, CLI_OPT_TEMPLATE_RUNS},                         \
+        {"template-age", required_argument, NULL, CLI_OPT_TEMPLATE_AGE},                           \
     {                                                                                              \
-        "pool-idle", required_argument, NULL, CLI_OPT_POOL_IDLE                                    \
+        "no-templates", no_argument, NULL, CLI_OPT_NO_TEMPLATES                                    \
     }
 
 #define CLI_POOL_HELP                                                                              \
     "Warm pool (each sandbox still serves exactly one run):\n"                                     \
     "      --pool N             keep N sandboxes ready per policy and language (default 0)\n"      \
     "      --preload MODULES    import these ahead of time, e.g. numpy,pandas\n"                   \
-    "      --pool-idle SECONDS  destroy warm sandboxes unused this long (default 300)\n"
+    "      --pool-idle SECONDS  destroy warm sandboxes unused this long (default 300)\n"           \
+    "      --template-runs N    replace a template after N runs (default 1000)\n"                  \
+    "      --template-age SECONDS  ... or after this long (default 600)\n"                         \
+    "      --no-templates       start each warm sandbox from nothing (no template)\n"
 
 /* getopt_long entries; spliced into each command's table. */
 #define CLI_SANDBOX_LONGOPTS                                                                       \

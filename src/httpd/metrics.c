@@ -140,22 +140,35 @@ char *srv_metrics_render(struct srv_metrics *m, const struct srv_gauges *g, size
             "# HELP execbox_draining 1 while the server drains after SIGTERM.\n"
             "# TYPE execbox_draining gauge\nexecbox_draining %d\n",
             g->queue_depth, g->queue_capacity, g->in_flight, g->workers, g->draining ? 1 : 0);
-    fprintf(f,
-            "# HELP execbox_pool_runs_total Runs by where their sandbox came from (--pool).\n"
-            "# TYPE execbox_pool_runs_total counter\n"
-            "execbox_pool_runs_total{sandbox=\"warm\"} %llu\n"
-            "execbox_pool_runs_total{sandbox=\"cold\"} %llu\n"
-            "# HELP execbox_pool_started_total Warm sandboxes started ahead of time.\n"
-            "# TYPE execbox_pool_started_total counter\nexecbox_pool_started_total %llu\n"
-            "# HELP execbox_pool_expired_total Warm sandboxes destroyed unused (--pool-idle).\n"
-            "# TYPE execbox_pool_expired_total counter\nexecbox_pool_expired_total %llu\n"
-            "# HELP execbox_pool_failed_total Warm starts that failed.\n"
-            "# TYPE execbox_pool_failed_total counter\nexecbox_pool_failed_total %llu\n"
-            "# HELP execbox_pool_ready Warm sandboxes waiting for a run.\n"
-            "# TYPE execbox_pool_ready gauge\nexecbox_pool_ready %u\n",
-            (unsigned long long)g->pool.hits, (unsigned long long)g->pool.misses,
-            (unsigned long long)g->pool.started, (unsigned long long)g->pool.expired,
-            (unsigned long long)g->pool.failed, g->pool.ready);
+    fprintf(
+        f,
+        "# HELP execbox_pool_runs_total Runs by where their sandbox came from (--pool).\n"
+        "# TYPE execbox_pool_runs_total counter\n"
+        "execbox_pool_runs_total{sandbox=\"warm\"} %llu\n"
+        "execbox_pool_runs_total{sandbox=\"cold\"} %llu\n"
+        "# HELP execbox_pool_started_total Warm sandboxes started ahead of time.\n"
+        "# TYPE execbox_pool_started_total counter\nexecbox_pool_started_total %llu\n"
+        "# HELP execbox_pool_expired_total Warm sandboxes destroyed unused (--pool-idle).\n"
+        "# TYPE execbox_pool_expired_total counter\nexecbox_pool_expired_total %llu\n"
+        "# HELP execbox_pool_failed_total Warm starts that failed.\n"
+        "# TYPE execbox_pool_failed_total counter\nexecbox_pool_failed_total %llu\n"
+        "# HELP execbox_pool_ready Warm sandboxes waiting for a run.\n"
+        "# TYPE execbox_pool_ready gauge\nexecbox_pool_ready %u\n"
+        "# HELP execbox_templates Live templates (warm sandboxes are forked from them).\n"
+        "# TYPE execbox_templates gauge\nexecbox_templates %u\n"
+        "# HELP execbox_templates_started_total Templates started.\n"
+        "# TYPE execbox_templates_started_total counter\nexecbox_templates_started_total %llu\n"
+        "# HELP execbox_templates_retired_total Templates replaced (generation bound) or lost.\n"
+        "# TYPE execbox_templates_retired_total counter\nexecbox_templates_retired_total %llu\n"
+        "# HELP execbox_template_memory_bytes The live templates' own memory (peak of their "
+        "cgroups).\n"
+        "# TYPE execbox_template_memory_bytes gauge\nexecbox_template_memory_bytes %llu\n",
+        (unsigned long long)g->pool.hits, (unsigned long long)g->pool.misses,
+        (unsigned long long)g->pool.started, (unsigned long long)g->pool.expired,
+        (unsigned long long)g->pool.failed, g->pool.ready, g->pool.templates,
+        (unsigned long long)g->pool.templates_started,
+        (unsigned long long)g->pool.templates_retired,
+        (unsigned long long)g->pool.template_memory_bytes);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

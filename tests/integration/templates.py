@@ -1,0 +1,253 @@
+# SPDX-License-Identifier: MIT
+"""Templates (jail, python): warm runs are forks of one interpreter. Through `execbox serve
+--pool`, with real HTTP on loopback: two runs of one template alive at the same time cannot reach
+each other (each attack runs for real), forks get unique random state, a template is replaced
+after its generation bound, a killed template or a failing fork still gives structured results
+and leaves nothing behind, and warm output matches cold output byte for byte."""
+import concurrent.futures
+import glob
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import SKIP, Tests, run  # noqa: E402
+from serve import Server  # noqa: E402
+
+JSON = {"Content-Type": "application/json"}
+
+
+def execute(srv, code, timeout=60, **fields):
+    body = dict(fields, code=code)
+    st, _, res = srv.execute(body, headers=JSON, timeout=timeout)
+    assert st == 200, (st, res)
+    return res
+
+
+def out_json(res):
+    assert res["exit_code"] == 0, res
+    return json.loads(res["stdout"].strip().splitlines()[-1])
+
+
+def template_pids():
+    """Pids of every template interpreter on the host (by the bootstrap's name)."""
+    pids = []
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(d + "/cmdline", "rb") as f:
+                if b"_execbox_template()" in f.read():
+                    pids.append(int(d[6:]))
+        except OSError:
+            pass
+    return pids
+
+
+def cgroups_of(pid):
+    """cgroup directories named after an execbox process (execbox-<pid>-...)."""
+    return glob.glob(f"/sys/fs/cgroup/**/execbox-{pid}-*", recursive=True)
+
+
+OWNER = r'''
+import ctypes, json, os, socket, time
+libc = ctypes.CDLL(None, use_errno=True)
+made = {}
+a = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); a.bind("\0execbox-tpl-probe"); a.listen(1)
+p = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); p.bind("/tmp/tpl-probe.sock"); p.listen(1)
+try:
+    l = socket.socket(); l.bind(("127.0.0.1", 47654)); l.listen(1); l.setblocking(False)
+    made["loopback"] = True
+except OSError as e:
+    l = None; made["loopback"] = str(e)
+for d in ("/tmp", "/dev/shm", "/workspace"):
+    with open(d + "/tpl-secret", "w") as f:
+        f.write("secret")
+made["shm"] = libc.shmget(0x7e57, 4096, 0o1000 | 0o600)
+libc.mq_open.restype = ctypes.c_int
+made["mq"] = libc.mq_open(b"/tpl-probe", os.O_CREAT | os.O_RDWR, 0o600, None)
+made["mq_errno"] = ctypes.get_errno() if made["mq"] < 0 else 0
+made["pid"] = os.getpid()
+a.setblocking(False); p.setblocking(False)
+time.sleep(4)
+hit = []
+for s in (a, p, l):
+    if s is None:
+        continue
+    try:
+        s.accept(); hit.append(str(s))
+    except BlockingIOError:
+        pass
+made["connected_to_me"] = hit
+made["files_intact"] = all(open(d + "/tpl-secret").read() == "secret"
+                           for d in ("/tmp", "/dev/shm", "/workspace"))
+print(json.dumps(made))
+'''
+
+ATTACKER = r'''
+import ctypes, json, os, signal, socket
+libc = ctypes.CDLL(None, use_errno=True)
+got = {}
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect("\0execbox-tpl-probe"); got["abstract_connect"] = True
+except OSError:
+    got["abstract_connect"] = False
+got["proc_net_unix_sees_it"] = "execbox-tpl-probe" in open("/proc/net/unix").read()
+b = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    b.bind("\0execbox-tpl-probe"); got["abstract_bind_free"] = True
+except OSError:
+    got["abstract_bind_free"] = False
+s2 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s2.connect("/tmp/tpl-probe.sock"); got["path_connect"] = True
+except OSError:
+    got["path_connect"] = False
+c = socket.socket(); c.settimeout(1)
+try:
+    c.connect(("127.0.0.1", 47654)); got["loopback_connect"] = True
+except OSError:
+    got["loopback_connect"] = False
+got["files_seen"] = [d for d in ("/tmp", "/dev/shm", "/workspace")
+                     if os.path.exists(d + "/tpl-secret")]
+got["shm_found"] = libc.shmget(0x7e57, 0, 0) != -1
+got["mq_found"] = libc.mq_open(b"/tpl-probe", os.O_RDWR) != -1
+pids = sorted(int(x) for x in os.listdir("/proc") if x.isdigit())
+got["proc_pids"] = pids
+alive = []
+for pid in range(1, 4096):
+    try:
+        os.kill(pid, 0); alive.append(pid)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        alive.append(pid)
+got["signalable"] = alive
+for pid in alive:
+    if pid not in (1, os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+print(json.dumps(got))
+'''
+
+
+class TemplateTests(Tests):
+    def test_concurrent_runs_cannot_reach_each_other(self):
+        with Server("--pool", "2", "--workers", "4") as srv:
+            execute(srv, "print(1)")  # the template is up; the pool holds forks of it
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                owner = pool.submit(execute, srv, OWNER)
+                time.sleep(1.5)
+                attacker = execute(srv, ATTACKER)
+                mine = owner.result(timeout=60)
+            got, made = out_json(attacker), out_json(mine)
+            # the owner made them (POSIX queues may be refused to the guest outright)
+            assert made["shm"] >= 0, made
+            assert made["mq"] >= 0 or made["mq_errno"] in (1, 13, 38), made
+            assert not got["abstract_connect"], got
+            assert not got["proc_net_unix_sees_it"], got
+            assert got["abstract_bind_free"], got
+            assert not got["path_connect"], got
+            assert not got["loopback_connect"], got
+            assert got["files_seen"] == [], got
+            assert not got["shm_found"] and not got["mq_found"], got
+            assert got["proc_pids"] == [1, 2], got  # its init and itself: nobody else
+            assert got["signalable"] == [1, 2], got
+            assert made["connected_to_me"] == [] and made["files_intact"], made
+            m = srv.metrics()
+            assert m["execbox_templates"] >= 1, m
+            assert m['execbox_pool_runs_total{sandbox="warm"}'] >= 3, m
+            assert srv.stop() == 0
+
+    def test_forks_are_unique(self):
+        code = ("import json, random, uuid, numpy\n"
+                "print(json.dumps([random.random(), float(numpy.random.rand()), "
+                "str(uuid.uuid4()), hash('execbox')]))")
+        with Server("--pool", "4", "--preload", "numpy") as srv:
+            rows = [out_json(execute(srv, code)) for _ in range(50)]
+            m = srv.metrics()
+            assert srv.stop() == 0
+        for i, what in enumerate(("random.random()", "numpy.random.rand()", "uuid4()")):
+            values = {r[i] for r in rows}
+            assert len(values) == 50, f"{what}: {50 - len(values)} repeats"
+        # one generation (1000 runs by default) shares the template's hash secret; a run that
+        # found no fork ready went cold and has its own
+        assert len({r[3] for r in rows}) <= (m["execbox_templates_started_total"] +
+                                             m['execbox_pool_runs_total{sandbox="cold"}']), rows
+        assert m['execbox_pool_runs_total{sandbox="warm"}'] >= 40, m
+
+    def test_generation_is_replaced_after_its_bound(self):
+        with Server("--pool", "1", "--template-runs", "4") as srv:
+            hashes = [out_json(execute(srv, "print(hash('execbox'))")) for _ in range(16)]
+            m = srv.metrics()
+            assert srv.stop() == 0
+        assert m["execbox_templates_started_total"] >= 3, m
+        assert m["execbox_templates_retired_total"] >= 2, m
+        assert len(set(hashes)) >= 3, hashes  # each generation has a secret of its own
+        # no generation served more runs than its bound (the pool's ready fork counts too)
+        runs = {}
+        for h in hashes:
+            runs[h] = runs.get(h, 0) + 1
+        assert max(runs.values()) <= 4, runs
+
+    def test_killed_template_still_answers(self):
+        with Server("--pool", "2") as srv:
+            assert execute(srv, "print(6*7)")["stdout"] == "42\n"
+            victims = template_pids()
+            assert victims, "no template process found"
+            for pid in victims:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for i in range(6):
+                res = execute(srv, f"print({i}*7)", timeout=60)
+                assert res["exit_code"] == 0 and res["stdout"] == f"{i * 7}\n", res
+            pid = srv.proc.pid
+            assert srv.stop() == 0
+        assert cgroups_of(pid) == [], cgroups_of(pid)
+
+    def test_failing_fork_is_a_structured_result(self):
+        # One process per run: the run's init fits, the guest's fork does not.
+        with Server("--pool", "1", "--pids", "1") as srv:
+            res = execute(srv, "print(1)", timeout=60)
+            assert res["exit_code"] != 0 and res["error"]["name"] == "SandboxError", res
+            pid = srv.proc.pid
+            assert srv.stop() == 0
+        assert cgroups_of(pid) == [], cgroups_of(pid)
+        assert not [p for p in template_pids() if os.getpgid(p) == pid]
+
+    def test_warm_output_is_cold_output(self):
+        cases = [
+            "print('hi'); import sys; print(sys.argv, __file__, __name__, sys.path[0])",
+            "import os, socket; print(os.getpid(), os.getppid(), os.getuid(), os.getcwd(), "
+            "socket.gethostname(), sorted(os.environ))",
+            "raise ValueError('boom')",
+            "import sys; sys.exit(3)",
+            "def f(:\n  pass",
+            "import sys; print(sys.stdin.read().upper())",
+            "import os; print(sorted(os.listdir('/tmp')), sorted(os.listdir('/workspace')))",
+            "import signal, os; os.kill(os.getpid(), signal.SIGTERM)",
+        ]
+        for code in cases:
+            cold = run(["run", "--json", "-i", "-c", code], input="stdin text")
+            warm = run(["run", "--warm", "--json", "-i", "-c", code], input="stdin text")
+            a, b = json.loads(cold.stdout), json.loads(warm.stdout)
+            for k in ("stdout", "stderr", "exit_code", "signal", "error"):
+                assert a[k] == b[k], (code, k, a[k], b[k])
+            assert cold.returncode == warm.returncode, (code, cold.returncode, warm.returncode)
+
+
+if __name__ == "__main__":
+    if os.geteuid() != 0:
+        print("skip: templates need root (the jail's warm runs are root-only)")
+        sys.exit(SKIP)
+    chk = run(["check"])
+    if chk.returncode != 0:
+        print(f"skip: the jail is not usable here: {chk.stdout}{chk.stderr}")
+        sys.exit(SKIP)
+    os.environ.pop("EXECBOX_TEST_WARM", None)
+    TemplateTests().main()
