@@ -25,6 +25,8 @@
 #define EB_DRAIN_GRACE_MS 2000
 /* After asking the sandbox's init to kill everything, how long before SIGKILL to it. */
 #define EB_KILL_GRACE_MS 500
+/* How long a teardown waits for a killed run that is not our child (a template's) to be gone. */
+#define EB_KILL_WAIT_MS 5000
 /* Read chunk for guest output. */
 #define EB_READ_CHUNK 65536
 

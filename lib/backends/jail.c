@@ -1022,8 +1022,16 @@ static void sandbox_destroy(struct eb_warm *sb)
 {
     if (sb->child.pid > 0) {
         kill_all(&sb->k);
-        siginfo_t si;
-        syscall(SYS_waitid, P_PIDFD, sb->child.pidfd, &si, WEXITED, NULL);
+        if (sb->child.not_ours) {
+            /* A template's run: its init is the template's child. Its exit (the pidfd turns
+             * readable) comes after every process of its pid namespace is gone. */
+            struct pollfd p = {.fd = sb->child.pidfd, .events = POLLIN};
+            while (poll(&p, 1, EB_KILL_WAIT_MS) < 0 && errno == EINTR)
+                ;
+        } else {
+            siginfo_t si;
+            syscall(SYS_waitid, P_PIDFD, sb->child.pidfd, &si, WEXITED, NULL);
+        }
         sb->child.pid = -1;
     }
     eb_proxy_stop(sb->proxy, NULL);

@@ -69,14 +69,23 @@ static int count_leftovers(void)
     return n;
 }
 
-static struct execbox_executor *open_pool(unsigned size, const char *preload, double idle)
+static struct execbox_executor *open_pool_gen(unsigned size, const char *preload, double idle,
+                                              unsigned template_runs)
 {
-    struct execbox_executor_options o = {
-        .backend = backend, .pool_size = size, .pool_preload = preload, .pool_idle = idle};
+    struct execbox_executor_options o = {.backend = backend,
+                                         .pool_size = size,
+                                         .pool_preload = preload,
+                                         .pool_idle = idle,
+                                         .template_max_runs = template_runs};
     struct execbox_executor *ex = NULL;
     struct execbox_error err = {0};
     assert_int_equal(execbox_executor_new(&o, &ex, &err), 0);
     return ex;
+}
+
+static struct execbox_executor *open_pool(unsigned size, const char *preload, double idle)
+{
+    return open_pool_gen(size, preload, idle, 0);
 }
 
 static void wait_ready(struct execbox_executor *ex, unsigned want)
@@ -226,7 +235,10 @@ static void test_warm_equals_cold(void **state)
 static void test_each_run_is_fresh(void **state)
 {
     (void)state;
-    struct execbox_executor *ex = open_pool(3, "", 60);
+    /* One run per template generation: then even what a fork shares with its siblings (the
+     * hash secret) must differ between runs (tests/integration/templates.py covers the
+     * generations of many runs). */
+    struct execbox_executor *ex = open_pool_gen(3, "", 60, 1);
     struct execbox_error err = {0};
     assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
     char seen[6][256];
