@@ -1396,11 +1396,13 @@ out:
 /* Supervises a started sandbox to the end and fills res: output, status, the cgroup's CPU,
  * peak memory and OOM count, the files left in /workspace. */
 static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct execbox_result *res,
-                          struct execbox_error *err)
+                          struct eb_outcome *ret_oc, struct execbox_error *err)
 {
     const struct execbox_policy *pol = run->policy;
     struct eb_outcome oc;
     int r = eb_supervise(&sb->child, run->req, pol, run->start_ns, res, &oc, err);
+    if (ret_oc)
+        *ret_oc = oc;
     sb->child.pid = -1; /* reaped, or left its cgroup and is exiting: */
     if (oc.init_running)
         defer_reap(&sb->child.pidfd);
@@ -1465,7 +1467,7 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
     sandbox_init(&sb, state, run->policy, run->lang);
     int r = sandbox_start(&sb, NULL, run, NULL, err);
     if (r == 0)
-        r = sandbox_finish(&sb, run, res, err);
+        r = sandbox_finish(&sb, run, res, NULL, err);
     sandbox_destroy(&sb);
     return r;
 }
@@ -1978,8 +1980,15 @@ static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *r
         eb_close(&sb->code_fd);
         r = eb_warm_go(&sb->go_fd, err);
     }
+    struct eb_outcome oc;
     if (r == 0)
-        r = sandbox_finish(sb, run, res, err);
+        r = sandbox_finish(sb, run, res, &oc, err);
+    /* A fork whose init vanished without a report, before anything was seen of the run, was
+     * lost with its template (the guest cannot kill its init): nothing ran as far as anyone can
+     * tell, so the caller may run it cold (-EPIPE), as when the go byte finds no reader. */
+    if (r == 0 && sb->tpl && !oc.got_exit && !oc.setup_failed && !oc.timed_out && !oc.cancelled &&
+        res->stdout_bytes == 0 && res->stderr_bytes == 0)
+        r = -EPIPE;
     jail_warm_discard(state, sb);
     return r;
 }
