@@ -1931,7 +1931,9 @@ static int jail_warm_start(void *state, const struct execbox_policy *policy,
         return eb_error_set(err, -ENOTSUP,
                             "runs with a host workspace, or without root, are "
                             "not kept warm");
-    if (lang->template_bootstrap && !j->no_templates) {
+    /* network "allow" needs the proxy socket placed in the run's namespace before the fork is
+     * walled: not done for template runs yet, so those start warm from nothing. */
+    if (lang->template_bootstrap && !j->no_templates && policy->network != EXECBOX_NETWORK_ALLOW) {
         /* Forked from the template of (policy, language, preload): a fork, not an interpreter
          * start. */
         struct execbox_error terr = {0, ""};
