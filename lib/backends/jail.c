@@ -894,6 +894,7 @@ struct eb_warm {
     char ws_host[EXECBOX_PATH_MAX];
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
     struct tpl *tpl;        /* a run forked from this template, which it keeps alive; else NULL */
+    uint64_t guest_bytes;   /* what the guest wrote, all streams */
 };
 
 /* Writes the workspace root's journal (see replay_journal) next to the stage: if we are killed
@@ -1403,6 +1404,7 @@ static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct e
     int r = eb_supervise(&sb->child, run->req, pol, run->start_ns, res, &oc, err);
     if (ret_oc)
         *ret_oc = oc;
+    sb->guest_bytes = res->stdout_bytes + res->stderr_bytes; /* before any message of ours */
     sb->child.pid = -1; /* reaped, or left its cgroup and is exiting: */
     if (oc.init_running)
         defer_reap(&sb->child.pidfd);
@@ -1989,7 +1991,7 @@ static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *r
      * lost with its template (the guest cannot kill its init): nothing ran as far as anyone can
      * tell, so the caller may run it cold (-EPIPE), as when the go byte finds no reader. */
     if (r == 0 && sb->tpl && !oc.got_exit && !oc.setup_failed && !oc.timed_out && !oc.cancelled &&
-        res->stdout_bytes == 0 && res->stderr_bytes == 0)
+        sb->guest_bytes == 0)
         r = -EPIPE;
     jail_warm_discard(state, sb);
     return r;
