@@ -109,8 +109,8 @@ void eb_init_main(const struct eb_init *in)
      * its stdio included (other sandboxes' pipes among them, whose EOF must not wait for us,
      * and a server's sockets, which must close when the server closes them). */
     const struct eb_guest *g = in->guest;
-    int keep[6 + EB_PASS_FDS_MAX + EB_LEAVE_FDS_MAX] = {
-        in->status_fd, in->ctl_fd, g->stdin_fd, g->stdout_fd, g->stderr_fd, g->status_fd};
+    int keep[6 + EB_PASS_FDS_MAX + EB_LEAVE_FDS_MAX] = {in->status_fd, in->ctl_fd,   g->stdin_fd,
+                                                        g->stdout_fd,  g->stderr_fd, g->status_fd};
     int nkeep = 6;
     for (int i = 0; i < g->n_pass && i < EB_PASS_FDS_MAX; i++)
         keep[nkeep++] = g->pass_fds[i];
