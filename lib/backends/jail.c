@@ -1788,18 +1788,21 @@ static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *
     int fds[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl, go */
     _cleanup_close_ int code_ro = -1;
     int pidfd = -1, r = 0;
-    if (j->cg.version) {
-        char name[64];
-        snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
-                 atomic_fetch_add(&j->seq, 1));
-        if ((r = eb_cgroup_create(&j->cg, name, pol->memory, pol->pids, pol->cpus, &sb->cg, err)) <
-            0)
-            goto out;
-    }
     sb->ws_fd = fresh_workspace_fd(j, pol->workspace_size, err);
     if (sb->ws_fd < 0) {
         r = sb->ws_fd;
         goto out;
+    }
+    if (j->cg.version) {
+        char name[64];
+        snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
+                 atomic_fetch_add(&j->seq, 1));
+        /* As a cold run: the files its tmpfs hold add to its memory (the library writes /code,
+         * so that one is not the run's). */
+        sb->files_budget = files_budget(sb, pol, true, NULL);
+        if ((r = eb_cgroup_create(&j->cg, name, pol->memory + sb->files_budget, pol->pids,
+                                  pol->cpus, &sb->cg, err)) < 0)
+            goto out;
     }
     if ((r = code_mount_fds(&sb->code_fd, &code_ro, err)) < 0)
         goto out;
@@ -1811,6 +1814,7 @@ static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *
     struct eb_tpl_req req = {
         .magic = EB_TPL_MAGIC,
         .tmpfs = pol->tmpfs,
+        .shm = SHM_SIZE,
         .file_size = pol->file_size,
         .memory = pol->memory,
         .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + 1,

@@ -408,7 +408,8 @@ int eb_tpl_serve(int sock, int init_fd, int bpf_fd, int mpl_fd, const char *mpl_
                  "size=%llu,nr_inodes=16384,mode=1777,uid=%d,gid=%d",
                  (unsigned long long)t->req.tmpfs, EB_JAIL_UID, EB_JAIL_GID);
         snprintf(t->shm_opts, sizeof(t->shm_opts),
-                 "size=16m,nr_inodes=1024,mode=1777,uid=%d,gid=%d", EB_JAIL_UID, EB_JAIL_GID);
+                 "size=%llu,nr_inodes=1024,mode=1777,uid=%d,gid=%d", (unsigned long long)t->req.shm,
+                 EB_JAIL_UID, EB_JAIL_GID);
         snprintf(t->guest_pid, sizeof(t->guest_pid), "2");
         t->r_err = 0;
         t->r_msg[0] = '\0';

@@ -26,6 +26,7 @@ struct eb_tpl_req {
     uint32_t magic;
     uint32_t n_fds;        /* EB_TPL_FD_CG0 + the number of cgroup.procs fds */
     uint64_t tmpfs;        /* size of the run's /tmp */
+    uint64_t shm;          /* size of its /dev/shm */
     uint64_t file_size;    /* RLIMIT_FSIZE */
     uint64_t memory;       /* cap for memory_rlimit */
     uint64_t cpu_seconds;  /* RLIMIT_CPU, 0: none */
