@@ -28,6 +28,7 @@ static const struct eb_backend_ops *const registry[] = {
 #ifdef HAVE_GVISOR
     &eb_backend_gvisor,
 #endif
+    &eb_backend_firecracker,
 };
 
 static const char *const names[] = {
@@ -50,6 +51,7 @@ static const char *const names[] = {
 #ifdef HAVE_GVISOR
     "gvisor",
 #endif
+    "firecracker",
     NULL,
 };
 

@@ -75,5 +75,6 @@ extern const struct eb_backend_ops eb_backend_remote;
 extern const struct eb_backend_ops eb_backend_e2b;
 extern const struct eb_backend_ops eb_backend_pyodide;
 extern const struct eb_backend_ops eb_backend_gvisor;
+extern const struct eb_backend_ops eb_backend_firecracker;
 
 #endif
