@@ -37,7 +37,10 @@ if [[ -z $host ]] && command -v podman >/dev/null && [[ $(id -u) -eq 0 ]]; then
     host=$(bash tests/docker/setup.sh start "$state" | tail -n1) || host=
 fi
 
-cmds=(-n python "python3 -c '$code'")
+# The baseline is the interpreter the backends run, as they run it: /usr/bin/python3 -B with
+# an empty environment (a python3 earlier on PATH, or site hooks from the caller's environment,
+# would measure something else).
+cmds=(-n python "env -i /usr/bin/python3 -B -c '$code'")
 names=(python)
 add() { # NAME RUNS ARGS...
     local name=$1 n=$2

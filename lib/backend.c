@@ -51,8 +51,7 @@ static const char *const names[] = {
 #ifdef HAVE_GVISOR
     "gvisor",
 #endif
-    "firecracker",
-    NULL,
+    "firecracker", NULL,
 };
 
 const char *const *execbox_backends(void)

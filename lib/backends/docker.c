@@ -1039,6 +1039,45 @@ static int api(struct container *k, const char *method, const char *suffix, long
 }
 
 /* Kills and removes the container (force also kills a running one). Tries twice. */
+/* The runtime the engine really gave the container. Docker reports HostConfig.Runtime; podman
+ * reports OCIRuntime in its own API (its compat inspect says "oci"), and podman's Docker API
+ * (4.x) ignores HostConfig.Runtime and uses its default runtime: a container asked to run
+ * under gVisor must never silently run under runc. */
+static int check_runtime(struct container *k, struct execbox_error *err)
+{
+    long st = 0;
+    char msg[200];
+    json_t *j = NULL;
+    int r;
+    if (strstr(k->s->engine, "podman")) {
+        /* podman's compat inspect says "oci" whatever ran; its own API says which runtime. */
+        char path[160];
+        snprintf(path, sizeof(path), "/v4.0.0/libpod/containers/%s/json", k->id);
+        struct call c = {.method = "GET", .path = path, .timeout_ms = DK_CALL_MS};
+        r = http_json(k->h, k->s, &c, &st, &j, msg, sizeof(msg), err);
+    } else {
+        r = api(k, "GET", "/json", DK_CALL_MS, &st, msg, sizeof(msg), &j, err);
+    }
+    if (r < 0)
+        return r;
+    const char *oci = json_string_value(json_object_get(j, "OCIRuntime"));
+    const char *hc =
+        json_string_value(json_object_get(json_object_get(j, "HostConfig"), "Runtime"));
+    const char *got = oci && *oci ? oci : hc;
+    const char *want = k->s->runtime;
+    /* podman names the runtime by its configured name or by the binary's path. */
+    const char *base = got ? strrchr(got, '/') : NULL;
+    bool ok = got && (strcmp(got, want) == 0 || (base && strcmp(base + 1, want) == 0));
+    if (st != 200 || !ok)
+        r = eb_error_set(err, -ENOTSUP,
+                         "the engine created the container with runtime '%s', not '%s' (podman's "
+                         "Docker API ignores the requested runtime: make '%s' the engine's "
+                         "default runtime, see docs/backends.md)",
+                         got ? got : "unknown", want, want);
+    json_decref(j);
+    return r;
+}
+
 static int remove_container(struct container *k, struct execbox_error *err)
 {
     long st = 0;
@@ -1255,6 +1294,8 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     snprintf(k.id, sizeof(k.id), "%s", id);
     json_decref(j);
     j = NULL;
+    if (s->runtime[0] && (r = check_runtime(&k, err)) < 0)
+        goto out;
 
     /* start; the deadline counts from here (create is the engine's setup, bounded apart) */
     r = api(&k, "POST", "/start", DK_CALL_MS, &st, msg, sizeof(msg), NULL, err);

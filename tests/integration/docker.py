@@ -311,6 +311,18 @@ class DockerTests(Tests):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def test_runtime_ignored_is_refused(self):
+        """podman's Docker API ignores HostConfig.Runtime: asking for runsc on an engine whose
+        default is runc must fail clearly, never run under runc."""
+        if not shutil.which("runsc"):
+            raise SkipTest("runsc is not installed (scripts/deps/gvisor.apt)")
+        p = run(["run", "-b", "docker", "--docker-host", HOST, "--runtime", "runsc", "-c",
+                 "print(1)"])
+        assert p.returncode == 125, (p.returncode, p.stdout, p.stderr)
+        assert "not 'runsc'" in p.stderr and "ignores" in p.stderr, p.stderr
+        assert p.stdout == "", p.stdout
+        assert_none_left()
+
     def test_zz_no_container_left(self):
         assert_none_left()
 

@@ -173,6 +173,8 @@ print("ls", sorted(os.listdir("/")))
 
     def test_nothing_left(self):
         gv("print(1)")
+        # A killed run leaves runsc state behind, which `runsc delete --force` must remove.
+        common.run_json(["-b", "gvisor", "-t", "2", "-c", "import time; time.sleep(30)"])
         time.sleep(0.3)
         # This suite is the only user of the gvisor backend on the machine.
         left = subprocess.run(["pgrep", "-f", "execbox-gvisor-state"], capture_output=True,
@@ -181,6 +183,8 @@ print("ls", sorted(os.listdir("/")))
         tmp = os.environ.get("TMPDIR", "/tmp")
         dirs = [d for d in os.listdir(tmp) if d.startswith("execbox-gvisor-")]
         eq(dirs, [], "run directories left")
+        state = [d for d in os.listdir(tmp) if d.startswith("execbox-gvisor-state")]
+        eq(state, [], "runsc state left")
         mounts = open("/proc/self/mountinfo").read()
         check("execbox-gvisor-run" not in mounts, "a workspace tmpfs left mounted")
 
