@@ -43,9 +43,18 @@ if ! pm image exists "$base"; then
     pm import "$cache/rootfs.tar" "$base" >/dev/null
 fi
 t0=$(date +%s)
-pm build --network host --build-arg BASE="$base" -f "$src/deploy/Containerfile" -t "$tag" \
-    "$src" >"$run/build.log" 2>&1 || { tail -n 40 "$run/build.log" >&2; exit 1; }
+: >"$run/build.log"
+# The build stage is tagged too, so that pruning below keeps its layers (the compilers and
+# -dev packages) for the next build.
+for target in build ""; do
+    pm build --network host --build-arg BASE="$base" -f "$src/deploy/Containerfile" \
+        ${target:+--target "$target"} -t "${target:+$tag-}${target:-$tag}" "$src" \
+        >>"$run/build.log" 2>&1 || { tail -n 40 "$run/build.log" >&2; exit 1; }
+done
 echo "image built in $(( $(date +%s) - t0 ))s; size $(pm image inspect "$tag" --format '{{.Size}}') bytes"
+# Earlier builds' layers that no tag uses any more: the cache keeps only what the next build
+# can reuse.
+pm image prune -f >/dev/null 2>&1 || true
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # The privileges of deploy/kubernetes/deployment.yaml, in podman's words.
