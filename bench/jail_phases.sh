@@ -21,7 +21,7 @@ import re, statistics, subprocess, sys
 
 build, runs = sys.argv[1], int(sys.argv[2])
 EV = "clone3,execve,exit_group"
-line_re = re.compile(r"^\s*([\d.]+) \([^)]*\): (\S+)/(\d+)\s+([\w:]+)\((.*?)(?:= (\S+))?\s*$")
+line_re = re.compile(r"^\s*([\d.]+) \([^)]*\): (\S+)/(\d+)\s+([\w:]+)\((.*?)\)\s*(?:= (\S+)|\.\.\.)?\s*$")
 
 
 def trace(argv):
@@ -31,7 +31,8 @@ def trace(argv):
     for ln in p.stderr.splitlines():
         m = line_re.match(ln)
         if m and "[continued]" not in ln:
-            ev.append((float(m.group(1)), m.group(2), int(m.group(3)), m.group(4), m.group(6)))
+            ev.append((float(m.group(1)), m.group(2), int(m.group(3)), m.group(4),
+                       m.group(6) if m.group(6) is not None else m.group(5)))
     return ev
 
 
@@ -39,7 +40,7 @@ def phases_execbox(ev):
     main = [e for e in ev if e[3] == "sched:sched_process_exec" and "execbox" in e[1]][0]
     t0, mp = main[0], main[2]
     clones = [e for e in ev if e[2] == mp and e[3] == "clone3" and e[4] and e[4].isdigit()]
-    py = [e for e in ev if e[3] == "execve" and e[1].startswith("python")][0]
+    py = [e for e in ev if e[3] == "sched:sched_process_exec" and "python3" in (e[4] or "")][0]
     pyexit = [e for e in ev if e[2] == py[2] and e[3] == "exit_group"][0]
     mexit = [e for e in ev if e[2] == mp and e[3] == "exit_group"][-1]
     init = [c for c in clones if c[0] < py[0]][-1]
@@ -55,12 +56,18 @@ def phases_bare(ev):
     return {"exec -> py exit": out[0] - ex[0]}
 
 
-got, bare = {}, []
+got, bare, lost = {}, [], 0
 for i in range(runs):
-    for k, v in phases_execbox(trace([f"{build}/execbox", "run", "-b", "jail", "-c", "pass"])).items():
+    try:  # perf may lose an event on a busy machine: that run is left out
+        ph = phases_execbox(trace([f"{build}/execbox", "run", "-b", "jail", "-c", "pass"]))
+        b = phases_bare(trace(["/usr/bin/python3", "-B", "-c", "pass"]))["exec -> py exit"]
+    except IndexError:
+        lost += 1
+        continue
+    for k, v in ph.items():
         got.setdefault(k, []).append(v)
-    bare.append(phases_bare(trace(["/usr/bin/python3", "-B", "-c", "pass"]))["exec -> py exit"])
-print(f"phases of a cold `execbox run -c pass`, median of {runs} runs (perf trace), ms")
+    bare.append(b)
+print(f"phases of a cold `execbox run -c pass`, median of {runs - lost} runs (perf trace), ms")
 for k, v in got.items():
     print(f"  {k:18} {statistics.median(v):7.2f}")
 print(f"  {'bare python':18} {statistics.median(bare):7.2f}")
