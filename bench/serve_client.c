@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * serve_client.c - a small load client for bench/serve.sh: exactly N POST /v1/execute requests
- * over C keep-alive connections to 127.0.0.1:PORT, each answer checked (status 200 and the
- * program's expected output); prints throughput, p50/p99 latency and the error count.
+ * serve_client.c - a small load client for bench/serve.sh and bench/serve_soak.sh: exactly N
+ * POST /v1/execute requests over C keep-alive connections to 127.0.0.1:PORT, each answer
+ * checked. An answer is "ok" (200 with the program's expected output), "busy" (429 or 503 with
+ * a Retry-After header: answered, the client may retry), "wrong" (any other answer) or "lost"
+ * (no complete answer: the connection failed or closed). Prints throughput, p50/p99 latency
+ * and the counts; exits 1 when any was wrong or lost.
  * Usage: serve_client PORT TOTAL CONCURRENCY [BODY EXPECTED] (EXPECTED: a substring of the
  * answer, e.g. "stdout":"42\n" as it appears in the JSON)
  */
@@ -22,7 +25,7 @@
 static int port;
 static long total;
 static long next_req; /* __atomic */
-static long errors;   /* __atomic */
+static long n_busy, n_wrong, n_lost; /* __atomic */
 static double *lat;   /* seconds, one per request */
 
 static const char *body = "{\"code\": \"print(6*7)\", \"language\": \"python\"}";
@@ -50,8 +53,10 @@ static int dial(void)
     return fd;
 }
 
-/* One request on fd; 0 when the answer is a 200 carrying the expected output. */
-static int one_request(int fd)
+enum outcome { OK, BUSY, WRONG, LOST };
+
+/* One request on fd, and what its answer was. */
+static enum outcome one_request(int fd)
 {
     char req[4096];
     int n = snprintf(req, sizeof(req),
@@ -59,31 +64,35 @@ static int one_request(int fd)
                      "application/json\r\nContent-Length: %zu\r\n\r\n%s",
                      strlen(body), body);
     if (write(fd, req, (size_t)n) != n)
-        return -1;
+        return LOST;
     static __thread char buf[65536];
     size_t len = 0;
     long want = -1;
     char *hdr_end = NULL;
     for (;;) {
         if (len == sizeof(buf) - 1)
-            return -1;
+            return WRONG;
         ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
         if (r <= 0)
-            return -1;
+            return LOST;
         len += (size_t)r;
         buf[len] = '\0';
         if (!hdr_end && (hdr_end = strstr(buf, "\r\n\r\n"))) {
             char *cl = strcasestr(buf, "\r\nContent-Length:");
             if (!cl || cl > hdr_end)
-                return -1;
+                return WRONG;
             want = strtol(cl + 17, NULL, 10);
         }
         if (hdr_end && (long)(len - (size_t)(hdr_end + 4 - buf)) >= want)
             break;
     }
-    if (strncmp(buf, "HTTP/1.1 200", 12) != 0 || !strstr(hdr_end, expect))
-        return -1;
-    return 0;
+    if (strncmp(buf, "HTTP/1.1 200", 12) == 0 && strstr(hdr_end, expect))
+        return OK;
+    *hdr_end = '\0';
+    if ((strncmp(buf, "HTTP/1.1 429", 12) == 0 || strncmp(buf, "HTTP/1.1 503", 12) == 0) &&
+        strcasestr(buf, "\r\nRetry-After:"))
+        return BUSY;
+    return WRONG;
 }
 
 static void *worker(void *arg)
@@ -95,10 +104,12 @@ static void *worker(void *arg)
         if (i >= total)
             break;
         double t0 = now();
-        int r = fd >= 0 ? one_request(fd) : -1;
-        if (r < 0) {
+        enum outcome r = fd >= 0 ? one_request(fd) : LOST;
+        if (r == BUSY)
+            __atomic_add_fetch(&n_busy, 1, __ATOMIC_RELAXED);
+        if (r == WRONG || r == LOST) {
             /* Count it, and go on with a fresh connection. */
-            __atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
+            __atomic_add_fetch(r == WRONG ? &n_wrong : &n_lost, 1, __ATOMIC_RELAXED);
             if (fd >= 0)
                 close(fd);
             fd = dial();
@@ -144,9 +155,11 @@ int main(int argc, char **argv)
         pthread_join(t[i], NULL);
     double el = now() - t0;
     qsort(lat, (size_t)total, sizeof(*lat), cmp);
-    printf("requests=%ld errors=%ld seconds=%.1f req/s=%.1f p50_ms=%.2f p99_ms=%.2f\n", total,
-           errors, el, (double)total / el, lat[total / 2] * 1e3,
-           lat[(size_t)((double)total * 0.99)] * 1e3);
+    long errors = n_wrong + n_lost;
+    printf("requests=%ld ok=%ld busy=%ld wrong=%ld lost=%ld errors=%ld seconds=%.1f req/s=%.1f "
+           "p50_ms=%.2f p99_ms=%.2f\n",
+           total, total - n_busy - errors, n_busy, n_wrong, n_lost, errors, el, (double)total / el,
+           lat[total / 2] * 1e3, lat[(size_t)((double)total * 0.99)] * 1e3);
     free(lat);
     free(t);
     return errors ? 1 : 0;
