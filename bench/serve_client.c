@@ -24,9 +24,9 @@
 
 static int port;
 static long total;
-static long next_req; /* __atomic */
+static long next_req;                /* __atomic */
 static long n_busy, n_wrong, n_lost; /* __atomic */
-static double *lat;   /* seconds, one per request */
+static double *lat;                  /* seconds, one per request */
 
 static const char *body = "{\"code\": \"print(6*7)\", \"language\": \"python\"}";
 static const char *expect = "\"stdout\":\"42\\n\""; /* in the answer's JSON */
