@@ -140,6 +140,20 @@ char *srv_metrics_render(struct srv_metrics *m, const struct srv_gauges *g, size
             "# HELP execbox_draining 1 while the server drains after SIGTERM.\n"
             "# TYPE execbox_draining gauge\nexecbox_draining %d\n",
             g->queue_depth, g->queue_capacity, g->in_flight, g->workers, g->draining ? 1 : 0);
+    fprintf(f,
+            "# HELP execbox_jobs_accepted_total Runs the job queue took.\n"
+            "# TYPE execbox_jobs_accepted_total counter\nexecbox_jobs_accepted_total %llu\n"
+            "# HELP execbox_jobs_rejected_total Runs the job queue refused (full, or draining).\n"
+            "# TYPE execbox_jobs_rejected_total counter\nexecbox_jobs_rejected_total %llu\n"
+            "# HELP execbox_jobs_ended_total Accepted runs by how they left the queue: ran, "
+            "cancelled while running, dropped before running.\n"
+            "# TYPE execbox_jobs_ended_total counter\n"
+            "execbox_jobs_ended_total{end=\"ran\"} %llu\n"
+            "execbox_jobs_ended_total{end=\"cancelled\"} %llu\n"
+            "execbox_jobs_ended_total{end=\"dropped\"} %llu\n",
+            (unsigned long long)g->jobs_accepted, (unsigned long long)g->jobs_rejected,
+            (unsigned long long)g->jobs_ran, (unsigned long long)g->jobs_cancelled,
+            (unsigned long long)g->jobs_dropped);
     fprintf(
         f,
         "# HELP execbox_pool_runs_total Runs by where their sandbox came from (--pool).\n"

@@ -35,6 +35,8 @@ struct srv_metrics {
 /* The gauges sampled at render time. */
 struct srv_gauges {
     size_t queue_depth, queue_capacity, in_flight, workers;
+    /* the job runner's counters (common/runner.h) */
+    uint64_t jobs_accepted, jobs_rejected, jobs_ran, jobs_cancelled, jobs_dropped;
     bool draining;
     const char *backend;
     struct execbox_pool_stats pool; /* all zero without --pool */

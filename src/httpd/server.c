@@ -693,6 +693,11 @@ static void fill_gauges(struct srv *s, struct srv_gauges *g)
     g->queue_capacity = st.queue_capacity;
     g->in_flight = st.running;
     g->workers = st.workers;
+    g->jobs_accepted = st.accepted;
+    g->jobs_rejected = st.rejected;
+    g->jobs_ran = st.ran;
+    g->jobs_cancelled = st.cancelled;
+    g->jobs_dropped = st.dropped;
     g->draining = __atomic_load_n(&s->draining, __ATOMIC_RELAXED) ||
                   __atomic_load_n(&s->leaving, __ATOMIC_RELAXED);
     g->backend = execbox_executor_backend(s->cfg.exec);

@@ -522,6 +522,10 @@ class ServeTests(Tests):
             m = s.metrics()
             assert m['execbox_http_requests_total{status="429"}'] == len(full), m
             assert m['execbox_runs_total{outcome="ok"}'] == len(ok), m
+            # the job runner's own counters agree
+            assert m["execbox_jobs_rejected_total"] == len(full), m
+            assert m["execbox_jobs_accepted_total"] == len(ok), m
+            assert m['execbox_jobs_ended_total{end="ran"}'] == len(ok), m
             assert m["execbox_queue_depth"] == 0 and m["execbox_sandboxes_in_flight"] == 0, m
             assert s.stop() == 0
 
@@ -601,6 +605,7 @@ class ServeTests(Tests):
                     "the run went on after its client left"
             m = s.metrics()
             assert m["execbox_runs_cancelled_total"] == 2, m
+            assert m['execbox_jobs_ended_total{end="cancelled"}'] == 2, m
             assert sum(v for k, v in m.items() if k.startswith("execbox_runs_total")) == 0, m
             assert m['execbox_http_requests_total{status="499"}'] == 2, m
             gone = [e for e in s.log_lines() if e.get("client_gone")]
