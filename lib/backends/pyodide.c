@@ -105,11 +105,6 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
     return c->usable ? 0 : -ENOTSUP;
 }
 
-static void pyodide_check_network(struct execbox_check *c)
-{
-    eb_backend_jail.check_network(c);
-}
-
 static void pyodide_close(void *state)
 {
     struct pyodide *p = state;
@@ -165,8 +160,7 @@ const struct eb_backend_ops eb_backend_pyodide = {
     .open = pyodide_open,
     .run = pyodide_run,
     .close = pyodide_close,
-    /* The jail's allow-list proxy, as for the jail (HTTP_PROXY in the environment; Pyodide's
-     * packages stay refused: they are not in the npm package whatever the network). */
-    .network_allow = true,
-    .check_network = pyodide_check_network,
+    /* No network "allow": the jail's proxy would be the only way out, but nothing in Pyodide
+     * can use it (Python's sockets are Emscripten's, os.environ is not node's, and node's
+     * fetch ignores HTTP_PROXY), so the executor refuses it rather than pretend. */
 };

@@ -188,6 +188,10 @@ print("spawned")
         p = run(["run", "-b", "pyodide", "-l", "javascript", "-c", "1"])
         eq(p.returncode, 125)
         check("python only" in p.stderr, p.stderr)
+        p = run(["run", "-b", "pyodide", "--network", "allow", "--allow-host", "example.org",
+                 "-c", "print(1)"])
+        eq(p.returncode, 125)
+        check("network 'allow' is not available" in p.stderr, p.stderr)
 
     def test_check(self):
         p = run(["check", "-b", "pyodide"])
