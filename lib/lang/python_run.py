@@ -23,6 +23,32 @@ def _execbox_preload(preload, path):
     exec(compile('_x = [i for i in range(2)]\nprint(end="")\n', path, 'exec'), {})
     with open(sys.executable, 'rb') as f:
         f.read(1)
+    global _execbox_run_file
+    _execbox_run_file = _execbox_file_runner()
+
+
+def _execbox_file_runner():
+    # CPython's own runner of a script file (PyRun_FileExFlags): the tokenizer that
+    # `python3 FILE` uses, so coding cookies, NUL bytes and undecodable bytes behave and fail
+    # exactly as in a cold run; unlike the interpreter's main, it leaves SystemExit to us.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fopen = libc.fopen
+    fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    fopen.restype = ctypes.c_void_p
+    run = ctypes.pythonapi.PyRun_FileExFlags
+    run.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.py_object,
+                    ctypes.py_object, ctypes.c_int, ctypes.c_void_p]
+    run.restype = ctypes.py_object
+    file_input = 257  # Py_file_input
+
+    def run_file(path, globals_):
+        fp = fopen(os.fsencode(path), b'rb')
+        if not fp:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), path)
+        run(fp, os.fsencode(path), file_input, globals_, globals_, 1, None)  # closes fp
+    return run_file
 
 
 def _execbox_reseed():
@@ -62,8 +88,6 @@ def _execbox_run(path, stdin_path, reseed):
     fd = os.open(stdin_path, os.O_RDONLY)
     os.dup2(fd, 0)
     os.close(fd)
-    with open(path, 'rb') as f:
-        src = f.read()
     mod = types.ModuleType('__main__')
     mod.__file__ = path
     mod.__builtins__ = builtins
@@ -74,19 +98,15 @@ def _execbox_run(path, stdin_path, reseed):
     sys.argv[:] = [path]
     sys.path[0] = os.path.dirname(path)
     status = 0
+    del fd
     try:
-        try:
-            code = compile(src, path, 'exec')
-        except SyntaxError as e:
-            sys.excepthook(type(e), e.with_traceback(None), None)
-            status = 1
-        else:
-            del src, f, fd
-            exec(code, mod.__dict__)
+        _execbox_run_file(path, mod.__dict__)
     except SystemExit as e:
         status = _execbox_exit_status(e)
     except BaseException as e:
-        tb = e.__traceback__.tb_next if e.__traceback__ else None
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == '<string>':
+            tb = tb.tb_next  # our own frames (this bootstrap runs as -c): a cold run has none
         sys.excepthook(type(e), e.with_traceback(tb), tb)
         status = 1
     _execbox_shutdown(status, mod, atexit, gc)

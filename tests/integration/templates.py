@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -265,6 +266,17 @@ class TemplateTests(Tests):
             for k in ("stdout", "stderr", "exit_code", "signal", "error"):
                 assert a[k] == b[k], (code, k, a[k], b[k])
             assert cold.returncode == warm.returncode, (code, cold.returncode, warm.returncode)
+        # Programs no -c can carry: a NUL byte, bytes that are not UTF-8, a coding cookie.
+        files = [b"print(1)\nprint(2)\x00print(3)\n", b"print('\xff')\n",
+                 b"# -*- coding: latin-1 -*-\nprint('\xe9')\n"]
+        for data in files:
+            with tempfile.NamedTemporaryFile(suffix=".py") as f:
+                f.write(data)
+                f.flush()
+                a = json.loads(run(["run", "--json", f.name]).stdout)
+                b = json.loads(run(["run", "--warm", "--json", f.name]).stdout)
+            for k in ("stdout", "stderr", "exit_code", "error"):
+                assert a[k] == b[k], (data, k, a[k], b[k])
 
 
 if __name__ == "__main__":
