@@ -7,7 +7,8 @@
  * (no complete answer: the connection failed or closed). Prints throughput, p50/p99 latency
  * and the counts; exits 1 when any was wrong or lost.
  * Usage: serve_client PORT TOTAL CONCURRENCY [BODY EXPECTED] (EXPECTED: a substring of the
- * answer, e.g. "stdout":"42\n" as it appears in the JSON)
+ * answer, e.g. "stdout":"42\n" as it appears in the JSON). PACE_MS=N in the environment: each
+ * connection waits N ms between its requests (paced latency, the machine otherwise idle).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -27,6 +28,7 @@ static long total;
 static long next_req;                /* __atomic */
 static long n_busy, n_wrong, n_lost; /* __atomic */
 static double *lat;                  /* seconds, one per request */
+static long pace_ms;                 /* pause between a connection's requests */
 
 static const char *body = "{\"code\": \"print(6*7)\", \"language\": \"python\"}";
 static const char *expect = "\"stdout\":\"42\\n\""; /* in the answer's JSON */
@@ -115,6 +117,10 @@ static void *worker(void *arg)
             fd = dial();
         }
         lat[i] = now() - t0;
+        if (pace_ms > 0) {
+            struct timespec ts = {pace_ms / 1000, (pace_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
     }
     if (fd >= 0)
         close(fd);
@@ -139,6 +145,8 @@ int main(int argc, char **argv)
         if (strlen(body) > 3000)
             return 2;
     }
+    const char *pace = getenv("PACE_MS");
+    pace_ms = pace ? strtol(pace, NULL, 10) : 0;
     port = (int)strtol(argv[1], NULL, 10);
     total = strtol(argv[2], NULL, 10);
     long conc = strtol(argv[3], NULL, 10);
