@@ -175,12 +175,18 @@ class SubprocessTests(Tests):
         eq((p.returncode, r["stdout"]), (0, "20000\n"), p.stderr)
 
     def test_sandbox_error(self):
-        bad = os.path.join(self.dir, "not-a-dir")
-        open(bad, "w").close()
-        r, p = self.rj("-w", bad, "-c", "print(1)")
+        # The sandbox cannot be made (its temp dir cannot be created): a SandboxError result.
+        # (A workspace that is not a directory is refused at start-up now, before any run.)
+        missing = os.path.join(self.dir, "no-such-tmp")
+        r, p = self.rj("-c", "print(1)", env=dict(self.env, TMPDIR=missing))
         eq(p.returncode, 125)
         eq((r["exit_code"], r["error"]["name"]), (1, "SandboxError"))
-        check("not a directory" in r["stderr"], r["stderr"])
+        check("no such file" in r["stderr"], r["stderr"])
+        bad = os.path.join(self.dir, "not-a-dir")
+        open(bad, "w").close()
+        p = run(["run"] + SP + ["-w", bad, "-c", "print(1)"], env=self.env)
+        eq(p.returncode, 125)
+        check("not a directory" in p.stderr and p.stdout == "", p.stderr)
 
     def test_workspace(self):
         code = ("import os\nos.makedirs('d/e')\nopen('d/e/deep.json', 'w').write('{}')\n"
