@@ -3,8 +3,10 @@
 #include "result.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #include "error.h"
@@ -57,6 +59,22 @@ const char *execbox_killed_reason_name(enum execbox_killed_reason k)
     case EXECBOX_KILLED_NONE: break;
     }
     return NULL;
+}
+
+int eb_result_apply_oom(struct execbox_result *r, const struct execbox_policy *p,
+                        uint64_t oom_kills, const char *detail)
+{
+    if (oom_kills == 0 || r->signal != SIGKILL || r->timed_out ||
+        r->killed_reason == EXECBOX_KILLED_CANCELLED)
+        return 0;
+    r->oom_killed = true;
+    r->killed_reason = EXECBOX_KILLED_MEMORY;
+    r->exit_code = 128 + SIGKILL;
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "the program exceeded the memory limit of %" PRIu64 " MiB and was killed%s%s",
+             p->memory >> 20, detail ? "; " : "", detail ? detail : "");
+    return eb_result_set_error(r, "MemoryLimit", msg, "") < 0 ? -ENOMEM : 1;
 }
 
 int eb_result_set_error(struct execbox_result *r, const char *name, const char *value,

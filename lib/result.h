@@ -17,6 +17,16 @@ int eb_result_sandbox_error(struct execbox_result *r, const char *msg);
 int eb_result_set_error(struct execbox_result *r, const char *name, const char *value,
                         const char *traceback);
 
+/* The one OOM rule of every backend. A run was OOM-killed when the kernel recorded an OOM kill
+ * in its memory cgroup during the run (oom_kills > 0) AND the program itself ended by SIGKILL,
+ * and neither our deadline nor a cancel killed it (they use SIGKILL too). An OOM kill of some
+ * other process of the run, while the program lived on and exited, is not the program's end:
+ * its own status stands. When the rule holds: oom_killed, killed_reason memory, exit 137,
+ * signal 9 and a MemoryLimit error naming the limit, with detail appended when not NULL.
+ * Returns 1 when it held, 0 when it did not (r unchanged), -ENOMEM. */
+int eb_result_apply_oom(struct execbox_result *r, const struct execbox_policy *p,
+                        uint64_t oom_kills, const char *detail);
+
 /* Adds a name to r->degraded. */
 int eb_result_add_degraded(struct execbox_result *r, const char *wall);
 

@@ -1209,19 +1209,6 @@ out:
     return r;
 }
 
-static int set_oom(struct execbox_result *res, const struct execbox_policy *p)
-{
-    char m[160];
-    res->oom_killed = true;
-    res->killed_reason = EXECBOX_KILLED_MEMORY;
-    res->signal = SIGKILL;
-    res->exit_code = 128 + SIGKILL;
-    snprintf(m, sizeof(m),
-             "the program exceeded the memory limit of %" PRIu64 " bytes and was killed",
-             p->memory);
-    return eb_result_set_error(res, "MemoryLimit", m, "");
-}
-
 static int run(void *state, const struct eb_run *run, struct execbox_result *res,
                struct execbox_error *err)
 {
@@ -1409,8 +1396,8 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
         res->n_files = lg.n_files;
         res->files_truncated = lg.files_truncated;
         lg.n_files = 0;
-        if (lg.status.oom)
-            r = set_oom(res, p);
+        if (lg.status.oom && eb_result_apply_oom(res, p, 1, NULL) < 0)
+            r = -ENOMEM;
     } else {
         /* No status line (the bootstrap itself died): only the engine's word. Engines report
          * death by signal N as 128+N; an OOM kill is claimed only when that is a SIGKILL we did
@@ -1419,8 +1406,8 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
         res->exit_code = exit_code;
         if (exit_code > 128 && exit_code < 128 + 65)
             res->signal = exit_code - 128;
-        if (exit_code == 128 + SIGKILL && engine_oom)
-            r = set_oom(res, p);
+        if (engine_oom && eb_result_apply_oom(res, p, 1, NULL) < 0)
+            r = -ENOMEM;
     }
 out:
     if (k.id[0]) {

@@ -1421,33 +1421,24 @@ static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct e
             res->cpu_time = (double)(st.cpu_ns - sb->cpu_base_ns) / 1e9;
         if (st.peak_memory)
             res->peak_memory_bytes = st.peak_memory;
-        if (st.oom_kills > 0 && !res->timed_out && !oc.cancelled) {
-            /* The cgroup's own counter says the kernel OOM-killed inside this run. */
-            res->oom_killed = true;
-            res->killed_reason = EXECBOX_KILLED_MEMORY;
-            res->exit_code = 128 + SIGKILL;
-            res->signal = SIGKILL;
-            char msg[400];
-            int n =
-                snprintf(msg, sizeof(msg),
-                         "the program exceeded the memory limit of %" PRIu64 " MiB and was killed",
-                         pol->memory >> 20);
-            /* Files in /tmp, /dev/shm and a fresh /workspace are memory too (tmpfs): say how
-             * much they held when they were a large share, so the cause is not misread. */
-            uint64_t files = st.shmem;
-            struct statfs fs;
-            if (sb->ws_fd >= 0 && fstatfs(sb->ws_fd, &fs) == 0) {
-                uint64_t ws = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
-                files = ws > files ? ws : files;
-            }
-            uint64_t cap = pol->memory + sb->files_budget;
-            if (n > 0 && (size_t)n < sizeof(msg) && files >= cap / 8)
-                snprintf(msg + n, sizeof(msg) - (size_t)n,
-                         "; files in /tmp and /workspace are held in memory and count against "
-                         "it: %" PRIu64 " MiB of the %" PRIu64 " MiB cap were files",
-                         files >> 20, cap >> 20);
-            r = eb_result_set_error(res, "MemoryLimit", msg, "");
+        /* Files in /tmp, /dev/shm and a fresh /workspace are memory too (tmpfs): when an OOM
+         * kill came while they held a large share, say so, so the cause is not misread. */
+        char detail[256] = "";
+        uint64_t files = st.shmem;
+        struct statfs fs;
+        if (sb->ws_fd >= 0 && fstatfs(sb->ws_fd, &fs) == 0) {
+            uint64_t ws = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
+            files = ws > files ? ws : files;
         }
+        uint64_t cap = pol->memory + sb->files_budget;
+        if (files >= cap / 8)
+            snprintf(detail, sizeof(detail),
+                     "files in /tmp and /workspace are held in memory and count against it: "
+                     "%" PRIu64 " MiB of the %" PRIu64 " MiB cap were files",
+                     files >> 20, cap >> 20);
+        int o = eb_result_apply_oom(res, pol, st.oom_kills, detail[0] ? detail : NULL);
+        if (o < 0)
+            r = o;
     }
     if (r == 0) {
         _cleanup_close_ int wfd = -1;

@@ -93,6 +93,17 @@ class JailWork(Tests):
         assert ws[:2] == ["/workspace", "True"] and 250 <= int(ws[2]) <= 256, ws
         assert tmp[:2] == ["/tmp", "True"] and 56 <= int(tmp[2]) <= 64, tmp
 
+    def test_oom_of_a_child_is_not_the_programs_end(self):
+        # The kernel OOM-kills a child (the largest process); the program lives on and exits 0:
+        # the run is not "oom_killed", its own status stands (one rule for every backend).
+        code = ("import subprocess, sys\n"
+                "r = subprocess.run([sys.executable, '-c', 'x = bytearray(600 << 20)'])\n"
+                "print('child', r.returncode)\n")
+        res, _ = run_json(["-b", "jail", "-m", "128M", "-c", code], timeout=120)
+        assert res["stdout"] == "child -9\n", res
+        assert res["exit_code"] == 0 and not res["oom_killed"], res
+        assert res["error"] is None and res["killed_reason"] is None, res
+
     def test_oom_with_files_in_memory_says_so(self):
         code = ("for i in range(5):\n"
                 "    with open(f'/workspace/big{i}', 'wb') as f:\n"

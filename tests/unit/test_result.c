@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -455,6 +456,42 @@ static void test_pretty_and_args(void **state)
     assert_null(execbox_result_free(NULL));
 }
 
+static void test_oom_rule(void **state)
+{
+    (void)state;
+    struct execbox_policy p;
+    execbox_policy_init(&p);
+    /* The program died of SIGKILL and the cgroup saw an OOM kill: an OOM kill. */
+    struct execbox_result *r = eb_result_new("jail", "python");
+    r->signal = SIGKILL;
+    r->exit_code = 137;
+    assert_int_equal(eb_result_apply_oom(r, &p, 1, "detail"), 1);
+    assert_true(r->oom_killed);
+    assert_int_equal(r->killed_reason, EXECBOX_KILLED_MEMORY);
+    assert_string_equal(r->error_name, "MemoryLimit");
+    assert_non_null(strstr(r->error_value, "256 MiB"));
+    assert_non_null(strstr(r->error_value, "; detail"));
+    execbox_result_free(r);
+    /* Another process was OOM-killed; the program lived on and exited: its status stands. */
+    r = eb_result_new("jail", "python");
+    r->exit_code = 0;
+    assert_int_equal(eb_result_apply_oom(r, &p, 1, NULL), 0);
+    assert_false(r->oom_killed);
+    assert_null(r->error_name);
+    execbox_result_free(r);
+    /* SIGKILL without an OOM kill, or our own deadline's SIGKILL: not memory. */
+    r = eb_result_new("jail", "python");
+    r->signal = SIGKILL;
+    assert_int_equal(eb_result_apply_oom(r, &p, 0, NULL), 0);
+    r->timed_out = true;
+    assert_int_equal(eb_result_apply_oom(r, &p, 3, NULL), 0);
+    r->timed_out = false;
+    r->killed_reason = EXECBOX_KILLED_CANCELLED;
+    assert_int_equal(eb_result_apply_oom(r, &p, 3, NULL), 0);
+    assert_false(r->oom_killed);
+    execbox_result_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,7 +501,7 @@ int main(void)
         cmocka_unit_test(test_base64),          cmocka_unit_test(test_files),
         cmocka_unit_test(test_degraded),        cmocka_unit_test(test_sandbox_error),
         cmocka_unit_test(test_pretty_and_args), cmocka_unit_test(test_from_object_round_trip),
-        cmocka_unit_test(test_base64_decode),
+        cmocka_unit_test(test_base64_decode),   cmocka_unit_test(test_oom_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
