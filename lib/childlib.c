@@ -27,6 +27,19 @@ void eb_child_send_error(int fd, int code, const char *msg)
     (void)eb_write_all(fd, &m, sizeof(m));
 }
 
+int eb_child_sigchld_fd(void)
+{
+    /* An ignored SIGCHLD (a template ignores it, and that survives exec) would have the kernel
+     * reap children we must see. */
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    return sfd < 0 ? -errno : sfd;
+}
+
 static int set_limit(int res, uint64_t v)
 {
     struct rlimit rl = {.rlim_cur = (rlim_t)v, .rlim_max = (rlim_t)v};

@@ -15,6 +15,10 @@
 /* Sends one EB_MSG_ERROR (code, msg) on fd: one atomic write. */
 void eb_child_send_error(int fd, int code, const char *msg);
 
+/* An init's SIGCHLD as a non-blocking signalfd, with SIGCHLD set to its default and blocked (so
+ * that children are neither auto-reaped nor lost between forks). The fd, or -errno. */
+int eb_child_sigchld_fd(void);
+
 /* The sandbox init's loop once the guest exists: waits (SIGCHLD through the signalfd sfd, which
  * the caller made with SIGCHLD blocked) until the guest exits or ctl_fd becomes readable or
  * hangs up (the parent asks for, or needs, the end); then kills every other process of the

@@ -124,13 +124,9 @@ void eb_init_main(const struct eb_init *in)
 
     /* SIGCHLD through a signalfd so that one poll() waits for the guest and for the parent's
      * kill request at once. */
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &chld, NULL);
-    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    int sfd = eb_child_sigchld_fd();
     if (sfd < 0) {
-        eb_child_send_error(in->status_fd, -errno, "signalfd");
+        eb_child_send_error(in->status_fd, sfd, "signalfd");
         _exit(1);
     }
     /* A raw fork, not glibc's: init may itself come from a raw clone3 of a threaded host (the

@@ -1017,6 +1017,21 @@ static uint64_t files_budget(const struct eb_warm *sb, const struct execbox_poli
     return b;
 }
 
+/* The sandbox's own cgroup (where the host has one): its policy's pids and CPU, and its memory
+ * plus budget, the files its tmpfs may hold. 0 or -errno with err set. */
+static int run_cgroup(struct eb_warm *sb, uint64_t budget, struct execbox_error *err)
+{
+    struct jail *j = sb->j;
+    if (!j->cg.version)
+        return 0;
+    char name[64];
+    snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
+             atomic_fetch_add(&j->seq, 1));
+    sb->files_budget = budget;
+    return eb_cgroup_create(&j->cg, name, sb->policy.memory + budget, sb->policy.pids,
+                            sb->policy.cpus, &sb->cg, err);
+}
+
 /* Kills whatever still runs (a warm sandbox never given a run), and removes everything the
  * sandbox had: processes, cgroup, mounts, temp dirs. */
 static void sandbox_destroy(struct eb_warm *sb)
@@ -1252,15 +1267,8 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     }
     argv[argc] = NULL;
 
-    if (j->cg.version) {
-        char name[64];
-        snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
-                 atomic_fetch_add(&j->seq, 1));
-        sb->files_budget = files_budget(sb, pol, warm, run);
-        if ((r = eb_cgroup_create(&j->cg, name, pol->memory + sb->files_budget, pol->pids,
-                                  pol->cpus, &sb->cg, err)) < 0)
-            return r;
-    }
+    if ((r = run_cgroup(sb, files_budget(sb, pol, warm, run), err)) < 0)
+        return r;
     if (tpl)
         in_fd = open("/dev/null", O_RDWR | O_CLOEXEC); /* the template's stdio */
     else
@@ -1784,17 +1792,10 @@ static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *
         r = sb->ws_fd;
         goto out;
     }
-    if (j->cg.version) {
-        char name[64];
-        snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
-                 atomic_fetch_add(&j->seq, 1));
-        /* As a cold run: the files its tmpfs hold add to its memory (the library writes /code,
-         * so that one is not the run's). */
-        sb->files_budget = files_budget(sb, pol, true, NULL);
-        if ((r = eb_cgroup_create(&j->cg, name, pol->memory + sb->files_budget, pol->pids,
-                                  pol->cpus, &sb->cg, err)) < 0)
-            goto out;
-    }
+    /* As a cold run: the files its tmpfs hold add to its memory (the library writes /code,
+     * so that one is not the run's). */
+    if ((r = run_cgroup(sb, files_budget(sb, pol, true, NULL), err)) < 0)
+        goto out;
     if ((r = code_mount_fds(&sb->code_fd, &code_ro, err)) < 0)
         goto out;
     for (int i = 0; i < 10; i += 2)

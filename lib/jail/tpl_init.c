@@ -24,15 +24,10 @@ int main(int argc, char **argv)
         return 127;
     }
     /* The template ignores SIGCHLD (the kernel reaps its runs' inits), and an ignored signal
-     * stays ignored across exec: we must see and reap our children. */
-    signal(SIGCHLD, SIG_DFL);
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &chld, NULL);
-    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+     * stays ignored across exec: eb_child_sigchld_fd puts it back. */
+    int sfd = eb_child_sigchld_fd();
     if (sfd < 0) {
-        eb_child_send_error(3, -12, "execbox-init: signalfd");
+        eb_child_send_error(3, sfd, "execbox-init: signalfd");
         return 127;
     }
     eb_init_loop((pid_t)guest, sfd, 3, 4);
