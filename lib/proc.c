@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -162,6 +163,39 @@ void eb_init_main(const struct eb_init *in)
 
     eb_init_loop_leave(guest, sfd, in->status_fd, in->ctl_fd, in->leave_fds,
                        in->n_leave < EB_LEAVE_FDS_MAX ? in->n_leave : EB_LEAVE_FDS_MAX);
+}
+
+pid_t eb_fork_subreaper_init(const struct eb_init *in, int nice, int *ret_pidfd,
+                             struct execbox_error *err)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return eb_error_set(err, -errno, "fork: %s", execbox_strerror(-errno));
+    if (pid == 0) {
+        if (setsid() < 0) {
+            eb_child_send_error(in->status_fd, -errno, "start a new session");
+            _exit(1);
+        }
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+            eb_child_send_error(in->status_fd, -errno, "set the parent-death signal or subreaper");
+            _exit(1);
+        }
+        if (getppid() != parent)
+            _exit(1); /* we already lost the parent the death signal stands for */
+        if (nice > 0)
+            setpriority(PRIO_PROCESS, 0, nice);
+        eb_init_main(in);
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        int e = -errno;
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return eb_error_set(err, e, "pidfd_open: %s", execbox_strerror(e));
+    }
+    *ret_pidfd = pidfd;
+    return pid;
 }
 
 /* ---- parent side -------------------------------------------------------------------------- */

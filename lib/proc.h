@@ -85,6 +85,14 @@ int eb_close_all_except(const int *keep, int n);
  * child subreaper. Never returns. */
 __attribute__((noreturn)) void eb_init_main(const struct eb_init *in);
 
+/* Forks a sandbox init that shares the host's namespaces (the subprocess and gvisor backends; the
+ * jail's init is pid 1 of its own instead): a session of its own, so the whole tree is one
+ * process group to kill; dying with us; a child subreaper, so double-forked processes come back
+ * to it and die with it. nice > 0 lowers its priority. Then eb_init_main(in), which closes every
+ * fd but its own. The init's pid with *ret_pidfd, or -errno with err set. */
+pid_t eb_fork_subreaper_init(const struct eb_init *in, int nice, int *ret_pidfd,
+                             struct execbox_error *err);
+
 /* Parent's view of a started sandbox. */
 struct eb_child {
     pid_t pid;  /* init */

@@ -467,32 +467,17 @@ static int gvisor_run(void *state, const struct eb_run *run, struct execbox_resu
         .file_size = RLIM_INFINITY,
     };
     struct eb_init init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest};
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    /* Our init as runsc's parent: runsc's sandbox and gofer processes stay below it, in its
+     * process group, and die with it whatever runsc does. */
+    int pidfd = -1;
+    pid_t pid = eb_fork_subreaper_init(&init, 0, &pidfd, err);
     if (pid < 0) {
-        r = eb_error_set(err, -errno, "fork: %s", execbox_strerror(-errno));
+        r = pid;
         goto out;
-    }
-    if (pid == 0) {
-        /* init: a session of its own (one process group to kill), dies with us, and a
-         * subreaper, so that runsc's sandbox and gofer processes stay below it and die with
-         * it whatever runsc does. */
-        if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-            prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
-            eb_child_send_error(fds[5], -errno, "set up runsc's supervisor");
-            _exit(1);
-        }
-        if (getppid() != parent)
-            _exit(1);
-        close(fds[0]);
-        close(fds[2]);
-        close(fds[4]);
-        close(fds[7]);
-        eb_init_main(&init);
     }
     child.pid = pid;
     child.kill_pgid = pid;
-    child.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    child.pidfd = pidfd;
     child.out_fd = TAKE_FD(fds[0]);
     child.err_fd = TAKE_FD(fds[2]);
     child.status_fd = TAKE_FD(fds[4]);

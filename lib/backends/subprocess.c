@@ -181,47 +181,20 @@ static int sandbox_start(const struct execbox_policy *pol, const struct eb_langu
     /* A warm sandbox waits at low CPU priority so that starting it never slows a run that is
      * going on; warm_run restores normal priority, which needs the right to lower niceness. */
     bool nice_warm = warm && can_renice();
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    int pidfd = -1;
+    pid_t pid = eb_fork_subreaper_init(&init, nice_warm ? 10 : 0, &pidfd, err);
     if (pid < 0) {
-        r = eb_error_set(err, -errno, "fork: %s", execbox_strerror(-errno));
+        r = pid;
         goto out;
-    }
-    if (pid == 0) {
-        /* init: a new session so the whole tree is one process group we can kill; dies with
-         * us; a subreaper so double-forked daemons come back to it and are killed too. */
-        if (setsid() < 0) {
-            eb_child_send_error(fds[5], -errno, "start a new session");
-            _exit(1);
-        }
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
-            eb_child_send_error(fds[5], -errno, "set the parent-death signal or subreaper");
-            _exit(1);
-        }
-        if (getppid() != parent)
-            _exit(1);
-        close(fds[0]);
-        close(fds[2]);
-        close(fds[4]);
-        close(fds[7]);
-        if (warm)
-            close(fds[9]);
-        if (nice_warm)
-            setpriority(PRIO_PROCESS, 0, 10);
-        eb_init_main(&init);
     }
     sb->child.pid = pid;
     sb->child.kill_pgid = pid;
-    sb->child.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    sb->child.pidfd = pidfd;
     sb->child.out_fd = TAKE_FD(fds[0]);
     sb->child.err_fd = TAKE_FD(fds[2]);
     sb->child.status_fd = TAKE_FD(fds[4]);
     sb->child.ctl_fd = TAKE_FD(fds[7]);
     sb->go_fd = TAKE_FD(fds[9]);
-    if (sb->child.pidfd < 0) {
-        r = eb_error_set(err, -errno, "pidfd_open: %s", execbox_strerror(-errno));
-        goto out;
-    }
     r = 0;
 out:
     for (int i = 0; i < 10; i++)
