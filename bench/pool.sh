@@ -35,19 +35,9 @@ cc -O2 -pthread bench/serve_client.c -o "$client"
 pid=
 cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -f "$client" "$log"; }
 trap cleanup EXIT
-port=
-serve() { # serve ARGS...: starts a server in the background, sets $pid and $port
-    : >"$log"
-    "$bin" serve --listen 127.0.0.1:0 --queue 256 --workers 8 "${b[@]/#-b/--backend}" "$@" 2>"$log" &
-    pid=$!
-    for _ in $(seq 200); do
-        addr=$(grep -o '"event":"listening","message":"[^"]*"' "$log" | sed 's/.*"message":"//; s/"$//' || true)
-        [[ -n $addr ]] && { port=${addr##*:}; return; }
-        sleep 0.05
-    done
-    echo "server did not start" >&2; cat "$log" >&2; exit 1
-}
-stop() { kill -TERM "$pid"; wait "$pid" || true; pid=; }
+. bench/lib.sh
+serve() { bench_serve "$log" "$bin" --queue 256 --workers 8 "${b[@]/#-b/--backend}" "$@"; }
+stop() { bench_stop; }
 pbody='{"code": "import pandas as pd; print(pd.DataFrame({\"a\": range(100)}).describe().loc[\"mean\", \"a\"])"}'
 # print(6*7): a cold server, then one keeping 8 warm sandboxes (no preload: each costs one
 # interpreter start).

@@ -20,20 +20,13 @@ mkdir -p bench/results
 log=$(mktemp /tmp/serve-bench-log.XXXXXX)
 out=bench/results/serve-$(date -u +%Y%m%dT%H%M%SZ).txt
 cores=$(nproc)
-args=(serve --listen 127.0.0.1:0 --queue 256)
+args=(--queue 256)
 [[ -n "${BACKEND:-}" ]] && args+=(--backend "$BACKEND")
-"$bin" "${args[@]}" 2>"$log" &
-pid=$!
+. bench/lib.sh
+pid=
 trap 'kill $pid 2>/dev/null || true; rm -f "$log" "${client:-}"' EXIT
-addr=""
-for _ in $(seq 100); do
-    addr=$(grep -o '"event":"listening","message":"[^"]*"' "$log" | sed 's/.*"message":"//; s/"$//' || true)
-    [[ -n "$addr" ]] && break
-    sleep 0.1
-done
-[[ -n "$addr" ]] || { echo "server did not start:" >&2; cat "$log" >&2; exit 1; }
+bench_serve "$log" "$bin" "${args[@]}"
 url=http://$addr
-port=${addr##*:}
 client=$(mktemp /tmp/serve-client.XXXXXX)
 cc -O2 -pthread bench/serve_client.c -o "$client"
 rss() { awk '/^VmRSS/ {print $2 " kB"}' /proc/$pid/status; }

@@ -24,19 +24,12 @@ mkdir -p bench/results
 log=$(mktemp /tmp/serve-soak-log.XXXXXX)
 client=$(mktemp /tmp/serve-soak-client.XXXXXX)
 out=bench/results/serve-soak-$(date -u +%Y%m%dT%H%M%SZ).txt
-args=(serve --listen 127.0.0.1:0 --queue "$queue" --backend "$backend")
+args=(--queue "$queue" --backend "$backend")
 [[ -n "${WORKERS:-}" ]] && args+=(--workers "$WORKERS")
-"$bin" "${args[@]}" 2>"$log" &
-pid=$!
+. bench/lib.sh
+pid=
 trap 'kill $pid 2>/dev/null || true; rm -f "$log" "$client"' EXIT
-addr=""
-for _ in $(seq 100); do
-    addr=$(grep -o '"event":"listening","message":"[^"]*"' "$log" | sed 's/.*"message":"//; s/"$//' || true)
-    [[ -n "$addr" ]] && break
-    sleep 0.1
-done
-[[ -n "$addr" ]] || { echo "server did not start:" >&2; cat "$log" >&2; exit 1; }
-port=${addr##*:}
+bench_serve "$log" "$bin" "${args[@]}"
 cc -O2 -pthread bench/serve_client.c -o "$client"
 rss() { awk '/^VmRSS/ {print $2}' /proc/$pid/status; }
 status=0

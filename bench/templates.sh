@@ -22,19 +22,9 @@ cc -O2 -pthread bench/serve_client.c -o "$client"
 pid=
 cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -f "$client" "$log"; }
 trap cleanup EXIT
-port=
-serve() { # serve ARGS...: a server in the background; sets $pid and $port
-    : >"$log"
-    "$bin" serve --listen 127.0.0.1:0 --queue 512 --workers 8 "$@" 2>"$log" &
-    pid=$!
-    for _ in $(seq 400); do
-        addr=$(grep -o '"event":"listening","message":"[^"]*"' "$log" | sed 's/.*"message":"//; s/"$//' || true)
-        [[ -n $addr ]] && { port=${addr##*:}; return; }
-        sleep 0.05
-    done
-    echo "server did not start" >&2; cat "$log" >&2; exit 1
-}
-stop() { kill -TERM "$pid"; wait "$pid" || true; pid=; }
+. bench/lib.sh
+serve() { bench_serve "$log" "$bin" --queue 512 --workers 8 "$@"; }
+stop() { bench_stop; }
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; } # jiffies: user nice system irq softirq
 rss() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
 metric() { curl -s "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1==m{print $2}'; }
