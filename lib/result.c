@@ -44,8 +44,35 @@ struct execbox_result *execbox_result_free(struct execbox_result *r)
         free(r->degraded[i]);
     free(r->degraded);
     free(r->egress);
+    eb_rich_free(r->results, r->n_results);
     free(r);
     return NULL;
+}
+
+/* The MIME-style fields of a rich output, in the order the JSON has them. */
+static const struct {
+    const char *key;
+    size_t off;
+} rich_fields[] = {
+    {"text", offsetof(struct execbox_rich, text)},
+    {"html", offsetof(struct execbox_rich, html)},
+    {"markdown", offsetof(struct execbox_rich, markdown)},
+    {"svg", offsetof(struct execbox_rich, svg)},
+    {"png", offsetof(struct execbox_rich, png)},
+    {"jpeg", offsetof(struct execbox_rich, jpeg)},
+    {"latex", offsetof(struct execbox_rich, latex)},
+    {"json", offsetof(struct execbox_rich, json)},
+    {"javascript", offsetof(struct execbox_rich, javascript)},
+};
+
+#define RICH_FIELD(x, i) (*(char **)((char *)(x) + rich_fields[i].off))
+
+void eb_rich_free(struct execbox_rich *v, size_t n)
+{
+    for (size_t k = 0; v && k < n; k++)
+        for (size_t i = 0; i < ARRAY_SIZE(rich_fields); i++)
+            free(RICH_FIELD(&v[k], i));
+    free(v);
 }
 
 const char *execbox_killed_reason_name(enum execbox_killed_reason k)
@@ -215,6 +242,28 @@ json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags)
         if (r->egress_truncated)
             bad |= json_object_set_new(o, "egress_truncated", json_true());
     }
+    json_t *rich = json_array();
+    bad |= json_object_set_new(o, "results", rich);
+    for (size_t k = 0; rich && k < r->n_results; k++) {
+        json_t *ro = json_object();
+        bad |= json_array_append_new(rich, ro);
+        if (!ro)
+            break;
+        for (size_t i = 0; i < ARRAY_SIZE(rich_fields); i++) {
+            const char *v = RICH_FIELD(&r->results[k], i);
+            if (v)
+                bad |= json_object_set_new(ro, rich_fields[i].key, json_text(v, strlen(v)));
+        }
+        bad |=
+            json_object_set_new(ro, "is_main_result", json_boolean(r->results[k].is_main_result));
+    }
+    if (r->results_truncated)
+        bad |= json_object_set_new(o, "results_truncated", json_true());
+    if (r->in_session) {
+        bad |=
+            json_object_set_new(o, "execution_count", json_integer((json_int_t)r->execution_count));
+        bad |= json_object_set_new(o, "rolled_back", json_boolean(r->rolled_back));
+    }
     if (r->n_degraded) {
         json_t *d = json_array();
         for (size_t i = 0; d && i < r->n_degraded; i++)
@@ -285,6 +334,55 @@ static int files_from_array(const json_t *a, struct execbox_result *r, struct ex
             if (d < 0)
                 return eb_error_set(err, -EBADMSG, "files[%zu].data: not base64", i);
             x->data_len = dn;
+        }
+    }
+    return 0;
+}
+
+int eb_result_rich_from_array(const json_t *a, struct execbox_result *r, struct execbox_error *err)
+{
+    if (!json_is_array(a))
+        return eb_error_set(err, -EBADMSG, "results must be an array");
+    size_t n = json_array_size(a), total = 0;
+    for (size_t k = 0; k < n; k++) {
+        const json_t *x = json_array_get(a, k);
+        if (!json_is_object(x))
+            return eb_error_set(err, -EBADMSG, "results[%zu]: not an object", k);
+        size_t bytes = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(rich_fields); i++) {
+            const json_t *v = json_object_get(x, rich_fields[i].key);
+            if (v && !json_is_null(v) && !json_is_string(v))
+                return eb_error_set(err, -EBADMSG, "results[%zu].%s: not a string", k,
+                                    rich_fields[i].key);
+            bytes += json_is_string(v) ? json_string_length(v) : 0;
+        }
+        const json_t *main = json_object_get(x, "is_main_result");
+        if (main && !json_is_boolean(main))
+            return eb_error_set(err, -EBADMSG, "results[%zu].is_main_result: not a boolean", k);
+        if (r->n_results >= EXECBOX_RICH_MAX || total + bytes > EXECBOX_RICH_BYTES_MAX) {
+            r->results_truncated = true;
+            continue;
+        }
+        if (!r->results) {
+            r->results = calloc(EXECBOX_RICH_MAX, sizeof(*r->results));
+            if (!r->results)
+                return eb_error_set(err, -ENOMEM, "out of memory");
+        }
+        struct execbox_rich *d = &r->results[r->n_results++];
+        total += bytes;
+        d->is_main_result = json_is_true(main);
+        for (size_t i = 0; i < ARRAY_SIZE(rich_fields); i++) {
+            const json_t *v = json_object_get(x, rich_fields[i].key);
+            if (!json_is_string(v))
+                continue;
+            size_t len;
+            char *c = dup_text(v, &len);
+            /* The text came from the guest: valid UTF-8 only, as every other output. */
+            char *clean = c ? execbox_utf8_sanitize(c, len, NULL, NULL) : NULL;
+            free(c);
+            if (!clean)
+                return eb_error_set(err, -ENOMEM, "out of memory");
+            RICH_FIELD(d, i) = clean;
         }
     }
     return 0;
@@ -375,6 +473,12 @@ int eb_result_from_object(const json_t *o, struct execbox_result *r, struct exec
     int fr = files ? files_from_array(files, r, err) : 0;
     if (fr < 0)
         return fr;
+    const json_t *rich = json_object_get(o, "results");
+    if (rich && (fr = eb_result_rich_from_array(rich, r, err)) < 0)
+        return fr;
+    const json_t *rt = json_object_get(o, "results_truncated");
+    if (json_is_true(rt))
+        r->results_truncated = true;
     const json_t *deg = json_object_get(o, "degraded");
     if (deg && !json_is_array(deg))
         return eb_error_set(err, -EBADMSG, "degraded must be an array");

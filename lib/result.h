@@ -43,4 +43,12 @@ int eb_result_from_object(const json_t *o, struct execbox_result *r, struct exec
 /* Parses Python's last uncaught exception from stderr into r->error_*. No-op when none. */
 int eb_parse_python_error(struct execbox_result *r);
 
+/* Appends the rich outputs of a JSON array ([{text, html, png, ..., is_main_result}]) to r,
+ * keeping at most EXECBOX_RICH_MAX entries and EXECBOX_RICH_BYTES_MAX bytes (results_truncated
+ * beyond); every string is made valid UTF-8. -EBADMSG when the array is not of that shape. */
+int eb_result_rich_from_array(const json_t *a, struct execbox_result *r, struct execbox_error *err);
+
+/* Frees n rich outputs and the array. */
+void eb_rich_free(struct execbox_rich *v, size_t n);
+
 #endif

@@ -189,6 +189,17 @@ typedef void (*execbox_output_fn)(void *userdata, enum execbox_stream stream, co
 #define EXECBOX_CODE_MAX (16U << 20)  /* largest program accepted */
 #define EXECBOX_STDIN_MAX (16U << 20) /* largest stdin accepted */
 
+/* A file placed in /workspace before the code runs (one-shot runs and session cells). path is
+ * relative to /workspace ("data/in.csv"; parents are made); absolute paths, "..", empty parts
+ * and symlinks on the way are refused with -EINVAL (field "path"). */
+struct execbox_input_file {
+    const char *path;
+    const void *data; /* borrowed */
+    size_t len;
+};
+
+#define EXECBOX_INPUT_FILES_MAX 64
+
 struct execbox_request {
     const char *language;   /* "python" (NULL), "javascript", "bash" */
     const char *code;       /* the program text (borrowed) */
@@ -200,6 +211,11 @@ struct execbox_request {
     void *userdata;                      /* passed to on_output */
     struct execbox_cancel *cancel;       /* optional; borrowed for the duration of the run */
     size_t inline_files_max; /* image files in /workspace up to this size come back inline */
+    /* Files written into /workspace before the code starts (at most EXECBOX_INPUT_FILES_MAX,
+     * each within the policy's file_size, together within its workspace_size). Backends that
+     * cannot place them refuse the run with -ENOTSUP. */
+    const struct execbox_input_file *files;
+    size_t n_files;
 };
 
 /* ---- the result record (docs/result.md) -------------------------------------------------- */
@@ -230,6 +246,27 @@ struct execbox_egress {
     uint64_t bytes_out; /* from the code to the host */
     uint64_t bytes_in;  /* from the host to the code */
 };
+
+/* One rich output of a Python cell or run, MIME-style as Jupyter and E2B have them (every
+ * field NULL when that form is absent): the value of a session cell's last expression
+ * (is_main_result), an object passed to display(), a matplotlib figure shown or left open. */
+struct execbox_rich {
+    char *text;       /* text/plain: the repr */
+    char *html;       /* text/html (_repr_html_: pandas DataFrames) */
+    char *markdown;   /* text/markdown */
+    char *svg;        /* image/svg+xml */
+    char *png;        /* image/png, base64 */
+    char *jpeg;       /* image/jpeg, base64 */
+    char *latex;      /* text/latex */
+    char *json;       /* application/json, as JSON text */
+    char *javascript; /* application/javascript */
+    bool is_main_result;
+};
+
+/* A run or cell keeps at most this many rich outputs, and at most EXECBOX_RICH_BYTES_MAX bytes
+ * of them in all; beyond, results_truncated is set. */
+#define EXECBOX_RICH_MAX 64
+#define EXECBOX_RICH_BYTES_MAX (16U << 20)
 
 /* The result lists at most this many egress entries; later attempts only set
  * egress_truncated. */
@@ -265,7 +302,16 @@ struct execbox_result {
     bool has_egress;               /* the run had network "allow": egress is in the JSON */
     struct execbox_egress *egress; /* every connection attempt, in order */
     size_t n_egress;
-    bool egress_truncated; /* more than EXECBOX_EGRESS_MAX attempts */
+    bool egress_truncated;        /* more than EXECBOX_EGRESS_MAX attempts */
+    struct execbox_rich *results; /* rich outputs in order (Python); always in the JSON */
+    size_t n_results;
+    bool results_truncated;
+    /* Session cells only (in_session): the cell's number, 1 for the first cell run, and
+     * whether the session's state is the one from before the cell (it failed, timed out, was
+     * cancelled or OOM-killed, and the session rolls back). */
+    bool in_session;
+    uint64_t execution_count;
+    bool rolled_back;
 };
 
 /* Frees a result and everything it owns. Accepts NULL; returns NULL. */
@@ -363,6 +409,87 @@ void execbox_executor_pool_stats(struct execbox_executor *ex, struct execbox_poo
 
 /* Closes the executor. Accepts NULL; returns NULL. No run may be in progress. */
 struct execbox_executor *execbox_executor_free(struct execbox_executor *ex);
+
+/* ---- sessions (docs/sessions.md) ---------------------------------------------------------- */
+
+/* A session keeps an interpreter's state across cells. Its state lives in one process inside
+ * the walls of a sandbox of its own (the policy's memory cap covers the state and the running
+ * cell); each cell runs in a fork of that state, and the fork becomes the new state only when
+ * the cell ends normally (exit status 0). When the cell raises (unless rollback is off), exits
+ * non-zero, times out, is cancelled or is OOM-killed, the fork is discarded: the interpreter's
+ * state is exactly what it was before the cell (files in /workspace and /tmp are not rolled
+ * back). One cell at a time. jail backend, Python only. */
+struct execbox_session;
+
+struct execbox_session_options {
+    const char *language;                /* NULL: python (the only one with sessions) */
+    const struct execbox_policy *policy; /* NULL: defaults; its timeout is each cell's default
+                                            and maximum; workspace must be unset and network
+                                            "none" */
+    bool no_rollback;    /* an uncaught exception keeps the cell's partial effects (Jupyter) */
+    double idle_timeout; /* seconds without a cell or file call before the session expires;
+                            0: EXECBOX_SESSION_IDLE_DEFAULT */
+    double max_lifetime; /* seconds from creation; 0: EXECBOX_SESSION_LIFETIME_DEFAULT */
+};
+
+#define EXECBOX_SESSION_IDLE_DEFAULT 600.0
+#define EXECBOX_SESSION_LIFETIME_DEFAULT 86400.0
+
+/* Starts a session (with the executor's pool_preload imported, forked from its template when
+ * there is one). -ENOTSUP (with the reason) when the backend, language or policy cannot have
+ * sessions. Free with execbox_session_free(). */
+int execbox_session_new(struct execbox_executor *ex, const struct execbox_session_options *o,
+                        struct execbox_session **ret, struct execbox_error *err);
+
+/* Runs one cell: req->code and stdin_data, on_output, cancel and inline_files_max as for
+ * execbox_executor_run, req->files placed first; req->policy may only lower the timeout and
+ * output_limit (other fields are the session's; -EPERM when it asks for more). req->language
+ * NULL or the session's. Returns 0 and a result with in_session, execution_count, rolled_back
+ * and results; -EBUSY while another cell runs, -ETIMEDOUT when the session has expired,
+ * -ESHUTDOWN when it has ended (its state process died or was killed: the result of the cell
+ * that ended it said so). Free *ret with execbox_result_free(). */
+int execbox_session_run(struct execbox_session *s, const struct execbox_request *req,
+                        struct execbox_result **ret, struct execbox_error *err);
+
+struct execbox_session_info {
+    char language[32];
+    double created_at;        /* Unix time, seconds */
+    double last_used_at;      /* the last cell or file call began or ended */
+    double expires_at;        /* min(last_used_at + idle_timeout, created_at + max_lifetime) */
+    uint64_t execution_count; /* cells run so far (rolled back ones too) */
+    uint64_t rolled_back;     /* cells rolled back */
+    bool busy;                /* a cell is running */
+    bool alive;               /* not ended, not expired */
+    uint64_t memory_bytes;    /* the session's memory now (its cgroup), 0 when unknown */
+};
+
+/* A snapshot; thread-safe, also while a cell runs. */
+void execbox_session_info(struct execbox_session *s, struct execbox_session_info *ret);
+
+/* Workspace files of a session, by path relative to /workspace: resolved beneath it with no
+ * symlink followed (absolute paths, ".." and symlinks are -EINVAL, field "path"); they may be
+ * called while a cell runs. write creates parents and replaces the file (at most the policy's
+ * file_size; -EFBIG above it, -ENOSPC when the workspace is full); read returns at most max
+ * bytes (-EFBIG when the file is larger; free *ret_data with execbox_free()); list returns the
+ * files as a result lists them (free with execbox_files_free()); remove deletes a file or an
+ * empty directory. -ENOENT when there is no such file, -ESHUTDOWN after the session ended. */
+int execbox_session_write_file(struct execbox_session *s, const char *path, const void *data,
+                               size_t len, struct execbox_error *err);
+int execbox_session_read_file(struct execbox_session *s, const char *path, size_t max,
+                              char **ret_data, size_t *ret_len, struct execbox_error *err);
+int execbox_session_list_files(struct execbox_session *s, struct execbox_file **ret_files,
+                               size_t *ret_n, struct execbox_error *err);
+int execbox_session_remove_file(struct execbox_session *s, const char *path,
+                                struct execbox_error *err);
+void execbox_files_free(struct execbox_file *files, size_t n);
+
+/* Ends the session now: its processes are killed and its sandbox removed; a cell running in
+ * another thread returns with killed_reason "cancelled" and the session ended. Thread-safe;
+ * idempotent. */
+void execbox_session_kill(struct execbox_session *s);
+
+/* Ends and frees the session. No cell may be running. Accepts NULL; returns NULL. */
+struct execbox_session *execbox_session_free(struct execbox_session *s);
 
 /* ---- backends and their walls -------------------------------------------------------------- */
 

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* wsfile.h - the host side of files in a sandbox's workspace (sessions' file calls, one-shot
+ * input files), relative to the workspace's directory fd. */
+#ifndef EB_WSFILE_H
+#define EB_WSFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "execbox/execbox.h"
+
+#define EB_WS_PATH_MAX 1024
+
+/* A path relative to /workspace: non-empty, not absolute, no "." or ".." or empty components,
+ * no control characters, at most EB_WS_PATH_MAX bytes. 0, or -EINVAL (kind INVALID_VALUE,
+ * field "path"). Symlinks are refused when the path is resolved. */
+int eb_ws_path_check(const char *path, struct execbox_error *err);
+
+/* Writes len bytes (at most max, 0: no limit) to path beneath dirfd, making its parent
+ * directories; a fresh file owned like the workspace's root, renamed over any old one. */
+int eb_ws_write(int dirfd, const char *path, const void *data, size_t len, uint64_t max,
+                struct execbox_error *err);
+
+/* Reads the regular file at path, at most max bytes (-EFBIG beyond), NUL-terminated. */
+int eb_ws_read(int dirfd, const char *path, size_t max, char **ret_data, size_t *ret_len,
+               struct execbox_error *err);
+
+/* Removes the file, symlink or empty directory at path. */
+int eb_ws_remove(int dirfd, const char *path, struct execbox_error *err);
+
+/* Writes a request's input files: at most EXECBOX_INPUT_FILES_MAX, each at most file_max,
+ * together at most total_max bytes (0: no limit). */
+int eb_ws_place(int dirfd, const struct execbox_input_file *files, size_t n, uint64_t file_max,
+                uint64_t total_max, struct execbox_error *err);
+
+#endif
