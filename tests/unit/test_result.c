@@ -51,7 +51,7 @@ static void test_every_field(void **state)
         "stdout",       "stderr",       "exit_code",     "execution_time",    "timed_out",
         "oom_killed",   "signal",       "killed_reason", "stdout_truncated",  "stderr_truncated",
         "stdout_bytes", "stderr_bytes", "cpu_time",      "peak_memory_bytes", "error",
-        "files",        "backend",      "language",
+        "files",        "backend",      "language",      "results",
     };
     assert_int_equal(json_object_size(o), sizeof(order) / sizeof(order[0]));
     /* The order of docs/result.md (the four core fields first). */
@@ -110,6 +110,61 @@ static void test_every_field(void **state)
     assert_string_equal(json_string_value(json_object_get(e, "value")), "too much");
     assert_string_equal(json_string_value(json_object_get(e, "traceback")), "tb");
     json_decref(o);
+    execbox_result_free(r);
+}
+
+/* Rich outputs: every MIME field that is set, is_main_result always, the cell fields only in a
+ * session; the record parses back with the same outputs; oversized or malformed lists are cut
+ * or refused. */
+static void test_rich_results(void **state)
+{
+    (void)state;
+    struct execbox_result *r = eb_result_new("jail", "python");
+    assert_non_null(r);
+    json_error_t je;
+    json_t *a = json_loads("[{\"text\": \"42\", \"is_main_result\": true}, {\"png\": \"iVBO\", "
+                           "\"text\": \"<Figure>\"}, {\"html\": \"<b>\\u00ff</b>\"}]",
+                           0, &je);
+    assert_non_null(a);
+    struct execbox_error err = {0, ""};
+    assert_int_equal(eb_result_rich_from_array(a, r, &err), 0);
+    assert_int_equal(r->n_results, 3);
+    assert_true(r->results[0].is_main_result);
+    assert_string_equal(r->results[1].png, "iVBO");
+    assert_null(r->results[1].html);
+    r->in_session = true;
+    r->execution_count = 7;
+    r->rolled_back = true;
+    json_t *o = to_json(r, 0);
+    json_t *res = json_object_get(o, "results");
+    assert_int_equal(json_array_size(res), 3);
+    json_t *first = json_array_get(res, 0);
+    assert_int_equal(json_object_size(first), 2); /* text and is_main_result, nothing null */
+    assert_true(json_is_true(json_object_get(first, "is_main_result")));
+    assert_true(json_is_false(json_object_get(json_array_get(res, 1), "is_main_result")));
+    assert_int_equal(json_integer_value(json_object_get(o, "execution_count")), 7);
+    assert_true(json_is_true(json_object_get(o, "rolled_back")));
+    struct execbox_result *back = eb_result_new("remote", "python");
+    assert_int_equal(eb_result_from_object(o, back, &err), 0);
+    assert_int_equal(back->n_results, 3);
+    assert_string_equal(back->results[2].html, "<b>\xc3\xbf</b>");
+    execbox_result_free(back);
+    json_decref(o);
+    /* Not of that shape: refused. */
+    json_t *bad = json_loads("[{\"text\": 1}]", 0, &je);
+    assert_int_equal(eb_result_rich_from_array(bad, r, &err), -EBADMSG);
+    json_decref(bad);
+    json_decref(a);
+    /* More than EXECBOX_RICH_MAX: cut, and said. */
+    json_t *many = json_array();
+    for (int i = 0; i < EXECBOX_RICH_MAX + 5; i++)
+        json_array_append_new(many, json_pack("{s:s}", "text", "x"));
+    struct execbox_result *m = eb_result_new("jail", "python");
+    assert_int_equal(eb_result_rich_from_array(many, m, &err), 0);
+    assert_int_equal(m->n_results, EXECBOX_RICH_MAX);
+    assert_true(m->results_truncated);
+    json_decref(many);
+    execbox_result_free(m);
     execbox_result_free(r);
 }
 
@@ -495,13 +550,21 @@ static void test_oom_rule(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_field),     cmocka_unit_test(test_killed_reason_names),
-        cmocka_unit_test(test_invalid_utf8),    cmocka_unit_test(test_invalid_utf8_everywhere),
-        cmocka_unit_test(test_sanitize_direct), cmocka_unit_test(test_sanitize_pending),
-        cmocka_unit_test(test_base64),          cmocka_unit_test(test_files),
-        cmocka_unit_test(test_degraded),        cmocka_unit_test(test_sandbox_error),
-        cmocka_unit_test(test_pretty_and_args), cmocka_unit_test(test_from_object_round_trip),
-        cmocka_unit_test(test_base64_decode),   cmocka_unit_test(test_oom_rule),
+        cmocka_unit_test(test_every_field),
+        cmocka_unit_test(test_rich_results),
+        cmocka_unit_test(test_killed_reason_names),
+        cmocka_unit_test(test_invalid_utf8),
+        cmocka_unit_test(test_invalid_utf8_everywhere),
+        cmocka_unit_test(test_sanitize_direct),
+        cmocka_unit_test(test_sanitize_pending),
+        cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_degraded),
+        cmocka_unit_test(test_sandbox_error),
+        cmocka_unit_test(test_pretty_and_args),
+        cmocka_unit_test(test_from_object_round_trip),
+        cmocka_unit_test(test_base64_decode),
+        cmocka_unit_test(test_oom_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
