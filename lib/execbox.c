@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* execbox.c - the public entry points: validate a request, pick the backend, fill the result. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "error.h"
+#include "executor.h"
 #include "lang.h"
 #include "policy.h"
 #include "pool.h"
@@ -18,7 +20,26 @@ struct execbox_executor {
     struct execbox_check report;
     bool degraded;
     struct eb_pool *pool; /* NULL without a warm pool */
+    char preload[256];    /* pool_preload: what sessions import ahead too */
 };
+
+void eb_executor_parts(struct execbox_executor *ex, const struct eb_backend_ops **ret_ops,
+                       void **ret_state, const char **ret_preload)
+{
+    *ret_ops = ex->ops;
+    *ret_state = ex->state;
+    *ret_preload = ex->preload;
+}
+
+int eb_executor_add_degraded(const struct execbox_executor *ex, struct execbox_result *res)
+{
+    if (ex->degraded)
+        for (size_t i = 0; i < ex->report.n_walls; i++)
+            if (!ex->report.walls[i].ok && ex->report.walls[i].required &&
+                eb_result_add_degraded(res, ex->report.walls[i].name) < 0)
+                return -ENOMEM;
+    return 0;
+}
 
 static const char *backend_name(const struct execbox_executor_options *o)
 {
@@ -90,6 +111,7 @@ int execbox_executor_new(const struct execbox_executor_options *opts, struct exe
         }
         ex->degraded = true;
     }
+    snprintf(ex->preload, sizeof(ex->preload), "%s", o.pool_preload ? o.pool_preload : "");
     if (ops->open) {
         int r = ops->open(&o, &ex->report, &ex->state, err);
         if (r < 0) {
