@@ -63,6 +63,9 @@ struct eb_backend_ops {
                     struct execbox_result *res, struct execbox_error *err);
     void (*warm_discard)(void *state, struct eb_warm *w);
 
+    /* Places a request's input files (execbox_request.files) in /workspace before the code
+     * runs; without it the executor refuses requests that have some. */
+    bool input_files;
     /* Can enforce network "allow" (an allow-list proxy as the only way out). Without it the
      * executor refuses such runs: never silently open, never silently closed. */
     bool network_allow;

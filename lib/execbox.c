@@ -13,6 +13,7 @@
 #include "pool.h"
 #include "result.h"
 #include "util.h"
+#include "wsfile.h"
 
 struct execbox_executor {
     const struct eb_backend_ops *ops;
@@ -172,6 +173,12 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
     else
         memset(&policy, 0, sizeof(policy));
     eb_policy_resolve(&policy);
+    int fr = eb_input_files_check(req, &policy, err);
+    if (fr < 0)
+        return fr;
+    if (req->n_files && !ex->ops->input_files)
+        return eb_error_set(err, -ENOTSUP, "the %s backend cannot place input files",
+                            ex->ops->name);
 
     struct execbox_result *res = eb_result_new(ex->ops->name, lang->name);
     if (!res)

@@ -68,6 +68,7 @@
 #include "../result.h"
 #include "../util.h"
 #include "../workspace.h"
+#include "../wsfile.h"
 
 #define CG_PREFIX "execbox-"
 #define SHM_SIZE (16U << 20) /* /dev/shm: POSIX semaphores and shared memory */
@@ -1181,6 +1182,20 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
             return r;
         eb_plan_add(&dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
     }
+    if (run && run->req->n_files) {
+        /* The caller's input files, before the guest exists: through the fresh workspace's
+         * mount, or into the host directory (pinned), owned as its root is. */
+        if (sb->ws_root >= 0)
+            r = eb_ws_place(sb->ws_root, run->req->files, run->req->n_files, pol->file_size, 0,
+                            err);
+        else if (sb->ws_fd >= 0)
+            r = eb_ws_place(sb->ws_fd, run->req->files, run->req->n_files, pol->file_size,
+                            pol->workspace_size, err);
+        else
+            r = eb_input_files_place_at(sb->ws_host, run->req, pol, err);
+        if (r < 0)
+            return r;
+    }
     char guest_code[80], guest_stdin[80];
     snprintf(guest_code, sizeof(guest_code), "/code/%s", lang->filename);
     snprintf(guest_stdin, sizeof(guest_stdin), "/code/stdin");
@@ -1985,6 +2000,9 @@ static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *r
 {
     int r = eb_warm_deliver(sb->code_fd, run->lang->filename, run->code, run->code_len,
                             run->req->stdin_data, run->req->stdin_len, err);
+    if (r == 0 && run->req->n_files)
+        r = eb_ws_place(sb->ws_fd, run->req->files, run->req->n_files, run->policy->file_size,
+                        run->policy->workspace_size, err);
     if (r == 0) {
         struct eb_cgroup_stats st;
         eb_cgroup_stats(&sb->cg, &st);
@@ -2120,6 +2138,7 @@ const struct eb_backend_ops eb_backend_jail = {
     .network_allow = true,
     .check_network = check_network,
     .warm_stats = jail_warm_stats,
+    .input_files = true,
     .session_start = jail_session_start,
     .session_stats = jail_session_stats,
     .session_kill = jail_session_kill,
