@@ -318,7 +318,10 @@ def _execbox_cell(sock, m, fds, p_w, mod):
     for i in (0, 1, 2):
         os.dup2(nul, i)
     os.close(nul)
-    os.write(p_w, b'p')
+    try:
+        os.write(p_w, b'p')
+    except OSError:
+        pass  # the old state is gone already (the cell killed it): we are the state anyway
     os.close(p_w)
     _execbox_status(status_w, m, m['kept'], (status & 0xff) << 8)
     os.close(status_w)
