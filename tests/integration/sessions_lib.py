@@ -53,9 +53,9 @@ class Driver:
         assert self.p.wait(timeout=60) == 0
 
 
-def ours():
-    """Processes and cgroups of this test's driver's sessions."""
-    return glob.glob("/sys/fs/cgroup/**/execbox-*", recursive=True)
+def cgroups_of(pid):
+    """The cgroups of execbox process pid's sandboxes (execbox-<pid>-...)."""
+    return glob.glob(f"/sys/fs/cgroup/**/execbox-{pid}-*", recursive=True)
 
 
 class SessionTests(Tests):
@@ -207,7 +207,6 @@ class SessionTests(Tests):
         d.close()
 
     def test_nothing_left_behind(self):
-        before = set(ours())
         d = Driver()
         s = d.new()
         d.run(s, "import subprocess; p = subprocess.Popen(['sleep', '1000'])")  # kept, as Jupyter
@@ -217,12 +216,13 @@ class SessionTests(Tests):
         assert "error" in d(op="run", s=s2, code="x")
         d(op="free", s=s2)
         d(op="free", s=s)
+        assert len(cgroups_of(d.p.pid)) > 0  # the template's, until the executor closes
         d.close()
         import time
         deadline = time.time() + 10
-        while set(ours()) - before and time.time() < deadline:
+        while cgroups_of(d.p.pid) and time.time() < deadline:
             time.sleep(0.1)
-        assert not set(ours()) - before, set(ours()) - before
+        assert not cgroups_of(d.p.pid), cgroups_of(d.p.pid)
         left = subprocess.run(["pgrep", "-f", "sleep 1000"], capture_output=True, text=True)
         assert left.stdout.strip() == "", left.stdout
 
