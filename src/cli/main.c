@@ -12,7 +12,8 @@
 #if defined(HAVE_SERVE) || defined(HAVE_AGENT) || defined(HAVE_REPL)
 /* Executes the program that implements a command: next to this binary (a build tree), else
  * in LIBEXECDIR/execbox (an installed tree). Heavy libraries (libcurl, libmicrohttpd and their
- * TLS stacks) stay out of `execbox run` this way. Returns only on failure. */
+ * TLS stacks, libedit and its terminal libraries) stay out of `execbox run` this way. Returns
+ * only on failure. */
 static int exec_program(const char *name, int argc, char **argv)
 {
     char self[PATH_MAX], path[PATH_MAX + 64];

@@ -12,6 +12,9 @@
  *    writer at a time, so frames never interleave. stdout carries frames only; fd 1 is pointed
  *    at stderr at start so nothing else can write protocol bytes by accident.
  *  - s->lock guards batches, the stop flag and the negotiated version; the runner has its own.
+ *  - --stateful: execute_python calls (and reset_session) are cells of one session. They still
+ *    go through the runner, but take turns in arrival order (session_queue, session_lock), so
+ *    one cell runs at a time; the session itself belongs to the call whose turn it is.
  *
  * Lifecycle: on EOF of stdin the server stops reading, lets queued and running calls finish
  * (each is bounded by its timeout), writes their replies and exits 0. On SIGTERM or SIGINT, or

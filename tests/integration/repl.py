@@ -16,7 +16,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import EXECBOX, SKIP, Tests, check, eq, run  # noqa: E402
+from common import SKIP, Tests, check, eq, run  # noqa: E402
+from common import EXECBOX as _EXECBOX  # noqa: E402
+
+EXECBOX = os.path.abspath(_EXECBOX)  # the repl runs in a directory of its own
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\r")
 
@@ -28,10 +31,13 @@ class Repl:
     def __init__(self, cwd, args=()):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
-            os.chdir(cwd)
-            os.environ["TERM"] = "xterm"
-            os.environ["HOME"] = cwd  # no ~/.editrc of the machine's
-            os.execv(EXECBOX, [EXECBOX, "repl", *args])
+            try:
+                os.chdir(cwd)
+                os.environ["TERM"] = "xterm"
+                os.environ["HOME"] = cwd  # no ~/.editrc of the machine's
+                os.execv(EXECBOX, [EXECBOX, "repl", *args])
+            finally:
+                os._exit(127)  # the child never returns into the tests
         self.out = ""
         self.pos = 0
         self.status = None
