@@ -31,7 +31,7 @@ struct mcp_render {
  * in structuredContent) and a session that ended; the cell's rich outputs as content in order:
  * their text/plain as sections of the text ("result" for the main result, "output N" for the
  * others), PNG and JPEG as `image` content within the image budget, HTML, SVG, Markdown,
- * LaTeX and JSON as text content labelled "[label as mime]". structuredContent has the
+ * LaTeX and JSON as text content headed "--- label as mime ---". structuredContent has the
  * record's results without their image bytes. NULL when out of memory. */
 json_t *mcp_render_cell(const struct execbox_result *res, const struct mcp_render *o);
 
