@@ -60,6 +60,28 @@ static json_t *result_schema(void)
     return json_loads(text, 0, NULL);
 }
 
+/* The result record of a session cell: the one-shot record plus execution_count, rolled_back
+ * and the rich results. */
+static json_t *cell_schema(void)
+{
+    json_t *s = result_schema();
+    json_t *props = json_object_get(s, "properties");
+    const char *rich =
+        "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+        "\"text\":{\"type\":\"string\"},\"html\":{\"type\":\"string\"},"
+        "\"markdown\":{\"type\":\"string\"},\"svg\":{\"type\":\"string\"},"
+        "\"png\":{\"type\":\"string\"},\"jpeg\":{\"type\":\"string\"},"
+        "\"latex\":{\"type\":\"string\"},\"json\":{},"
+        "\"javascript\":{\"type\":\"string\"},\"is_main_result\":{\"type\":\"boolean\"}}}}";
+    if (!props || json_object_set_new(props, "results", json_loads(rich, 0, NULL)) < 0 ||
+        json_object_set_new(props, "execution_count", json_pack("{s:s}", "type", "integer")) < 0 ||
+        json_object_set_new(props, "rolled_back", json_pack("{s:s}", "type", "boolean")) < 0) {
+        json_decref(s);
+        return NULL;
+    }
+    return s;
+}
+
 int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_tool_options *o,
                         char **ret_json, struct execbox_error *err)
 {
@@ -83,19 +105,40 @@ int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_
     char net[1024];
     execbox_policy_network_text(&pol, net, sizeof(net));
     char desc[3072];
-    snprintf(desc, sizeof(desc),
-             "Run %s in a fresh, isolated sandbox and return its stdout, stderr, exit_code and "
-             "execution_time. Use it to compute exact answers (arithmetic, statistics, data "
-             "transformation, charts) instead of estimating. Each call starts from a clean "
-             "sandbox: nothing persists between calls, so include all imports and data in the "
-             "code. %s Python 3 has "
-             "numpy, pandas and matplotlib (save figures to /workspace, e.g. "
-             "plt.savefig('/workspace/plot.png')); files written to /workspace are returned. "
-             "Print the values you need: only printed output comes back. Limits: %g s wall "
-             "clock, %s memory, %s /tmp, %s of output per stream. A non-zero exit_code means "
-             "the code failed; read the traceback in stderr, fix the code and call again.",
-             multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code", net,
-             max_timeout, mem, tmp, out);
+    if (opt.stateful)
+        snprintf(desc, sizeof(desc),
+                 "Run %s in an isolated sandbox that keeps its state between calls, like a "
+                 "notebook, and return its stdout, stderr, exit_code, execution_time and the value "
+                 "of the last expression. Use it to compute exact answers (arithmetic, "
+                 "statistics, data transformation, charts) instead of estimating. State persists "
+                 "between calls: variables, imports, functions and loaded data from earlier "
+                 "calls are still defined, so build on them instead of repeating them. A call "
+                 "that fails (an uncaught exception, a non-zero exit, a timeout or a memory kill) "
+                 "is rolled back: the variables are exactly as they were before that call, so "
+                 "fix the code and run the corrected call in full; files written to /workspace "
+                 "are not rolled back. If a result says the session's state was lost, the "
+                 "earlier calls' variables are gone: run their setup again. %s Python 3 has "
+                 "numpy, pandas and matplotlib (a figure shown or left open comes back as an "
+                 "image); files written to /workspace are returned. Limits per call: %g s wall "
+                 "clock, %s memory (the session's state included), %s /tmp, %s of output per "
+                 "stream. A non-zero exit_code means the code failed; read the traceback in "
+                 "stderr, fix the code and call again.",
+                 multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code", net,
+                 max_timeout, mem, tmp, out);
+    else
+        snprintf(desc, sizeof(desc),
+                 "Run %s in a fresh, isolated sandbox and return its stdout, stderr, exit_code and "
+                 "execution_time. Use it to compute exact answers (arithmetic, statistics, data "
+                 "transformation, charts) instead of estimating. Each call starts from a clean "
+                 "sandbox: nothing persists between calls, so include all imports and data in the "
+                 "code. %s Python 3 has "
+                 "numpy, pandas and matplotlib (save figures to /workspace, e.g. "
+                 "plt.savefig('/workspace/plot.png')); files written to /workspace are returned. "
+                 "Print the values you need: only printed output comes back. Limits: %g s wall "
+                 "clock, %s memory, %s /tmp, %s of output per stream. A non-zero exit_code means "
+                 "the code failed; read the traceback in stderr, fix the code and call again.",
+                 multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code", net,
+                 max_timeout, mem, tmp, out);
 
     json_t *props = json_object();
     json_t *required = json_array();
@@ -124,9 +167,10 @@ int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_
     json_t *tool = NULL;
     switch (format) {
     case EXECBOX_SCHEMA_MCP:
-        tool = json_pack("{s:s, s:s, s:s, s:o, s:o}", "name", name, "title",
-                         multi ? "Execute code" : "Execute Python", "description", desc,
-                         "inputSchema", input, "outputSchema", result_schema());
+        tool =
+            json_pack("{s:s, s:s, s:s, s:o, s:o}", "name", name, "title",
+                      multi ? "Execute code" : "Execute Python", "description", desc, "inputSchema",
+                      input, "outputSchema", opt.stateful ? cell_schema() : result_schema());
         if (tool)
             json_object_set_new(
                 tool, "annotations",

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Tests of `execbox mcp`: the official MCP TypeScript SDK clients from the npm registry (1.x,
 # and the 2.x client package) over stdio, raw malformed frames from a plain child process, and
-# a libFuzzer run over the frame parser. tests/mcp/run.sh installs the pinned packages
-# (npm ci, committed lock file) into the build tree once and skips (77) only without node/npm.
+# a libFuzzer run over the frame parser; stateful.mjs covers --stateful (sessions, the jail).
+# tests/mcp/run.sh installs the pinned packages (npm ci, committed lock file) into the build
+# tree once and skips (77) only without node/npm.
 set(EB_MCP_ENV
   "EXECBOX=$<TARGET_FILE:execbox_cli>"
   "EXECBOX_SOURCE=${PROJECT_SOURCE_DIR}"
@@ -14,7 +15,7 @@ target_link_libraries(test_jsonrpc PRIVATE PkgConfig::JANSSON PkgConfig::CMOCKA)
 add_test(NAME unit.jsonrpc COMMAND test_jsonrpc)
 set_tests_properties(unit.jsonrpc PROPERTIES TIMEOUT 60)
 
-foreach(t sdk1 sdk2 raw)
+foreach(t sdk1 sdk2 raw stateful)
   add_test(NAME mcp.${t} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mcp/run.sh ${t}.mjs)
   set_tests_properties(mcp.${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "${EB_MCP_ENV}")

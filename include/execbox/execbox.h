@@ -553,6 +553,10 @@ struct execbox_tool_options {
     const char *const *languages; /* NULL: python only; else adds a "language" enum */
     double max_timeout;           /* 0: the default policy's timeout */
     const struct execbox_policy *policy; /* limits quoted in the description; NULL: defaults */
+    /* The tool runs in a session (`execbox mcp --stateful`): the description says that state
+     * persists between calls and that a failed call is rolled back, and the MCP outputSchema
+     * adds execution_count, rolled_back and results. */
+    bool stateful;
 };
 
 /* The tool definition an agent registers, as JSON. Free with execbox_free(). */

@@ -9,10 +9,11 @@
 #include "commands.h"
 #include "execbox/execbox.h"
 
-#if defined(HAVE_SERVE) || defined(HAVE_AGENT)
+#if defined(HAVE_SERVE) || defined(HAVE_AGENT) || defined(HAVE_REPL)
 /* Executes the program that implements a command: next to this binary (a build tree), else
  * in LIBEXECDIR/execbox (an installed tree). Heavy libraries (libcurl, libmicrohttpd and their
- * TLS stacks) stay out of `execbox run` this way. Returns only on failure. */
+ * TLS stacks, libedit and its terminal libraries) stay out of `execbox run` this way. Returns
+ * only on failure. */
 static int exec_program(const char *name, int argc, char **argv)
 {
     char self[PATH_MAX], path[PATH_MAX + 64];
@@ -49,6 +50,12 @@ static int run_agent(int argc, char **argv)
     return exec_program("execbox-agent", argc, argv);
 }
 #endif
+#ifdef HAVE_REPL
+static int run_repl(int argc, char **argv)
+{
+    return exec_program("execbox-repl", argc, argv);
+}
+#endif
 
 static const struct {
     const char *name;
@@ -56,6 +63,9 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"run", cmd_run, "run code once in a fresh sandbox, print its output or its result"},
+#ifdef HAVE_REPL
+    {"repl", run_repl, "a Python session in the terminal: state kept between cells"},
+#endif
     {"check", cmd_check, "which isolation layers work on this machine, and why not"},
     {"schema", cmd_schema, "print the tool definition an agent registers"},
 #ifdef HAVE_MCP

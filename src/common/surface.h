@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* surface.h - what the surfaces (mcp, serve, agent) and the `execbox` dispatcher share: the
+/* surface.h - what the surfaces (mcp, serve, agent, repl) and the `execbox` dispatcher share: the
  * entry point of each surface and the exit status for "execbox itself failed". The CLI
  * (src/cli/) includes this; a surface never includes the CLI's private headers, so the
  * dependencies run CLI -> surface -> common only. */
@@ -13,8 +13,10 @@
 #ifdef HAVE_MCP
 int cmd_mcp(int argc, char **argv);
 #endif
-/* These two are programs of their own (execbox-serve, execbox-agent), executed by `execbox`. */
+/* These are programs of their own (execbox-serve, execbox-agent, execbox-repl), executed by
+ * `execbox`. */
 int cmd_serve(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_repl(int argc, char **argv);
 
 #endif

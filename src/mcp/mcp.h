@@ -17,6 +17,24 @@
  * of memory. */
 json_t *mcp_render_result(const struct execbox_result *res, double timeout, size_t images_budget);
 
+/* How a session cell is rendered. */
+struct mcp_render {
+    double timeout;       /* the cell's wall-clock limit, quoted when it expired */
+    size_t images_budget; /* image bytes the reply may carry (rich outputs first, then files) */
+    bool cell;            /* set by mcp_render_cell */
+    const char *lost;     /* why the session's earlier state was lost before this cell, or NULL */
+    bool ended;           /* the session ended with this cell */
+};
+
+/* The CallToolResult for one session cell (`execbox mcp --stateful`): mcp_render_result's,
+ * plus an execution_count line and notes on a rollback, a lost state (also "state_lost": true
+ * in structuredContent) and a session that ended; the cell's rich outputs as content in order:
+ * their text/plain as sections of the text ("result" for the main result, "output N" for the
+ * others), PNG and JPEG as `image` content within the image budget, HTML, SVG, Markdown,
+ * LaTeX and JSON as text content headed "--- label as mime ---". structuredContent has the
+ * record's results without their image bytes. NULL when out of memory. */
+json_t *mcp_render_cell(const struct execbox_result *res, const struct mcp_render *o);
+
 /* A tool execution error: {content: [{type: text, text: message}], isError: true}. The model
  * reads it and can correct its call. NULL when out of memory. */
 json_t *mcp_tool_error(const char *message);

@@ -113,7 +113,7 @@ static size_t utf8_floor(const char *s, size_t off)
  * past MCP_TEXT_SECTION_MAX keeps its head and tail: the whole kept output is in
  * structuredContent, and the text stays small enough for clients' frame limits. Returns true
  * when something was left out. */
-static bool section(struct text *t, const char *name, json_t *str)
+static bool section_at(struct text *t, const char *name, const char *where, json_t *str)
 {
     size_t n = json_string_length(str);
     if (!json_is_string(str) || n == 0)
@@ -128,12 +128,17 @@ static bool section(struct text *t, const char *name, json_t *str)
         size_t tail = utf8_floor(v, n - MCP_TEXT_TAIL);
         put(t, v, head);
         putf(t, "\n[... %zu bytes left out here; structuredContent.%s has them ...]\n", tail - head,
-             name);
+             where);
         put(t, v + tail, n - tail);
     }
     if (v[n - 1] != '\n')
         put(t, "\n", 1);
     return cut;
+}
+
+static bool section(struct text *t, const char *name, json_t *str)
+{
+    return section_at(t, name, name, str);
 }
 
 static void human(uint64_t b, char *out, size_t n)
@@ -211,7 +216,120 @@ static void notes(struct text *t, const struct execbox_result *res, json_t *rec,
         puts_(t, "  ... more files were left than are listed\n");
 }
 
-json_t *mcp_render_result(const struct execbox_result *res, double timeout, size_t images_budget)
+/* The non-text forms of a rich output that become content of their own: images as `image`
+ * content, the others as labelled text. */
+static const struct {
+    const char *key, *mime;
+    bool image;
+} rich_forms[] = {
+    {"png", "image/png", true},           {"jpeg", "image/jpeg", true},
+    {"html", "text/html", false},         {"svg", "image/svg+xml", false},
+    {"markdown", "text/markdown", false}, {"latex", "text/latex", false},
+    {"json", "application/json", false},
+};
+
+/* Bytes that base64 text of length n decodes to (at most). */
+static size_t b64_bytes(size_t n)
+{
+    return n / 4 * 3;
+}
+
+/* The label of rich output k in the text: "result" for the main result, else "output N"
+ * (numbered from 1 among the others). */
+static void rich_label(json_t *results, size_t k, char *out, size_t n)
+{
+    if (json_is_true(json_object_get(json_array_get(results, k), "is_main_result"))) {
+        snprintf(out, n, "result");
+        return;
+    }
+    size_t nth = 0;
+    for (size_t i = 0; i <= k; i++)
+        nth += !json_is_true(json_object_get(json_array_get(results, i), "is_main_result"));
+    snprintf(out, n, "output %zu", nth);
+}
+
+/* A cell's rich outputs in the text: each one's text/plain as a section, then one line per
+ * other form saying where it is. Uses up *budget for the images that will be shown, as
+ * rich_content() does in the same order. */
+static void rich_text(struct text *t, json_t *results, size_t *budget)
+{
+    for (size_t k = 0; k < json_array_size(results); k++) {
+        json_t *r = json_array_get(results, k);
+        char label[32], where[48];
+        rich_label(results, k, label, sizeof(label));
+        snprintf(where, sizeof(where), "results[%zu].text", k);
+        section_at(t, label, where, json_object_get(r, "text"));
+    }
+    for (size_t k = 0; k < json_array_size(results); k++) {
+        json_t *r = json_array_get(results, k);
+        char label[32];
+        rich_label(results, k, label, sizeof(label));
+        for (size_t i = 0; i < sizeof(rich_forms) / sizeof(rich_forms[0]); i++) {
+            json_t *v = json_object_get(r, rich_forms[i].key);
+            if (!v)
+                continue;
+            size_t n = json_is_string(v) ? json_string_length(v) : 0;
+            if (!rich_forms[i].image)
+                putf(t, "%s as %s: below\n", label, rich_forms[i].mime);
+            else if (b64_bytes(n) <= *budget) {
+                *budget -= b64_bytes(n);
+                putf(t, "%s as %s: shown below as an image\n", label, rich_forms[i].mime);
+            } else
+                putf(t, "%s as %s: not shown: the reply's image budget is used up\n", label,
+                     rich_forms[i].mime);
+        }
+    }
+}
+
+/* Text of one non-image form, "[label as mime]\n" then the value (JSON as compact text), cut
+ * to its head and tail past MCP_TEXT_SECTION_MAX as sections are. */
+static json_t *form_text(const char *label, const char *mime, json_t *v, size_t k, const char *key)
+{
+    struct text t = {0};
+    char *dumped = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_t *str = dumped ? json_string(dumped) : json_incref(v);
+    free(dumped);
+    char name[96], where[48];
+    snprintf(name, sizeof(name), "%s as %s", label, mime);
+    snprintf(where, sizeof(where), "results[%zu].%s", k, key);
+    section_at(&t, name, where, str);
+    json_decref(str);
+    json_t *item =
+        t.failed || !t.s ? NULL : json_pack("{s:s, s:s%}", "type", "text", "text", t.s, t.len);
+    free(t.s);
+    return item;
+}
+
+/* The rich outputs' own content items, in order, within the image budget; their image bytes
+ * are then dropped from the record (the reply carries them once). */
+static void rich_content(json_t *content, json_t *results, size_t *budget)
+{
+    for (size_t k = 0; k < json_array_size(results); k++) {
+        json_t *r = json_array_get(results, k);
+        char label[32];
+        rich_label(results, k, label, sizeof(label));
+        for (size_t i = 0; i < sizeof(rich_forms) / sizeof(rich_forms[0]); i++) {
+            json_t *v = json_object_get(r, rich_forms[i].key);
+            if (!v)
+                continue;
+            if (!rich_forms[i].image) {
+                json_t *item = form_text(label, rich_forms[i].mime, v, k, rich_forms[i].key);
+                if (item)
+                    json_array_append_new(content, item);
+                continue;
+            }
+            size_t n = json_is_string(v) ? json_string_length(v) : 0;
+            if (json_is_string(v) && b64_bytes(n) <= *budget) {
+                *budget -= b64_bytes(n);
+                json_array_append_new(content, json_pack("{s:s, s:O, s:s}", "type", "image", "data",
+                                                         v, "mimeType", rich_forms[i].mime));
+            }
+            json_object_del(r, rich_forms[i].key);
+        }
+    }
+}
+
+static json_t *render(const struct execbox_result *res, const struct mcp_render *o)
 {
     char *js = NULL;
     struct execbox_error err = {0};
@@ -225,8 +343,19 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout, size
     struct text t = {0};
     putf(&t, "exit_code: %d%s\n", res->exit_code, res->exit_code ? " (failed)" : "");
     putf(&t, "execution_time: %.3f s\n", res->execution_time);
+    if (o->cell && res->in_session)
+        putf(&t, "execution_count: %llu\n", (unsigned long long)res->execution_count);
+    if (o->cell && o->lost) {
+        puts_(&t, "note: the session's state was lost (");
+        puts_(&t, o->lost);
+        puts_(&t, "); this call ran in a fresh session: variables, imports and definitions from "
+                  "earlier calls are gone\n");
+        json_object_set_new(rec, "state_lost", json_true());
+    }
     json_t *out = json_object_get(rec, "stdout"), *errs = json_object_get(rec, "stderr");
-    if (json_string_length(out) == 0 && json_string_length(errs) == 0)
+    json_t *results = o->cell ? json_object_get(rec, "results") : NULL;
+    if (json_string_length(out) == 0 && json_string_length(errs) == 0 &&
+        json_array_size(results) == 0)
         puts_(&t, "(no output)\n");
     section(&t, "stdout", out);
     bool stderr_cut = section(&t, "stderr", errs);
@@ -245,7 +374,18 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout, size
         if (res->stderr_truncated || stderr_cut)
             section(&t, "traceback", json_object_get(e, "traceback"));
     }
-    notes(&t, res, rec, timeout, images_budget);
+    /* Rich outputs come first in the image budget: they are what the code chose to show. */
+    size_t budget = o->images_budget;
+    rich_text(&t, results, &budget);
+    if (o->cell && res->results_truncated)
+        puts_(&t, "note: the cell produced more rich outputs than are kept\n");
+    if (o->cell && res->rolled_back)
+        puts_(&t, "note: rolled back: the session's variables are as they were before this call "
+                  "(files in /workspace are not rolled back)\n");
+    notes(&t, res, rec, o->timeout, budget);
+    if (o->cell && o->ended)
+        puts_(&t, "note: the session ended with this call; the next call starts a fresh session "
+                  "without the earlier variables\n");
 
     json_t *content = json_array();
     json_t *result = json_object();
@@ -262,7 +402,8 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout, size
         text = json_pack("{s:s, s:s}", "type", "text", "text",
                          "(the output could not be rendered; see structuredContent)");
     json_array_append_new(content, text);
-    size_t budget = images_budget;
+    budget = o->images_budget;
+    rich_content(content, results, &budget);
     for (size_t i = 0; i < res->n_files; i++) {
         const struct execbox_file *f = &res->files[i];
         if (!shown(f, &budget))
@@ -277,6 +418,19 @@ json_t *mcp_render_result(const struct execbox_result *res, double timeout, size
     json_object_set_new(result, "structuredContent", rec);
     json_object_set_new(result, "isError", json_boolean(res->exit_code != 0));
     return result;
+}
+
+json_t *mcp_render_result(const struct execbox_result *res, double timeout, size_t images_budget)
+{
+    struct mcp_render o = {.timeout = timeout, .images_budget = images_budget};
+    return render(res, &o);
+}
+
+json_t *mcp_render_cell(const struct execbox_result *res, const struct mcp_render *o)
+{
+    struct mcp_render c = *o;
+    c.cell = true;
+    return render(res, &c);
 }
 
 json_t *mcp_tool_error(const char *message)

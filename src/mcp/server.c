@@ -12,6 +12,9 @@
  *    writer at a time, so frames never interleave. stdout carries frames only; fd 1 is pointed
  *    at stderr at start so nothing else can write protocol bytes by accident.
  *  - s->lock guards batches, the stop flag and the negotiated version; the runner has its own.
+ *  - --stateful: execute_python calls (and reset_session) are cells of one session. They still
+ *    go through the runner, but take turns in arrival order (session_queue, session_lock), so
+ *    one cell runs at a time; the session itself belongs to the call whose turn it is.
  *
  * Lifecycle: on EOF of stdin the server stops reading, lets queued and running calls finish
  * (each is bounded by its timeout), writes their replies and exits 0. On SIGTERM or SIGINT, or
@@ -56,8 +59,16 @@ static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "202
 #define MCP_DRAIN_POLL_MS 200
 #define MCP_STOP_GRACE_S 10 /* after cancelling everything, how long workers may take */
 
+/* What a tool does with a call. */
+enum tool_kind {
+    TOOL_RUN,   /* a fresh sandbox per call */
+    TOOL_CELL,  /* --stateful: a cell of the connection's session */
+    TOOL_RESET, /* --stateful: reset_session */
+};
+
 struct tool {
     char *name;
+    enum tool_kind kind;
     bool multi;    /* takes a "language" argument */
     json_t *def;   /* the definition tools/list returns */
     json_t *langs; /* multi: the allowed languages (strings) */
@@ -72,6 +83,9 @@ struct job {
     struct runner_job rj; /* key: id; cost: code_len */
     json_t *id;           /* a private deep copy: jobs travel between threads */
     struct batch *batch;
+    enum tool_kind kind;
+    struct job *session_next; /* TOOL_CELL, TOOL_RESET: the next in session_queue */
+    bool skip;                /* under session_lock: cancelled while waiting for its turn */
     char *code;
     size_t code_len;
     char *language;
@@ -83,7 +97,7 @@ struct server {
     /* set up before the workers start, read-only afterwards */
     struct execbox_executor *ex;
     struct execbox_policy policy; /* the defaults and the maximum a call may ask for */
-    struct tool tools[2];
+    struct tool tools[3];
     size_t n_tools;
     unsigned n_workers;
     size_t inline_max;
@@ -99,6 +113,17 @@ struct server {
     pthread_mutex_t lock;
     bool stopping;    /* signal or broken output: cancel everything */
     char version[16]; /* negotiated protocol version; "" before initialize */
+
+    /* --stateful: the one session of this connection (stdio has one connection per process).
+     * Session calls (cells and resets) take turns in arrival order through session_queue,
+     * whatever worker runs them; session and lost belong to the job at its head. */
+    bool stateful;
+    double session_idle;             /* --session-idle; 0: the library's default */
+    pthread_mutex_t session_lock;    /* guards session_queue and each queued job's skip */
+    pthread_cond_t session_turn;     /* the head of session_queue changed */
+    struct job *session_queue;       /* session calls not yet done, oldest first */
+    struct execbox_session *session; /* NULL before the first cell and after a reset */
+    char lost[160]; /* why the last session ended unasked; told by the next cell, then "" */
 };
 
 /* Written by the signal handler, read by the main loop: the only global, as a handler has no
@@ -235,6 +260,169 @@ static void request_stop(struct server *s)
         (void)!write(wake_fd, &c, 1);
 }
 
+/* ---- the session (--stateful) ---------------------------------------------------------------- */
+
+/* Appends a session call to the queue of turns; before runner_submit, so that its worker can
+ * never wait for a job the queue does not hold. */
+static void session_enqueue(struct server *s, struct job *j)
+{
+    pthread_mutex_lock(&s->session_lock);
+    struct job **p = &s->session_queue;
+    while (*p)
+        p = &(*p)->session_next;
+    *p = j;
+    j->session_next = NULL;
+    pthread_mutex_unlock(&s->session_lock);
+}
+
+/* Takes a session call out of the queue (its turn is over, or it never ran). */
+static void session_dequeue(struct server *s, struct job *j)
+{
+    pthread_mutex_lock(&s->session_lock);
+    for (struct job **p = &s->session_queue; *p; p = &(*p)->session_next)
+        if (*p == j) {
+            *p = j->session_next;
+            break;
+        }
+    j->session_next = NULL;
+    pthread_cond_broadcast(&s->session_turn);
+    pthread_mutex_unlock(&s->session_lock);
+}
+
+/* Waits until j heads the queue. The runner hands jobs to workers oldest first, and the queue
+ * is in arrival order, so the head has always been handed to a worker already: no deadlock.
+ * False when j was cancelled while it waited. */
+static bool session_wait_turn(struct server *s, struct job *j)
+{
+    pthread_mutex_lock(&s->session_lock);
+    while (s->session_queue != j)
+        pthread_cond_wait(&s->session_turn, &s->session_lock);
+    bool skip = j->skip;
+    pthread_mutex_unlock(&s->session_lock);
+    pthread_mutex_lock(&s->lock);
+    skip |= s->stopping;
+    pthread_mutex_unlock(&s->lock);
+    return !skip;
+}
+
+/* Marks a waiting session call with this id as cancelled (its token is fired too). */
+static void session_skip(struct server *s, json_t *id)
+{
+    pthread_mutex_lock(&s->session_lock);
+    for (struct job *k = s->session_queue; k; k = k->session_next)
+        if (json_equal(k->id, id))
+            k->skip = true;
+    pthread_mutex_unlock(&s->session_lock);
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Why a session that is no longer alive ended, in words for the model. */
+static void session_gone_why(struct server *s, char *out, size_t n)
+{
+    struct execbox_session_info si;
+    execbox_session_info(s->session, &si);
+    double now = wall_now();
+    double idle = s->session_idle > 0 ? s->session_idle : EXECBOX_SESSION_IDLE_DEFAULT;
+    if (si.expires_at > 0 && now >= si.expires_at) {
+        if (now >= si.last_used_at + idle)
+            snprintf(out, n, "the session expired after %g s without a call", idle);
+        else
+            snprintf(out, n, "the session reached its maximum lifetime");
+    } else {
+        snprintf(out, n, "the session's state process ended");
+    }
+}
+
+/* Ends the session (if any) and forgets it. */
+static void session_end(struct server *s, const char *why)
+{
+    if (!s->session)
+        return;
+    s->session = execbox_session_free(s->session);
+    logmsg("session ended: %s", why);
+}
+
+/* One cell: in the session, started first when there is none; when the session turns out to
+ * have ended (expired, killed, its state out of memory), in a new one, and the result says
+ * that the state was lost. */
+static json_t *session_cell(struct server *s, struct job *j, const struct execbox_request *req)
+{
+    char lost[160] = "";
+    snprintf(lost, sizeof(lost), "%s", s->lost);
+    s->lost[0] = '\0';
+    if (s->session) {
+        struct execbox_session_info si;
+        execbox_session_info(s->session, &si);
+        if (!si.alive) {
+            session_gone_why(s, lost, sizeof(lost));
+            session_end(s, lost);
+        }
+    }
+    struct execbox_result *res = NULL;
+    struct execbox_error err = {0};
+    char msg[400];
+    for (int attempt = 0;; attempt++) {
+        if (!s->session) {
+            struct execbox_session_options so = {.policy = &s->policy,
+                                                 .idle_timeout = s->session_idle};
+            if (execbox_session_new(s->ex, &so, &s->session, &err) < 0) {
+                logmsg("cannot start a session: %s", err.msg);
+                snprintf(msg, sizeof(msg), "execbox could not start a Python session: %s", err.msg);
+                if (lost[0]) /* still to be told */
+                    snprintf(s->lost, sizeof(s->lost), "%s", lost);
+                return mcp_tool_error(msg);
+            }
+            logmsg("session started");
+        }
+        int r = execbox_session_run(s->session, req, &res, &err);
+        if ((r == -ESHUTDOWN || r == -ETIMEDOUT) && attempt == 0) {
+            /* It ended between the check above and this cell. */
+            session_gone_why(s, lost, sizeof(lost));
+            session_end(s, lost);
+            continue;
+        }
+        if (r < 0) {
+            snprintf(msg, sizeof(msg), "execbox could not run the code: %s", err.msg);
+            return mcp_tool_error(msg);
+        }
+        break;
+    }
+    struct execbox_session_info si;
+    execbox_session_info(s->session, &si);
+    struct mcp_render o = {.timeout = j->policy.timeout,
+                           .images_budget = MCP_IMAGES_BUDGET,
+                           .lost = lost[0] ? lost : NULL,
+                           .ended = !si.alive};
+    json_t *out = mcp_render_cell(res, &o);
+    if (!si.alive) {
+        snprintf(s->lost, sizeof(s->lost), "the session ended with the previous call%s",
+                 res->oom_killed ? ", which ran out of memory" : "");
+        session_end(s, s->lost);
+    }
+    execbox_result_free(res);
+    return out;
+}
+
+/* reset_session: ends the session; the next cell starts a new one. */
+static json_t *session_reset(struct server *s)
+{
+    bool had = s->session != NULL;
+    session_end(s, "reset_session");
+    s->lost[0] = '\0';
+    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+                     had ? "The session was reset: its variables, imports, definitions and "
+                           "/workspace files are gone. The next call starts in a fresh session."
+                         : "There was no session state to reset. The next call starts in a "
+                           "fresh session.",
+                     "isError", 0);
+}
+
 /* The runner's run(): one call, on a worker thread. */
 static bool mcp_run(struct runner_job *rj, void *ud)
 {
@@ -242,6 +430,28 @@ static bool mcp_run(struct runner_job *rj, void *ud)
     struct job *j = container_of(rj, struct job, rj);
     char idt[64];
     id_text(j->id, idt, sizeof(idt));
+    if (j->kind != TOOL_RUN) {
+        bool go = session_wait_turn(s, j);
+        if (go && j->kind == TOOL_RESET) {
+            j->result = session_reset(s);
+        } else if (go) {
+            struct execbox_request creq = {
+                .code = j->code,
+                .code_len = j->code_len,
+                .policy = &j->policy,
+                .cancel = j->rj.cancel,
+                .inline_files_max = s->inline_max,
+            };
+            if (s->verbose)
+                logmsg("call %s: running a cell of %zu bytes", idt, j->code_len);
+            j->result = session_cell(s, j, &creq);
+        } else {
+            /* Cancelled while it waited (then not answered), or the server is stopping. */
+            j->result = mcp_tool_error("the server is stopping; the call was not run");
+        }
+        session_dequeue(s, j);
+        return go;
+    }
     struct execbox_request req = {
         .language = j->language,
         .code = j->code,
@@ -274,6 +484,8 @@ static void mcp_done(struct runner_job *rj, enum runner_end end, void *ud)
 {
     struct server *s = ud;
     struct job *j = container_of(rj, struct job, rj);
+    if (end == RUNNER_DROPPED && j->kind != TOOL_RUN)
+        session_dequeue(s, j); /* it never took its turn */
     if (end != RUNNER_RAN) {
         if (s->verbose && end == RUNNER_CANCELLED) {
             char idt[64];
@@ -327,11 +539,22 @@ static json_t *do_initialize(struct server *s, json_t *params, int *code, char *
            chosen, json_string_value(pv));
     char net[1024], instructions[1536];
     execbox_policy_network_text(&s->policy, net, sizeof(net));
-    snprintf(instructions, sizeof(instructions),
-             "Runs code in a fresh, isolated sandbox (backend '%s') and returns its stdout, "
-             "stderr and exit code. Every call starts clean: nothing persists between calls. "
-             "%s Limits per call: %g s wall clock (a call may ask for less).",
-             execbox_executor_backend(s->ex), net, s->policy.timeout);
+    if (s->stateful)
+        snprintf(instructions, sizeof(instructions),
+                 "Runs Python in an isolated sandbox (backend '%s') that keeps its state between "
+                 "calls of %s, like a notebook: variables, imports and definitions from earlier "
+                 "calls stay defined. A call that fails is rolled back: the variables are as "
+                 "before it. %s starts over with a fresh state.%s %s Limits per call: %g s wall "
+                 "clock (a call may ask for less).",
+                 execbox_executor_backend(s->ex), s->tools[0].name, s->tools[1].name,
+                 s->n_tools > 2 ? " execute_code calls start clean every time." : "", net,
+                 s->policy.timeout);
+    else
+        snprintf(instructions, sizeof(instructions),
+                 "Runs code in a fresh, isolated sandbox (backend '%s') and returns its stdout, "
+                 "stderr and exit code. Every call starts clean: nothing persists between calls. "
+                 "%s Limits per call: %g s wall clock (a call may ask for less).",
+                 execbox_executor_backend(s->ex), net, s->policy.timeout);
     return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", chosen,
                      "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "execbox",
                      "title", "execbox code sandbox", "version", execbox_version(), "instructions",
@@ -360,6 +583,13 @@ static int parse_arguments(const struct tool *t, json_t *args, struct job *j, ch
 {
     const char *key;
     json_t *v;
+    if (t->kind == TOOL_RESET) {
+        json_object_foreach (args, key, v) {
+            snprintf(msg, n, "unknown argument '%.60s' (reset_session takes none)", key);
+            return -1;
+        }
+        return 0;
+    }
     json_object_foreach (args, key, v) {
         if (strcmp(key, "code") != 0 && strcmp(key, "timeout") != 0 &&
             !(t->multi && strcmp(key, "language") == 0)) {
@@ -444,6 +674,7 @@ static json_t *do_tools_call(struct server *s, json_t *id, json_t *params, struc
         return jrpc_error_new(id, JRPC_INTERNAL_ERROR, "out of memory", NULL);
     }
     j->policy = s->policy;
+    j->kind = t->kind;
     json_t *empty = json_object();
     char why[400];
     int r = parse_arguments(t, args ? args : empty, j, why, sizeof(why));
@@ -469,9 +700,13 @@ static json_t *do_tools_call(struct server *s, json_t *id, json_t *params, struc
     j->batch = b;
     j->rj.key = j->id;
     j->rj.cost = j->code_len;
+    if (j->kind != TOOL_RUN)
+        session_enqueue(s, j);
     int r2 = runner_submit(s->runner, &j->rj);
     if (r2 == 0)
         return NULL; /* the reply comes from mcp_done() */
+    if (j->kind != TOOL_RUN)
+        session_dequeue(s, j);
     job_free(j);
     if (r2 == -EEXIST)
         return jrpc_error_new(id, JRPC_INVALID_REQUEST,
@@ -488,8 +723,12 @@ static void do_cancelled(struct server *s, json_t *params)
     const char *reason = json_string_value(json_object_get(params, "reason"));
     char idt[64];
     id_text(rid, idt, sizeof(idt));
-    /* A running call is killed and mcp_done() stays silent; a queued one is dropped. */
-    if (runner_cancel_key(s->runner, rid) != RUNNER_NOT_LIVE)
+    /* A running call is killed and mcp_done() stays silent; a queued one is dropped; a session
+     * call still waiting for its turn is skipped when the turn comes. */
+    enum runner_cancelled rc = runner_cancel_key(s->runner, rid);
+    if (rc == RUNNER_FIRED && s->stateful)
+        session_skip(s, rid);
+    if (rc != RUNNER_NOT_LIVE)
         logmsg("call %s cancelled by the client%s%.100s", idt, reason ? ": " : "",
                reason ? reason : "");
 }
@@ -626,17 +865,9 @@ static int on_frame(void *ud, const char *line, size_t len, size_t dropped)
 
 /* ---- setup ----------------------------------------------------------------------------------- */
 
-static int tool_add(struct server *s, enum execbox_schema_format fmt,
-                    const struct execbox_tool_options *o)
+/* Adds a tool by its definition (stolen). */
+static int tool_add_def(struct server *s, json_t *def, enum tool_kind kind, bool multi)
 {
-    char *text = NULL;
-    struct execbox_error err = {0};
-    if (execbox_tool_schema(fmt, o, &text, &err) < 0) {
-        cli_error("mcp: tool schema", &err);
-        return -1;
-    }
-    json_t *def = json_loads(text, 0, NULL);
-    execbox_free(text);
     const char *name = json_string_value(json_object_get(def, "name"));
     if (!name) {
         json_decref(def);
@@ -651,12 +882,45 @@ static int tool_add(struct server *s, enum execbox_schema_format fmt,
     struct tool *t = &s->tools[s->n_tools++];
     t->def = def;
     t->name = strdup(name);
-    t->multi = o->languages != NULL;
+    t->kind = kind;
+    t->multi = multi;
     t->langs = json_incref(json_object_get(
         json_object_get(json_object_get(json_object_get(def, "inputSchema"), "properties"),
                         "language"),
         "enum"));
     return t->name ? 0 : -1;
+}
+
+static int tool_add(struct server *s, enum execbox_schema_format fmt,
+                    const struct execbox_tool_options *o, enum tool_kind kind)
+{
+    char *text = NULL;
+    struct execbox_error err = {0};
+    if (execbox_tool_schema(fmt, o, &text, &err) < 0) {
+        cli_error("mcp: tool schema", &err);
+        return -1;
+    }
+    json_t *def = json_loads(text, 0, NULL);
+    execbox_free(text);
+    return tool_add_def(s, def, kind, o->languages != NULL);
+}
+
+/* --stateful: reset_session, which ends the session of the cell tool named cell. */
+static int tool_add_reset(struct server *s, const char *cell)
+{
+    char desc[512];
+    snprintf(desc, sizeof(desc),
+             "End the Python session of %s and start over: every variable, import and "
+             "definition from earlier calls is forgotten, and files in /workspace are removed. "
+             "The next %s call starts in a fresh session. Use it when the state is broken or "
+             "a task is done.",
+             cell, cell);
+    json_t *def = json_pack(
+        "{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:s, s:b, s:b, s:b, s:b}}", "name", "reset_session",
+        "title", "Reset the Python session", "description", desc, "inputSchema", "type", "object",
+        "properties", "additionalProperties", 0, "annotations", "title", "Reset the Python session",
+        "readOnlyHint", 0, "destructiveHint", 1, "idempotentHint", 1, "openWorldHint", 0);
+    return def ? tool_add_def(s, def, TOOL_RESET, false) : -1;
 }
 
 /* MCP 2025-11-25: tool names SHOULD be 1-128 characters of A-Z a-z 0-9 _ - . */
@@ -690,21 +954,27 @@ static int parse_size_opt(const char *flag, const char *arg, size_t min, size_t 
 
 static void help(FILE *f)
 {
-    fprintf(f, "Usage: execbox mcp [OPTIONS]\n\n"
-               "Serves the code tool over the Model Context Protocol on stdin/stdout\n"
-               "(newline-delimited JSON-RPC 2.0). Logs go to stderr. The sandbox options set each\n"
-               "call's limits and the maximum a call's 'timeout' argument may ask for.\n\n"
-               "  -n, --tool-name NAME     rename the tool (default execute_python)\n"
-               "      --languages L        also offer execute_code with a language enum,\n"
-               "                           e.g. python,javascript,bash\n"
-               "  -j, --jobs N             calls run in parallel (default: CPUs, at most 8)\n"
-               "      --inline-images SIZE largest image returned as image content (default 2M;\n"
-               "                           0: none)\n"
-               "      --frame-limit SIZE   largest JSON-RPC frame accepted (default 20M)\n"
-               "  -v, --verbose            log every call to stderr\n"
-               "  -h, --help               this text\n\n" CLI_SANDBOX_HELP CLI_POOL_HELP
-               "\nStops on EOF (after finishing calls in progress) and on SIGTERM/SIGINT (after\n"
-               "cancelling them). See docs/mcp.md.\n");
+    fprintf(f,
+            "Usage: execbox mcp [OPTIONS]\n\n"
+            "Serves the code tool over the Model Context Protocol on stdin/stdout\n"
+            "(newline-delimited JSON-RPC 2.0). Logs go to stderr. The sandbox options set each\n"
+            "call's limits and the maximum a call's 'timeout' argument may ask for.\n\n"
+            "  -n, --tool-name NAME     rename the tool (default execute_python)\n"
+            "      --languages L        also offer execute_code with a language enum,\n"
+            "                           e.g. python,javascript,bash\n"
+            "  -j, --jobs N             calls run in parallel (default: CPUs, at most 8)\n"
+            "      --inline-images SIZE largest image returned as image content (default 2M;\n"
+            "                           0: none)\n"
+            "      --frame-limit SIZE   largest JSON-RPC frame accepted (default 20M)\n"
+            "      --stateful           execute_python keeps one Python session per connection:\n"
+            "                           variables persist between calls, a failed call is\n"
+            "                           rolled back; adds the reset_session tool\n"
+            "      --session-idle SECONDS  end the session after this long without a call\n"
+            "                           (default 600; the next call starts a new one)\n"
+            "  -v, --verbose            log every call to stderr\n"
+            "  -h, --help               this text\n\n" CLI_SANDBOX_HELP CLI_POOL_HELP
+            "\nStops on EOF (after finishing calls in progress) and on SIGTERM/SIGINT (after\n"
+            "cancelling them). See docs/mcp.md.\n");
 }
 
 static int parse_languages(char *buf, const char **langs, size_t max)
@@ -824,7 +1094,13 @@ static void drain(struct server *s, int sig_rd)
 
 int cmd_mcp(int argc, char **argv)
 {
-    enum { OPT_LANGUAGES = CLI_OPT__LAST + 1, OPT_INLINE, OPT_FRAME_LIMIT };
+    enum {
+        OPT_LANGUAGES = CLI_OPT__LAST + 1,
+        OPT_INLINE,
+        OPT_FRAME_LIMIT,
+        OPT_STATEFUL,
+        OPT_SESSION_IDLE
+    };
     static const struct option longopts[] = {
         CLI_SANDBOX_LONGOPTS,
         CLI_POOL_LONGOPTS,
@@ -833,6 +1109,8 @@ int cmd_mcp(int argc, char **argv)
         {"jobs", required_argument, NULL, 'j'},
         {"inline-images", required_argument, NULL, OPT_INLINE},
         {"frame-limit", required_argument, NULL, OPT_FRAME_LIMIT},
+        {"stateful", no_argument, NULL, OPT_STATEFUL},
+        {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -897,6 +1175,20 @@ int cmd_mcp(int argc, char **argv)
             if (parse_size_opt("--frame-limit", optarg, 4096, &s.frame_limit) < 0)
                 goto out;
             break;
+        case OPT_STATEFUL: s.stateful = true; break;
+        case OPT_SESSION_IDLE: {
+            char *end = NULL;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || !(v > 0) || v > EXECBOX_SESSION_LIFETIME_DEFAULT) {
+                fprintf(stderr,
+                        "execbox mcp: --session-idle: '%s' is not a number of seconds (0 to "
+                        "%g]\n",
+                        optarg, EXECBOX_SESSION_LIFETIME_DEFAULT);
+                goto out;
+            }
+            s.session_idle = v;
+            break;
+        }
         case 'v': s.verbose = true; break;
         case 'h':
             help(stdout);
@@ -911,22 +1203,48 @@ int cmd_mcp(int argc, char **argv)
     }
     if (cli_sandbox_policy(&sb, &s.policy) < 0)
         goto out;
+    if (s.session_idle > 0 && !s.stateful) {
+        fprintf(stderr, "execbox mcp: --session-idle needs --stateful\n");
+        goto out;
+    }
+    /* A session has a /workspace of its own and no network (execbox_session_new). */
+    if (s.stateful && s.policy.workspace[0]) {
+        fprintf(stderr, "execbox mcp: --stateful: a session keeps its own /workspace; "
+                        "--workspace cannot be used with it\n");
+        goto out;
+    }
+    if (s.stateful && s.policy.network != EXECBOX_NETWORK_NONE) {
+        fprintf(stderr, "execbox mcp: --stateful: sessions have no network; --network allow "
+                        "cannot be used with it\n");
+        goto out;
+    }
 
     /* The tools: execute_python unless --languages leaves Python out, and execute_code with a
      * language enum when --languages is given. --tool-name renames the first. */
     bool python = !have_langs;
     for (size_t i = 0; have_langs && langs[i]; i++)
         python |= strcmp(langs[i], "python") == 0;
+    if (s.stateful && !python) {
+        fprintf(stderr, "execbox mcp: --stateful: sessions are Python only, and --languages "
+                        "leaves Python out\n");
+        goto out;
+    }
     struct execbox_tool_options to = {.policy = &s.policy, .max_timeout = s.policy.timeout};
     if (python) {
+        /* With --stateful, this tool's calls are cells of the session and reset_session
+         * follows it; execute_code stays one fresh sandbox per call. */
         to.name = tool_name ? tool_name : "execute_python";
-        if (tool_add(&s, EXECBOX_SCHEMA_MCP, &to) < 0)
+        to.stateful = s.stateful;
+        if (tool_add(&s, EXECBOX_SCHEMA_MCP, &to, s.stateful ? TOOL_CELL : TOOL_RUN) < 0)
+            goto out;
+        to.stateful = false;
+        if (s.stateful && tool_add_reset(&s, s.tools[0].name) < 0)
             goto out;
     }
     if (have_langs) {
         to.name = python || !tool_name ? "execute_code" : tool_name;
         to.languages = langs;
-        if (tool_add(&s, EXECBOX_SCHEMA_MCP, &to) < 0)
+        if (tool_add(&s, EXECBOX_SCHEMA_MCP, &to, TOOL_RUN) < 0)
             goto out;
     }
 
@@ -958,15 +1276,20 @@ int cmd_mcp(int argc, char **argv)
 
     pthread_mutex_init(&s.lock, NULL);
     pthread_mutex_init(&s.write_lock, NULL);
+    pthread_mutex_init(&s.session_lock, NULL);
+    pthread_cond_init(&s.session_turn, NULL);
     struct runner_config rc = {
         .workers = s.n_workers, .queue = MCP_MAX_PENDING, .max_cost = MCP_CODE_BYTES_MAX};
     struct execbox_error rerr = {0};
     if (runner_new(&rc, &mcp_runner_ops, &s, &s.runner, &rerr) < 0) {
         fprintf(stderr, "execbox mcp: %s\n", rerr.msg);
     } else {
-        logmsg("ready: backend '%s', %u parallel call(s), timeout %g s, tools:%s%s%s%s",
-               execbox_executor_backend(s.ex), s.n_workers, s.policy.timeout, " ", s.tools[0].name,
-               s.n_tools > 1 ? " " : "", s.n_tools > 1 ? s.tools[1].name : "");
+        char names[512] = "";
+        for (size_t i = 0; i < s.n_tools; i++)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), " %s", s.tools[i].name);
+        logmsg("ready: backend '%s', %u parallel call(s), timeout %g s, tools:%s%s",
+               execbox_executor_backend(s.ex), s.n_workers, s.policy.timeout, names,
+               s.stateful ? " (stateful: one session, cells one at a time)" : "");
         if (serve(&s, sig_pipe[0]))
             drain(&s, sig_pipe[0]);
         request_stop(&s);
@@ -980,12 +1303,15 @@ int cmd_mcp(int argc, char **argv)
             _exit(status); /* the thread still uses s, so no cleanup can run */
         }
         s.runner = runner_free(s.runner);
+        session_end(&s, "the server stopped");
     }
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     wake_fd = -1;
     close(sig_pipe[0]);
     close(sig_pipe[1]);
+    pthread_cond_destroy(&s.session_turn);
+    pthread_mutex_destroy(&s.session_lock);
     pthread_mutex_destroy(&s.write_lock);
     pthread_mutex_destroy(&s.lock);
 out:

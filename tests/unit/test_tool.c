@@ -153,6 +153,39 @@ static void test_options(void **state)
     json_decref(j);
 }
 
+/* stateful: the description tells the model that state persists and that failed calls roll
+ * back, and the outputSchema has the cell fields; the default says neither. */
+static void test_stateful(void **state)
+{
+    (void)state;
+    struct execbox_tool_options o = {.stateful = true};
+    json_t *j = schema(EXECBOX_SCHEMA_MCP, &o);
+    const char *desc = json_string_value(json_object_get(j, "description"));
+    check_common(desc, json_object_get(j, "inputSchema"), 10);
+    assert_contains(desc, "State persists between calls");
+    assert_contains(desc, "rolled back");
+    assert_contains(desc, "exactly as they were before that call");
+    assert_contains(desc, "state was lost");
+    json_t *oprops = json_object_get(json_object_get(j, "outputSchema"), "properties");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(oprops, "execution_count"), "type")),
+        "integer");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(oprops, "rolled_back"), "type")),
+        "boolean");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(oprops, "results"), "type")), "array");
+    assert_non_null(json_object_get(oprops, "stdout"));
+    json_decref(j);
+    j = schema(EXECBOX_SCHEMA_MCP, NULL);
+    desc = json_string_value(json_object_get(j, "description"));
+    assert_contains(desc, "nothing persists between calls");
+    assert_null(strstr(desc, "rolled back"));
+    assert_null(json_object_get(json_object_get(json_object_get(j, "outputSchema"), "properties"),
+                                "execution_count"));
+    json_decref(j);
+}
+
 static void test_format_parse(void **state)
 {
     (void)state;
@@ -178,7 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mcp),          cmocka_unit_test(test_anthropic),
         cmocka_unit_test(test_openai),       cmocka_unit_test(test_options),
-        cmocka_unit_test(test_format_parse),
+        cmocka_unit_test(test_format_parse), cmocka_unit_test(test_stateful),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* cell.c - when a cell is complete, and base64 decoding (see cell.h). */
+#include "cell.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool repl_cell_continues(const char *text, size_t len)
+{
+    int depth = 0;
+    char quote = 0;      /* the open string's quote character, 0 outside strings */
+    bool triple = false; /* the open string is triple-quoted */
+    bool block = false;  /* some line opened a block */
+    char last = 0;       /* the current line's last significant character */
+    bool line_start = true, empty_last;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (quote) {
+            if (c == '\\' && i + 1 < len) {
+                i++;
+                last = 'x';
+            } else if (!triple && c == '\n') {
+                quote = 0; /* an unterminated string ends with its line (a syntax error) */
+                line_start = true;
+                last = 0;
+            } else if (c == quote &&
+                       (!triple || (i + 2 < len && text[i + 1] == quote && text[i + 2] == quote))) {
+                if (triple)
+                    i += 2;
+                quote = 0;
+                last = c;
+            }
+            continue;
+        }
+        if (c == '\n') {
+            if (last == ':')
+                block = true;
+            line_start = true;
+            last = 0;
+            continue;
+        }
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\f')
+            continue;
+        if (line_start && c == '@')
+            block = true;
+        line_start = false;
+        if (c == '#') {
+            while (i + 1 < len && text[i + 1] != '\n')
+                i++;
+            continue;
+        }
+        if (c == '\'' || c == '"') {
+            triple = i + 2 < len && text[i + 1] == c && text[i + 2] == c;
+            if (triple)
+                i += 2;
+            quote = c;
+            last = c;
+            continue;
+        }
+        if (c == '(' || c == '[' || c == '{')
+            depth++;
+        else if ((c == ')' || c == ']' || c == '}') && depth > 0)
+            depth--;
+        last = c;
+    }
+    if (quote && triple)
+        return true;
+    if (depth > 0 || last == '\\')
+        return true;
+    if (last == ':')
+        return true;
+    /* The last line is empty when the text ends in '\n' or has only blanks after it. */
+    const char *nl = memrchr(text, '\n', len);
+    empty_last = true;
+    for (const char *p = nl ? nl + 1 : text; p < text + len; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\r')
+            empty_last = false;
+    if (!nl)
+        return block; /* one line: only a decorator opens a block without ending in ':' */
+    return block && !empty_last;
+}
+
+static int b64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+unsigned char *repl_base64_decode(const char *s, size_t len, size_t *ret_len)
+{
+    unsigned char *out = malloc(len / 4 * 3 + 3);
+    if (!out)
+        return NULL;
+    size_t n = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    bool padded = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            continue;
+        if (c == '=') {
+            padded = true;
+            continue;
+        }
+        int v = b64_value(c);
+        if (v < 0 || padded) {
+            free(out);
+            return NULL;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (unsigned char)(acc >> bits);
+            acc &= (1U << bits) - 1;
+        }
+    }
+    *ret_len = n;
+    return out;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* cell.h - the pure parts of `execbox repl`: when the lines typed so far make a complete cell
+ * (Python's own REPL rules, approximately), and base64 decoding of rich images. No I/O. */
+#ifndef EBCLI_REPL_CELL_H
+#define EBCLI_REPL_CELL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* True when the cell text (lines joined by '\n', without a final newline after the last line)
+ * needs another line: a bracket or a triple-quoted string is still open, the last line ends
+ * with a backslash, or the cell holds a block (a line ending with ':' or starting with '@')
+ * and its last line is not empty. Comments and strings are skipped. */
+bool repl_cell_continues(const char *text, size_t len);
+
+/* Decodes standard base64 (padding optional, whitespace skipped) into a new buffer of
+ * *ret_len bytes. NULL on bad input or no memory. Free with free(). */
+unsigned char *repl_base64_decode(const char *s, size_t len, size_t *ret_len);
+
+#endif

@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: MIT */
+/* repl.c - `execbox repl`: a Python session in the terminal, so that a person can feel what a
+ * model with `execbox mcp --stateful` feels. Lines are edited with libedit (when stdin is a
+ * terminal) and gathered into cells by Python's REPL rules (cell.h); each cell runs in the
+ * session, its output streams through as it is produced, the main result's text follows,
+ * other rich outputs become one-line notes and images are saved to the current directory.
+ *
+ * Signals: SIGINT while a cell runs cancels the cell (its fork is killed and the state rolls
+ * back); at the prompt it discards the line. SIGTERM and SIGHUP cancel the cell and end the
+ * repl. The handler only fires the cell's token and writes a self-pipe, which the input loop
+ * polls next to stdin (libedit's callback interface, so no read ever blocks a signal). */
+#include <editline/readline.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cell.h"
+#include "common/cliopts.h"
+#include "common/io.h"
+#include "common/surface.h"
+#include "execbox/execbox.h"
+
+#define REPL_LINE_MAX (1U << 20)         /* longest line read without a terminal */
+#define REPL_SAVE_TRIES 100              /* names tried for one image before giving up */
+#define REPL_STALL_GRACE_NS 250000000ULL /* a stalled terminal may hold a cell this much longer */
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: execbox repl [OPTIONS]\n\n"
+               "An interactive Python session in a sandbox: variables, imports and definitions\n"
+               "persist from one cell to the next, and a cell that fails is rolled back (the\n"
+               "variables are as before it). A line ending with ':' or inside open brackets\n"
+               "continues the cell; an empty line ends it. Output streams as it is produced; the\n"
+               "value of a cell's last expression is printed; images are saved to the current\n"
+               "directory (execbox-out-CELL-N.png).\n\n"
+               "  %%reset                   start over in a new session\n"
+               "  %%exit, Ctrl-D            leave\n"
+               "  Ctrl-C                   cancel the running cell (or discard the line)\n\n"
+               "      --preload MODULES    import these when a session starts, e.g. numpy,pandas\n"
+               "      --session-idle SECONDS  end the session after this long without a cell\n"
+               "                           (default 600; the next cell starts a new one)\n"
+               "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
+               "\nThe sandbox options apply to each cell (timeout) and to the session (memory,\n"
+               "pids, ...); --workspace and --network allow cannot be used with a session.\n");
+}
+
+/* ---- signals ----------------------------------------------------------------------------------
+ */
+
+/* The handler has no other way to reach the repl: the running cell's token, the self-pipe and
+ * whether to leave are the only globals. */
+static struct execbox_cancel *volatile cell_token;
+static int sig_wr = -1;
+static volatile sig_atomic_t quit_signal;
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    if (sig != SIGINT)
+        quit_signal = sig;
+    execbox_cancel_fire(cell_token); /* async-signal-safe: one write(2); accepts NULL */
+    char c = (char)sig;
+    if (sig_wr >= 0)
+        (void)!write(sig_wr, &c, 1);
+    errno = saved;
+}
+
+static void drain_fd(int fd)
+{
+    char buf[64];
+    while (read(fd, buf, sizeof(buf)) > 0) {
+    }
+}
+
+/* ---- input ------------------------------------------------------------------------------------
+ */
+
+/* libedit's callback interface hands a finished line to a function without user data; it is
+ * parked here until read_line() takes it. */
+static char *edit_line;
+static bool edit_done;
+
+static void on_edit_line(char *line)
+{
+    edit_line = line;
+    edit_done = true;
+    rl_callback_handler_remove();
+}
+
+struct repl {
+    struct execbox_executor *ex;
+    struct execbox_policy policy;
+    struct execbox_session_options so;
+    struct execbox_session *session;
+    char lost[160]; /* why the last session ended unasked; told before the next cell */
+    bool tty;       /* stdin is a terminal: prompts and line editing */
+    int sig_rd;
+    FILE *in; /* stdin without a terminal */
+};
+
+enum read_status { READ_LINE, READ_EOF, READ_INTERRUPT };
+
+/* One line without its newline into *ret (free with free()). */
+static enum read_status read_line(struct repl *r, const char *prompt, char **ret)
+{
+    if (!r->tty) {
+        char *line = NULL;
+        size_t cap = 0;
+        errno = 0;
+        ssize_t n = getline(&line, &cap, r->in);
+        if (n < 0 || quit_signal) {
+            free(line);
+            return READ_EOF;
+        }
+        if ((size_t)n > REPL_LINE_MAX) {
+            fprintf(stderr, "execbox repl: a line of %zd bytes is over the limit of %u\n", n,
+                    REPL_LINE_MAX);
+            free(line);
+            return READ_EOF;
+        }
+        if (n > 0 && line[n - 1] == '\n')
+            line[n - 1] = '\0';
+        *ret = line;
+        return READ_LINE;
+    }
+    drain_fd(r->sig_rd); /* a Ctrl-C from before this prompt is spent */
+    edit_done = false;
+    edit_line = NULL;
+    rl_callback_handler_install(prompt, on_edit_line);
+    while (!edit_done) {
+        struct pollfd pf[2] = {{.fd = r->sig_rd, .events = POLLIN}, {.fd = 0, .events = POLLIN}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (pf[0].revents) {
+            drain_fd(r->sig_rd);
+            rl_replace_line("", 0);
+            rl_callback_handler_remove();
+            if (quit_signal)
+                return READ_EOF;
+            fputs("\nKeyboardInterrupt\n", stdout);
+            fflush(stdout);
+            return READ_INTERRUPT;
+        }
+        if (pf[1].revents & POLLIN)
+            rl_callback_read_char();
+        else if (pf[1].revents) { /* hang-up or error without data */
+            rl_callback_handler_remove();
+            return READ_EOF;
+        }
+    }
+    if (!edit_line) {
+        fputs("\n", stdout);
+        fflush(stdout);
+        return READ_EOF;
+    }
+    if (*edit_line)
+        add_history(edit_line);
+    *ret = edit_line;
+    return READ_LINE;
+}
+
+/* A growing cell of at most EXECBOX_CODE_MAX bytes. */
+struct cell {
+    char *s;
+    size_t len, cap;
+};
+
+static int cell_add(struct cell *c, const char *line)
+{
+    size_t n = strlen(line);
+    size_t need = c->len + (c->len ? 1 : 0) + n + 1;
+    if (need > EXECBOX_CODE_MAX)
+        return -EFBIG;
+    if (need > c->cap) {
+        size_t cap = c->cap ? c->cap : 256;
+        while (cap < need)
+            cap *= 2;
+        char *ns = realloc(c->s, cap);
+        if (!ns)
+            return -ENOMEM;
+        c->s = ns;
+        c->cap = cap;
+    }
+    if (c->len)
+        c->s[c->len++] = '\n';
+    memcpy(c->s + c->len, line, n + 1);
+    c->len += n;
+    return 0;
+}
+
+/* ---- output -----------------------------------------------------------------------------------
+ */
+
+struct stream {
+    uint64_t deadline_ns;
+    bool dropped[3];
+    bool wrote_stderr;
+    bool ends_in_newline; /* the last byte written was '\n' (or nothing was) */
+};
+
+static void on_output(void *ud, enum execbox_stream s, const char *data, size_t len)
+{
+    struct stream *st = ud;
+    int fd = s == EXECBOX_STREAM_STDOUT ? 1 : 2;
+    if (len == 0 || st->dropped[fd])
+        return;
+    if (fd == 2)
+        st->wrote_stderr = true;
+    st->ends_in_newline = data[len - 1] == '\n';
+    /* This runs on the thread that enforces the cell's deadline: a terminal that stops
+     * reading must not hold it for long. */
+    if (cli_write_until(fd, data, len, st->deadline_ns) < 0)
+        st->dropped[fd] = true;
+}
+
+/* Saves one base64 image as execbox-out-CELL-N.EXT in the current directory (never over an
+ * existing file: -2, -3 ... are tried next) and says where. */
+static void save_image(const char *b64, const char *ext, unsigned long long cell, size_t nth)
+{
+    size_t len = 0;
+    unsigned char *data = repl_base64_decode(b64, strlen(b64), &len);
+    if (!data) {
+        fprintf(stderr, "(an image/%s output could not be decoded)\n", ext);
+        return;
+    }
+    char name[96];
+    int fd = -1;
+    for (int i = 1; i <= REPL_SAVE_TRIES && fd < 0; i++) {
+        if (i == 1)
+            snprintf(name, sizeof(name), "execbox-out-%llu-%zu.%s", cell, nth, ext);
+        else
+            snprintf(name, sizeof(name), "execbox-out-%llu-%zu-%d.%s", cell, nth, i, ext);
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        fprintf(stderr, "(an image/%s output could not be saved: %s)\n", ext, strerror(errno));
+    } else {
+        int w = cli_write_all(fd, data, len);
+        if (close(fd) < 0 && w == 0)
+            w = -errno;
+        if (w < 0)
+            fprintf(stderr, "(writing '%s': %s)\n", name, strerror(-w));
+        else
+            printf("(image/%s saved to %s, %zu bytes)\n", ext, name, len);
+    }
+    free(data);
+}
+
+/* One line naming a rich output's forms that the terminal does not show. */
+static void rich_note(const struct execbox_rich *x, const char *label)
+{
+    const char *const forms[] = {x->html, x->markdown, x->svg, x->latex, x->json, x->javascript};
+    static const char *const mimes[] = {"text/html",  "text/markdown",    "image/svg+xml",
+                                        "text/latex", "application/json", "application/javascript"};
+    char line[256] = "";
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+        if (forms[i] && n < sizeof(line))
+            n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s (%zu bytes)", n ? ", " : "",
+                                  mimes[i], strlen(forms[i]));
+    if (n)
+        printf("(%s also as %s)\n", label, line);
+}
+
+/* Prints text followed by a newline unless it has one. */
+static void print_text(const char *s)
+{
+    size_t n = strlen(s);
+    fwrite(s, 1, n, stdout);
+    if (n == 0 || s[n - 1] != '\n')
+        fputc('\n', stdout);
+}
+
+static void show(const struct execbox_result *res, const struct stream *st, double timeout)
+{
+    fflush(stdout);
+    if (!st->ends_in_newline) /* keep our lines off the end of the cell's last line */
+        fputc('\n', stdout);
+    /* The traceback is in stderr when the interpreter printed it there; kills and sandbox
+     * failures get their own line below. */
+    bool killed = res->timed_out || res->oom_killed || res->killed_reason != EXECBOX_KILLED_NONE;
+    if (res->error_name && !st->wrote_stderr && !killed &&
+        strcmp(res->error_name, "SandboxError") != 0) {
+        if (res->error_traceback && *res->error_traceback)
+            fprintf(stderr, "%s%s", res->error_traceback,
+                    res->error_traceback[strlen(res->error_traceback) - 1] == '\n' ? "" : "\n");
+        else
+            fprintf(stderr, "%s: %s\n", res->error_name, res->error_value ? res->error_value : "");
+    }
+    size_t images = 0, others = 0;
+    for (size_t k = 0; k < res->n_results; k++) {
+        const struct execbox_rich *x = &res->results[k];
+        char label[32];
+        if (x->is_main_result)
+            snprintf(label, sizeof(label), "the result");
+        else
+            snprintf(label, sizeof(label), "output %zu", ++others);
+        /* A figure's text is only its repr ("<Figure size ...>"): the saved file says more. */
+        if (x->text && !(x->png || x->jpeg))
+            print_text(x->text);
+        if (x->png)
+            save_image(x->png, "png", (unsigned long long)res->execution_count, ++images);
+        if (x->jpeg)
+            save_image(x->jpeg, "jpeg", (unsigned long long)res->execution_count, ++images);
+        rich_note(x, label);
+    }
+    if (res->results_truncated)
+        printf("(more rich outputs were produced than are kept)\n");
+    fflush(stdout);
+    if (res->timed_out)
+        fprintf(stderr, "(timed out after %g s)\n", timeout);
+    else if (res->oom_killed)
+        fprintf(stderr, "(killed: the session's memory limit was reached)\n");
+    else if (res->killed_reason == EXECBOX_KILLED_CANCELLED)
+        fprintf(stderr, "KeyboardInterrupt: the cell was cancelled\n");
+    else if (res->killed_reason == EXECBOX_KILLED_OUTPUT_LIMIT)
+        fprintf(stderr, "(killed for writing too much output)\n");
+    else if (res->killed_reason == EXECBOX_KILLED_CPU)
+        fprintf(stderr, "(killed: the CPU time limit was reached)\n");
+    else if (res->error_name && strcmp(res->error_name, "SandboxError") == 0)
+        fprintf(stderr, "(the sandbox could not run the cell: %s)\n",
+                res->error_value ? res->error_value : "");
+    if (res->rolled_back)
+        fprintf(stderr, "(rolled back)\n");
+}
+
+/* ---- the session ------------------------------------------------------------------------------
+ */
+
+static int session_start(struct repl *r)
+{
+    struct execbox_error err = {0};
+    if (execbox_session_new(r->ex, &r->so, &r->session, &err) < 0) {
+        fprintf(stderr, "execbox repl: cannot start a session: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Why a session that is no longer alive ended. */
+static void gone_why(struct repl *r, char *out, size_t n)
+{
+    struct execbox_session_info si;
+    execbox_session_info(r->session, &si);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    double idle = r->so.idle_timeout > 0 ? r->so.idle_timeout : EXECBOX_SESSION_IDLE_DEFAULT;
+    if (si.expires_at > 0 && now >= si.expires_at)
+        snprintf(out, n,
+                 now >= si.last_used_at + idle ? "it expired after %g s without a cell"
+                                               : "it reached its maximum lifetime",
+                 idle);
+    else
+        snprintf(out, n, "its state process ended");
+}
+
+/* Runs one cell; a session that ended is replaced first, and the user told. -1 when no
+ * session can be started. */
+static int run_cell(struct repl *r, const char *code, size_t len)
+{
+    char lost[160];
+    snprintf(lost, sizeof(lost), "%s", r->lost);
+    r->lost[0] = '\0';
+    struct execbox_session_info si;
+    if (r->session) {
+        execbox_session_info(r->session, &si);
+        if (!si.alive) {
+            gone_why(r, lost, sizeof(lost));
+            r->session = execbox_session_free(r->session);
+        }
+    }
+    struct execbox_cancel *cancel = NULL;
+    struct execbox_error err = {0};
+    if (execbox_cancel_new(&cancel, &err) < 0) {
+        fprintf(stderr, "execbox repl: %s\n", err.msg);
+        return 0;
+    }
+    struct stream st = {.ends_in_newline = true};
+    struct execbox_request req = {
+        .code = code,
+        .code_len = len,
+        .policy = &r->policy,
+        .on_output = on_output,
+        .userdata = &st,
+        .cancel = cancel,
+    };
+    struct execbox_result *res = NULL;
+    int ret = 0;
+    for (int attempt = 0;; attempt++) {
+        if (!r->session && session_start(r) < 0) {
+            ret = -1;
+            break;
+        }
+        if (lost[0]) {
+            fprintf(stderr, "(the session's state was lost: %s; this cell runs in a new session)\n",
+                    lost);
+            lost[0] = '\0';
+        }
+        drain_fd(r->sig_rd);
+        st.deadline_ns = cli_now_ns() + (uint64_t)(r->policy.timeout * 1e9) + REPL_STALL_GRACE_NS;
+        cell_token = cancel;
+        int rr = execbox_session_run(r->session, &req, &res, &err);
+        cell_token = NULL;
+        if ((rr == -ESHUTDOWN || rr == -ETIMEDOUT) && attempt == 0) {
+            gone_why(r, lost, sizeof(lost)); /* it ended just now: once more, in a new one */
+            r->session = execbox_session_free(r->session);
+            continue;
+        }
+        if (rr < 0)
+            fprintf(stderr, "execbox repl: %s\n", err.msg);
+        break;
+    }
+    if (res) {
+        show(res, &st, r->policy.timeout);
+        execbox_session_info(r->session, &si);
+        if (!si.alive) {
+            snprintf(r->lost, sizeof(r->lost), "the session ended with the previous cell%s",
+                     res->oom_killed ? ", which ran out of memory" : "");
+            fprintf(stderr, "(the session ended; the next cell starts a new one)\n");
+            r->session = execbox_session_free(r->session);
+        }
+        execbox_result_free(res);
+    }
+    execbox_cancel_free(cancel);
+    return ret;
+}
+
+/* ---- the loop ---------------------------------------------------------------------------------
+ */
+
+static bool blank(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\r')
+            return false;
+    return true;
+}
+
+/* Reads and runs cells until EOF, %exit or SIGTERM/SIGHUP. The exit status. */
+static int loop(struct repl *r)
+{
+    struct cell c = {0};
+    int status = 0;
+    while (!quit_signal) {
+        char *line = NULL;
+        enum read_status rs = read_line(r, c.len ? "... " : ">>> ", &line);
+        if (rs == READ_INTERRUPT) {
+            c.len = 0;
+            continue;
+        }
+        if (rs == READ_EOF) {
+            /* Piped input runs what it ended with; at a terminal Ctrl-D just leaves. */
+            if (!r->tty && c.len && !blank(c.s) && run_cell(r, c.s, c.len) < 0)
+                status = EXIT_EXECBOX;
+            break;
+        }
+        if (c.len == 0) {
+            const char *p = line + strspn(line, " \t");
+            size_t n = strcspn(p, " \t\r");
+            if (*p == '%') {
+                bool rest_blank = blank(p + n);
+                if (n == 5 && strncmp(p, "%exit", 5) == 0 && rest_blank) {
+                    free(line);
+                    break;
+                }
+                if (n == 6 && strncmp(p, "%reset", 6) == 0 && rest_blank) {
+                    r->session = execbox_session_free(r->session);
+                    r->lost[0] = '\0';
+                    if (session_start(r) < 0) {
+                        free(line);
+                        status = EXIT_EXECBOX;
+                        break;
+                    }
+                    printf("(new session: every variable is gone)\n");
+                } else {
+                    printf("(unknown command '%.*s': %%reset, %%exit)\n", (int)(n > 40 ? 40 : n),
+                           p);
+                }
+                fflush(stdout);
+                free(line);
+                continue;
+            }
+            if (blank(line)) {
+                free(line);
+                continue;
+            }
+        }
+        int e = cell_add(&c, line);
+        free(line);
+        if (e < 0) {
+            fprintf(stderr, "execbox repl: the cell is over %u bytes; discarded\n",
+                    EXECBOX_CODE_MAX);
+            c.len = 0;
+            continue;
+        }
+        if (repl_cell_continues(c.s, c.len))
+            continue;
+        int rr = run_cell(r, c.s, c.len);
+        c.len = 0;
+        if (rr < 0) {
+            status = EXIT_EXECBOX;
+            break;
+        }
+    }
+    free(c.s);
+    if (quit_signal)
+        status = 128 + quit_signal;
+    return status;
+}
+
+int cmd_repl(int argc, char **argv)
+{
+    enum { OPT_SESSION_IDLE = CLI_OPT__LAST + 1 };
+    static const struct option longopts[] = {
+        CLI_SANDBOX_LONGOPTS,
+        {"preload", required_argument, NULL, CLI_OPT_PRELOAD},
+        {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_sandbox sb;
+    cli_sandbox_init(&sb);
+    struct repl r = {.sig_rd = -1, .in = stdin};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "h", longopts, NULL)) != -1) {
+        int o = cli_sandbox_option(&sb, c, optarg);
+        if (o < 0)
+            return EXIT_EXECBOX;
+        if (o > 0)
+            continue;
+        switch (c) {
+        case OPT_SESSION_IDLE: {
+            char *end = NULL;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || !(v > 0) || v > EXECBOX_SESSION_LIFETIME_DEFAULT) {
+                fprintf(stderr,
+                        "execbox repl: --session-idle: '%s' is not a number of seconds (0 to "
+                        "%g]\n",
+                        optarg, EXECBOX_SESSION_LIFETIME_DEFAULT);
+                return EXIT_EXECBOX;
+            }
+            r.so.idle_timeout = v;
+            break;
+        }
+        case 'h': help(stdout); return 0;
+        default: fprintf(stderr, "execbox repl: see 'execbox repl --help'\n"); return EXIT_EXECBOX;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "execbox repl: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_EXECBOX;
+    }
+    if (cli_sandbox_policy(&sb, &r.policy) < 0)
+        return EXIT_EXECBOX;
+    r.so.policy = &r.policy;
+    r.tty = isatty(0) && isatty(1);
+
+    int sig_pipe[2];
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        fprintf(stderr, "execbox repl: pipe: %s\n", strerror(errno));
+        return EXIT_EXECBOX;
+    }
+    r.sig_rd = sig_pipe[0];
+    sig_wr = sig_pipe[1];
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    /* A terminal that went away must show up as EPIPE, not kill us before the sandbox is gone. */
+    signal(SIGPIPE, SIG_IGN);
+
+    int status = EXIT_EXECBOX;
+    if (cli_sandbox_executor(&sb, &r.ex) < 0 || session_start(&r) < 0)
+        goto out;
+    if (r.tty) {
+        /* Our handler, not libedit's, owns SIGINT; and no ~/.editrc surprises in tests. */
+        rl_catch_signals = 0;
+        rl_readline_name = "execbox";
+        rl_initialize();
+        using_history();
+        printf("execbox repl: Python in a '%s' sandbox; state persists between cells, a failed "
+               "cell is rolled back.\n%g s per cell, %llu MiB of memory. %%reset starts over, "
+               "%%exit or Ctrl-D leaves, Ctrl-C cancels a cell.\n",
+               execbox_executor_backend(r.ex), r.policy.timeout,
+               (unsigned long long)(r.policy.memory >> 20));
+        fflush(stdout);
+    }
+    status = loop(&r);
+out:
+    r.session = execbox_session_free(r.session);
+    execbox_executor_free(r.ex);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    sig_wr = -1;
+    close(sig_pipe[0]);
+    close(sig_pipe[1]);
+    return status;
+}
