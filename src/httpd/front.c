@@ -34,6 +34,7 @@
 #define FRONT_MAX_CONNS 1000       /* below libmicrohttpd's own default limit (1020) */
 #define FRONT_LINGER_MS 2000       /* reading and dropping after our last byte, then close */
 #define FRONT_LINGER_MAX (1U << 20)
+#define FRONT_PAUSE_MS 100 /* out of fds: accept again after this long */
 #define FRONT_STOP_MS 2000 /* front_free() relays what is in flight for this long */
 #define FRONT_EVENTS 64
 
@@ -85,6 +86,7 @@ struct front {
     pthread_t thread;
     struct fconn *conns, *dead;
     size_t n_conns, n_closing;
+    uint64_t paused_until_ms; /* accepting paused (out of fds) until then; 0: not paused */
 };
 
 static uint64_t now_ms(void)
@@ -200,6 +202,12 @@ int front_check_head(const char *head, size_t len, struct front_head *h, char *m
 
 /* ---- connections ------------------------------------------------------------------------- */
 
+static void listen_arm(struct front *f, bool on)
+{
+    struct epoll_event ev = {.events = on ? EPOLLIN : 0, .data.ptr = &f->listen_tag};
+    epoll_ctl(f->ep, EPOLL_CTL_MOD, f->cfg.listen_fd, &ev);
+}
+
 static void conn_kill(struct front *f, struct fconn *c)
 {
     if (c->dead)
@@ -207,6 +215,10 @@ static void conn_kill(struct front *f, struct fconn *c)
     c->dead = true;
     if (c->state == F_CLOSING)
         f->n_closing--;
+    /* Out of the epoll set before close(): a sandbox forked meanwhile may hold copies of
+     * these fds, which would keep them in the set with a pointer to freed memory. */
+    epoll_ctl(f->ep, EPOLL_CTL_DEL, c->cli.fd, NULL);
+    epoll_ctl(f->ep, EPOLL_CTL_DEL, c->mhd.fd, NULL);
     close(c->cli.fd);
     close(c->mhd.fd);
     if (c->prev)
@@ -217,10 +229,8 @@ static void conn_kill(struct front *f, struct fconn *c)
         c->next->prev = c->prev;
     c->dead_next = f->dead;
     f->dead = c;
-    if (f->n_conns-- == f->cfg.max_conns && f->listening) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &f->listen_tag};
-        epoll_ctl(f->ep, EPOLL_CTL_MOD, f->cfg.listen_fd, &ev);
-    }
+    if (f->n_conns-- == f->cfg.max_conns && f->listening && !f->paused_until_ms)
+        listen_arm(f, true);
 }
 
 static void reap(struct front *f)
@@ -431,7 +441,8 @@ static void pump(struct front *f, struct fconn *c)
     }
 }
 
-static void accept_one(struct front *f)
+/* Accepts one connection; false when there is none to take now. */
+static bool accept_one(struct front *f)
 {
     struct sockaddr_storage sa;
     socklen_t sa_len = sizeof(sa);
@@ -441,20 +452,25 @@ static void accept_one(struct front *f)
         if (errno == EINVAL) { /* shut down by front_quiesce() */
             epoll_ctl(f->ep, EPOLL_CTL_DEL, f->cfg.listen_fd, NULL);
             f->listening = false;
+        } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            /* Out of fds or memory: the listen fd stays readable, so wait a little rather
+             * than spin; the backlog holds the clients meanwhile. */
+            listen_arm(f, false);
+            f->paused_until_ms = now_ms() + FRONT_PAUSE_MS;
         }
-        return;
+        return false;
     }
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0) {
         close(fd);
-        return;
+        return false;
     }
     struct fconn *c = calloc(1, sizeof(*c));
     if (!c) {
         close(fd);
         close(pair[0]);
         close(pair[1]);
-        return;
+        return false;
     }
     c->cli = (struct fend){.conn = c, .fd = fd};
     c->mhd = (struct fend){.conn = c, .fd = pair[0]};
@@ -471,19 +487,17 @@ static void accept_one(struct front *f)
         close(pair[0]);
         close(pair[1]);
         free(c);
-        return;
+        return false;
     }
     c->next = f->conns;
     if (f->conns)
         f->conns->prev = c;
     f->conns = c;
-    if (++f->n_conns == f->cfg.max_conns) {
-        /* Full: new connections wait in the listen backlog. */
-        struct epoll_event off = {.events = 0, .data.ptr = &f->listen_tag};
-        epoll_ctl(f->ep, EPOLL_CTL_MOD, f->cfg.listen_fd, &off);
-    }
+    if (++f->n_conns == f->cfg.max_conns)
+        listen_arm(f, false); /* full: new connections wait in the listen backlog */
     if (!f->cfg.ops->hand_off(f->cfg.ud, pair[1], (struct sockaddr *)&sa, sa_len))
         conn_kill(f, c);
+    return true;
 }
 
 static void *front_main(void *arg)
@@ -501,15 +515,23 @@ static void *front_main(void *arg)
         }
         if (stopping && (!f->conns || now_ms() >= stop_at))
             break;
+        if (f->paused_until_ms && now_ms() >= f->paused_until_ms) {
+            f->paused_until_ms = 0;
+            if (f->listening && f->n_conns < f->cfg.max_conns)
+                listen_arm(f, true);
+        }
         bool lingering = f->n_closing > 0;
-        int n = epoll_wait(f->ep, evs, FRONT_EVENTS, stopping || lingering ? 100 : -1);
+        int n = epoll_wait(f->ep, evs, FRONT_EVENTS,
+                           stopping || lingering || f->paused_until_ms ? 100 : -1);
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
             void *p = evs[i].data.ptr;
             if (p == &f->listen_tag) {
-                for (int k = 0; k < FRONT_EVENTS && f->listening; k++)
-                    accept_one(f);
+                for (int k = 0; k < FRONT_EVENTS && f->listening && !f->paused_until_ms &&
+                                f->n_conns < f->cfg.max_conns && accept_one(f);
+                     k++)
+                    ;
                 continue;
             }
             if (p == &f->wake_tag) {
