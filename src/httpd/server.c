@@ -13,6 +13,9 @@
  * A suspended connection is not watched by libmicrohttpd, so a watchdog thread polls the
  * sockets of queued and running jobs for a hang-up and fires the run's cancel token: the
  * sandbox of a client that went away is killed, not left to run out its timeout.
+ *
+ * Connections come in through the front door (front.c), which checks every request head's
+ * framing before libmicrohttpd reads it and hands libmicrohttpd one end of a socket pair.
  */
 #include "server.h"
 
@@ -34,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/runner.h"
+#include "front.h"
 #include "metrics.h"
 #include "request.h"
 
@@ -80,6 +84,7 @@ struct job {
     bool accepted;    /* counted in srv->pending */
     bool client_gone; /* hung up before the answer */
     bool too_large;
+    bool close; /* a chunked body: the front door cannot follow it, so the connection ends */
     /* an answer decided from the headers, sent once the body is in (answering earlier would
      * make libmicrohttpd close the connection) */
     int rej_status;
@@ -119,7 +124,9 @@ struct srv {
     bool watchdog_started;
     uint64_t seq;
     char id_prefix[9];
-    int quiesced_fd; /* the listening socket after srv_quiesce(), or -1 */
+    struct front *front; /* accepts the connections */
+    pthread_mutex_t add_lock;
+    bool daemon_stopped; /* under add_lock: no more connections for libmicrohttpd */
 };
 
 static uint64_t now_ns(void)
@@ -179,6 +186,12 @@ void srv_log(const char *level, const char *event, const char *message)
 __attribute__((format(printf, 2, 0))) static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
+    /* The front door's socket pairs are not TCP: setting TCP_NODELAY or TCP_CORK on them fails
+     * (EOPNOTSUPP), and 0.9.75 cannot be told so for a connection given with
+     * MHD_add_connection(); it warns then, at every response. */
+    if (strncmp(fmt, "Setting %s option to %s state failed", 36) == 0 ||
+        strncmp(fmt, "Failed to push the data from buffers", 36) == 0)
+        return;
     char msg[512];
     vsnprintf(msg, sizeof(msg), fmt, ap);
     size_t n = strlen(msg);
@@ -187,21 +200,31 @@ __attribute__((format(printf, 2, 0))) static void mhd_logger(void *cls, const ch
     srv_log("warning", "httpd", msg);
 }
 
-static void access_log(struct job *j, int status)
+static json_t *access_object(const char *id, const char *remote, const char *method,
+                             const char *path, int status, double ms)
 {
     json_t *o = json_object();
     if (!o)
-        return;
-    double ms = (double)(now_ns() - j->t0_ns) / 1e6;
+        return NULL;
     json_object_set_new(o, "level", json_string("info"));
     json_object_set_new(o, "event", json_string("access"));
-    json_object_set_new(o, "request_id", json_string(j->id));
-    json_object_set_new(o, "remote", json_string(j->remote));
-    json_object_set_new(o, "method", json_string(j->method));
-    json_t *p = json_string(j->path);
+    json_object_set_new(o, "request_id", json_string(id));
+    json_object_set_new(o, "remote", json_string(remote));
+    json_t *m = json_string(method);
+    json_object_set_new(o, "method", m ? m : json_string("(not UTF-8)"));
+    json_t *p = json_string(path);
     json_object_set_new(o, "path", p ? p : json_string("(not UTF-8)"));
     json_object_set_new(o, "status", json_integer(status));
     json_object_set_new(o, "duration_ms", json_real(ms));
+    return o;
+}
+
+static void access_log(struct job *j, int status)
+{
+    json_t *o = access_object(j->id, j->remote, j->method, j->path, status,
+                              (double)(now_ns() - j->t0_ns) / 1e6);
+    if (!o)
+        return;
     if (j->route == R_EXECUTE) {
         json_object_set_new(o, "stream", json_boolean(j->sse));
         if (j->outcome) {
@@ -236,6 +259,25 @@ static void job_unref(struct job *j)
     free(j);
 }
 
+/* The client's IP address, or "local" (a unix socket). */
+static void format_remote(const struct sockaddr *sa, char *buf, size_t n)
+{
+    char host[48] = "";
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof(host));
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof(host));
+    snprintf(buf, n, "%s", host[0] ? host : "local");
+}
+
+static void new_request_id(struct srv *s, char *buf, size_t n)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t seq = ++s->seq;
+    pthread_mutex_unlock(&s->lock);
+    snprintf(buf, n, "%s-%06llx", s->id_prefix, (unsigned long long)seq);
+}
+
 static struct job *job_new(struct srv *s, struct MHD_Connection *c, const char *url,
                            const char *method)
 {
@@ -254,27 +296,13 @@ static struct job *job_new(struct srv *s, struct MHD_Connection *c, const char *
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (ci)
         j->fd = ci->connect_fd;
-    snprintf(j->remote, sizeof(j->remote), "local");
     ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci && ci->client_addr) {
-        const struct sockaddr *sa = ci->client_addr;
-        char host[48] = "";
-        if (sa->sa_family == AF_INET)
-            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof(host));
-        else if (sa->sa_family == AF_INET6)
-            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof(host));
-        if (host[0])
-            snprintf(j->remote, sizeof(j->remote), "%s", host);
-    }
+    format_remote(ci ? ci->client_addr : NULL, j->remote, sizeof(j->remote));
     const char *rid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
-    if (srv_request_id_ok(rid)) {
+    if (srv_request_id_ok(rid))
         snprintf(j->id, sizeof(j->id), "%s", rid);
-    } else {
-        pthread_mutex_lock(&s->lock);
-        uint64_t n = ++s->seq;
-        pthread_mutex_unlock(&s->lock);
-        snprintf(j->id, sizeof(j->id), "%s-%06llx", s->id_prefix, (unsigned long long)n);
-    }
+    else
+        new_request_id(s, j->id, sizeof(j->id));
     return j;
 }
 
@@ -331,7 +359,7 @@ static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int stat
                                 j->route == R_EXECUTE ? "POST" : "GET, HEAD");
     /* Leaving or draining: no connection is kept, so the client's next request opens a new
      * one, which a load balancer sends elsewhere. */
-    if (__atomic_load_n(&j->srv->draining, __ATOMIC_RELAXED) ||
+    if (j->close || __atomic_load_n(&j->srv->draining, __ATOMIC_RELAXED) ||
         __atomic_load_n(&j->srv->leaving, __ATOMIC_RELAXED))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
@@ -777,6 +805,9 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
         j->route = R_METRICS;
     else
         j->route = R_OTHER;
+    /* The front door checked that this is "chunked" and the only framing header. */
+    j->close =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
 
     /* A browser names the page behind a request in Origin, and sends a "simple" cross-site
      * POST without asking first: a page the user merely opens must not run code here. */
@@ -942,6 +973,8 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
             MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
             MHD_add_response_header(resp, "X-Request-Id", j->id);
             MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+            if (j->close)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
             add_cors_headers(j, resp);
             ret = MHD_queue_response(c, 200, resp);
             MHD_destroy_response(resp);
@@ -1035,6 +1068,33 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
 
+static bool front_hand_off(void *ud, int fd, const struct sockaddr *sa, socklen_t len)
+{
+    struct srv *s = ud;
+    pthread_mutex_lock(&s->add_lock);
+    bool ok = !s->daemon_stopped && MHD_add_connection(s->daemon, fd, sa, len) == MHD_YES;
+    if (s->daemon_stopped)
+        close(fd);
+    pthread_mutex_unlock(&s->add_lock);
+    return ok;
+}
+
+static void front_refused(void *ud, int status, const char *method, const char *path,
+                          const struct sockaddr *sa, char *id, size_t id_size)
+{
+    struct srv *s = ud;
+    char remote[64];
+    format_remote(sa, remote, sizeof(remote));
+    new_request_id(s, id, id_size);
+    srv_metrics_status(&s->metrics, status);
+    json_t *o = access_object(id, remote, method, path, status, 0);
+    if (o)
+        log_object(o);
+}
+
+static const struct front_ops srv_front_ops = {.hand_off = front_hand_off,
+                                               .refused = front_refused};
+
 int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_error *err)
 {
     struct srv *s = calloc(1, sizeof(*s));
@@ -1043,9 +1103,9 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
         return -ENOMEM;
     }
     s->cfg = *cfg;
-    s->quiesced_fd = -1;
     srv_metrics_init(&s->metrics);
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->add_lock, NULL);
     unsigned char rnd[4] = {0};
     if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
         uint64_t t = now_ns();
@@ -1069,17 +1129,26 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
     }
     s->watchdog_started = true;
     /* One internal polling thread (epoll where available) does all the HTTP work; runs never
-     * block it. ITC lets a resume from a worker wake it at once. */
-    s->daemon = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
-        MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, SRV_CONN_TIMEOUT_S, MHD_OPTION_END);
+     * block it. ITC lets a resume from a worker, or a connection from the front door, wake it
+     * at once. */
+    s->daemon =
+        MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+                             MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
+                         0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                         MHD_OPTION_CONNECTION_TIMEOUT, SRV_CONN_TIMEOUT_S, MHD_OPTION_END);
     if (!s->daemon) {
         close(cfg->listen_fd);
         srv_stop(s);
         snprintf(err->msg, sizeof(err->msg), "libmicrohttpd could not start");
         return -EIO;
+    }
+    struct front_config fc = {
+        .listen_fd = cfg->listen_fd, .max_body = cfg->max_body, .ops = &srv_front_ops, .ud = s};
+    r = front_start(&fc, &s->front, err);
+    if (r < 0) {
+        srv_stop(s);
+        return r;
     }
     *ret = s;
     return 0;
@@ -1096,17 +1165,8 @@ void srv_quiesce(struct srv *s)
     __atomic_store_n(&s->draining, true, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->lock);
     runner_drain(s->runner);
-    if (s->daemon) {
-        MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-        if (fd != MHD_INVALID_SOCKET) {
-            /* shutdown() rather than close(): it stops the socket itself listening, also in
-             * any sandbox process that was forked holding a copy of it, so new connections
-             * are refused at once; and the fd number stays ours while the polling thread
-             * may still be taking it out of its epoll set. Closed in srv_stop(). */
-            shutdown(fd, SHUT_RDWR);
-            s->quiesced_fd = fd;
-        }
-    }
+    if (s->front)
+        front_quiesce(s->front);
 }
 
 bool srv_idle(struct srv *s)
@@ -1136,10 +1196,14 @@ void srv_stop(struct srv *s)
 {
     if (!s)
         return;
+    /* libmicrohttpd stops first and closes its ends; the front door then relays what is still
+     * in flight to the clients and closes them. */
+    pthread_mutex_lock(&s->add_lock);
+    s->daemon_stopped = true;
+    pthread_mutex_unlock(&s->add_lock);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
-    if (s->quiesced_fd >= 0)
-        close(s->quiesced_fd);
+    s->front = front_free(s->front);
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
     pthread_mutex_unlock(&s->lock);
@@ -1147,6 +1211,7 @@ void srv_stop(struct srv *s)
         pthread_join(s->watchdog, NULL);
     s->runner = runner_free(s->runner);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->add_lock);
     srv_metrics_destroy(&s->metrics);
     free(s);
 }

@@ -463,6 +463,97 @@ class ServeTests(Tests):
             assert s.request("GET", "/v1/health")[0] == 200
             assert s.stop() == 0
 
+    def test_malformed_framing_gets_json_errors(self):
+        """A Content-Length or Transfer-Encoding that cannot frame a body is answered by us: one
+        JSON error with the right status, exactly one status line and header block, then the
+        connection is closed; also when it comes as a later request on a kept-alive
+        connection. A request whose framing a proxy and we could read differently (two
+        lengths, a length and chunked, another coding) is refused, never guessed."""
+        ok = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+        post = b"POST /v1/execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        cases = [
+            (b"Content-Length: -1\r\n", 400, "bad_request"),
+            (b"Content-Length: abc\r\n", 400, "bad_request"),
+            (b"Content-Length: 12abc\r\n", 400, "bad_request"),
+            (b"Content-Length: \r\n", 400, "bad_request"),
+            (b"Content-Length: 99999999999999999999999\r\n", 413, "payload_too_large"),
+            (b"Content-Length: 5\r\nContent-Length: 10\r\n", 400, "bad_request"),
+            (b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400, "bad_request"),
+            (b"Transfer-Encoding: gzip, chunked\r\n", 400, "bad_request"),
+            (b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", 400, "bad_request"),
+            (b"Content-Length : 5\r\n", 400, "bad_request"),
+            (b" Content-Length: 5\r\n", 400, "bad_request"),
+        ]
+
+        def exchange(s, data):
+            sock = socket.create_connection((s.host, s.port), timeout=30)
+            try:
+                sock.sendall(data)
+                out = b""
+                while True:  # the server must close the connection after the error
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        return out
+                    out += chunk
+            finally:
+                sock.close()
+
+        def check(raw, status, code, what):
+            statuses = re.findall(rb"HTTP/1\.[01] \d{3} ", raw)
+            assert len(statuses) == 1, (what, raw)
+            head, sep, body = raw.partition(b"\r\n\r\n")
+            assert sep and head.startswith(b"HTTP/1.1 %d " % status), (what, raw)
+            hd = {}
+            for line in head.split(b"\r\n")[1:]:
+                k, _, v = line.partition(b":")
+                assert k.lower() not in hd, (what, "header twice", raw)
+                hd[k.lower()] = v.strip()
+            assert hd.get(b"content-type") == b"application/json", (what, raw)
+            assert hd.get(b"connection", b"").lower() == b"close", (what, raw)
+            assert hd.get(b"x-request-id"), (what, raw)
+            assert int(hd[b"content-length"]) == len(body), (what, raw)
+            e = json.loads(body)["error"]
+            assert e["code"] == code and e["message"], (what, e)
+
+        with Server() as s:
+            for hdr, status, code in cases:
+                raw = exchange(s, post + hdr + b"\r\n" + b"x" * 5)
+                check(raw, status, code, hdr)
+                # The same as the second request on a kept-alive connection.
+                raw = exchange(s, ok + post + hdr + b"\r\n" + b"x" * 5)
+                first, sep, rest = raw.partition(b"\r\n\r\n")
+                assert first.startswith(b"HTTP/1.1 200 "), (hdr, raw)
+                n = int(re.search(rb"(?i)content-length: *(\d+)", first).group(1))
+                check(rest[n:], status, code, b"second: " + hdr)
+                assert s.request("GET", "/v1/health")[0] == 200
+            # Framing that is fine still works, pipelined too, and the connection stays open.
+            body = json.dumps({"code": "print(1)"}).encode()
+            sock = socket.create_connection((s.host, s.port), timeout=60)
+            sock.sendall(post + b"Content-Length: %d\r\n\r\n" % len(body) + body + ok)
+            out = b""
+            while out.count(b"HTTP/1.1 200 ") < 2:
+                chunk = sock.recv(65536)
+                assert chunk, out
+                out += chunk
+            sock.sendall(ok)
+            out = b""
+            while b"\r\n\r\n" not in out:
+                chunk = sock.recv(65536)
+                assert chunk, out
+                out += chunk
+            assert out.startswith(b"HTTP/1.1 200 "), out
+            sock.close()
+            # A chunked body is not followed by the front door: its answer closes the connection.
+            body = json.dumps({"code": "print(2)"}).encode()
+            raw = exchange(s, post + b"Transfer-Encoding: chunked\r\n\r\n" +
+                           b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) + ok)
+            assert raw.startswith(b"HTTP/1.1 200 ") and raw.count(b"HTTP/1.1 ") == 1, raw
+            assert re.search(rb"(?i)\r\nconnection: close\r\n", raw), raw
+            assert b'"stdout":"2\\n"' in raw, raw
+            m = s.metrics()
+            assert m['execbox_http_requests_total{status="400"}'] >= 20, m
+            assert s.stop() == 0
+
     def test_fifty_concurrent(self):
         with Server("--queue", "64") as s:
             results = [None] * 50
