@@ -20,3 +20,10 @@ foreach(t traceback policy)
   set_tests_properties(fuzz.${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "FUZZ_SECONDS=20")
 endforeach()
+
+# The front door's check of each request head's framing (src/httpd/front.c) the same way.
+add_test(NAME fuzz.front_head
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_front_head.sh
+                 ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+set_tests_properties(fuzz.front_head PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                     ENVIRONMENT "FUZZ_SECONDS=20")

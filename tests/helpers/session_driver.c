@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     struct execbox_executor_options o = {0};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--pool") == 0)
-            o.pool_size = (unsigned)atoi(argv[i + 1]);
+            o.pool_size = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--preload") == 0)
             o.pool_preload = argv[i + 1];
     }
