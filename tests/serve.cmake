@@ -20,3 +20,7 @@ foreach(t traceback policy)
   set_tests_properties(fuzz.${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "FUZZ_SECONDS=20")
 endforeach()
+
+# Sessions over HTTP (docs/sessions.md): real serve on loopback and the real jail.
+eb_integration_test(sessions)
+set_tests_properties(integration.sessions PROPERTIES TIMEOUT 600)

@@ -116,7 +116,8 @@ static void unlist_locked(struct sess_registry *r, struct sess *s)
     pthread_cond_signal(&r->wake);
 }
 
-/* Whether a session should end now: ended in the library, or past its expiry. */
+/* Whether a session should end now: ended in the library, or past its expiry (which is what
+ * counts as expired). */
 static bool over(const struct execbox_session_info *in, double now)
 {
     return !in->alive || now >= in->expires_at;
@@ -149,7 +150,7 @@ static double expire_locked(struct sess_registry *r)
         struct sess *s = v[i];
         if (in && s->listed && !s->cell) {
             if (over(&in[i], now)) {
-                if (in[i].alive)
+                if (now >= in[i].expires_at)
                     r->expired++;
                 unlist_locked(r, s);
             } else if (in[i].expires_at - now < next) {
@@ -420,8 +421,9 @@ struct sess *sess_get(struct sess_registry *r, const char *id)
     execbox_session_info(found->es, &in);
     pthread_mutex_lock(&r->lock);
     bool gone = !found->listed;
-    if (!gone && !found->cell && over(&in, unix_now())) {
-        if (in.alive)
+    double now = unix_now();
+    if (!gone && !found->cell && over(&in, now)) {
+        if (now >= in.expires_at)
             r->expired++;
         unlist_locked(r, found);
         gone = true;
