@@ -34,7 +34,8 @@ static void help(FILE *f)
     fprintf(f,
             "Usage: execbox serve [OPTIONS]\n\n"
             "HTTP service: POST /v1/execute runs code in a fresh sandbox and answers with the\n"
-            "result record; GET /v1/health; GET /metrics (Prometheus). See docs/api.md.\n\n"
+            "result record; /v1/sessions keeps state between cells (docs/sessions.md);\n"
+            "GET /v1/health; GET /metrics (Prometheus). See docs/api.md.\n\n"
             "  -L, --listen ADDR        host:port, [v6]:port or unix:/path (default " DEFAULT_LISTEN
             ")\n"
             "      --token TOKEN        require 'Authorization: Bearer TOKEN' (default: "
