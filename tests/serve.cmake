@@ -27,3 +27,7 @@ add_test(NAME fuzz.front_head
                  ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
 set_tests_properties(fuzz.front_head PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                      ENVIRONMENT "FUZZ_SECONDS=20")
+
+# Sessions over HTTP (docs/sessions.md): real serve on loopback and the real jail.
+eb_integration_test(sessions)
+set_tests_properties(integration.sessions PROPERTIES TIMEOUT 600)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_serve_request.c - libFuzzer target for the request side of `execbox serve`: the body
- * parser (src/httpd/request.c) against a fixed server policy, and the UTF-8 cleaner and the
- * error body that carry untrusted bytes back out. Invariants are checked, not just crashes. */
+ * parser (src/httpd/request.c) for each kind of body against a fixed server policy, the
+ * decoding and checking of a workspace path from a URL, and the UTF-8 cleaner and the error
+ * body that carry untrusted bytes back out. Invariants are checked, not just crashes. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +46,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(o != NULL, "error body parses");
         json_decref(o);
         free(body);
+    }
+
+    /* A new session's body and a cell's: never code for a session, never more than the base. */
+    for (int k = SRV_BODY_SESSION; k <= SRV_BODY_CELL; k++) {
+        memset(&err, 0, sizeof(err));
+        r = srv_parse_body((enum srv_body_kind)k, (const char *)data, size, &server, &spec, field,
+                           sizeof(field), &err);
+        if (r == 0) {
+            check(k == SRV_BODY_CELL || spec.code == NULL, "a session takes no code");
+            check(execbox_policy_check_within(&spec.policy, &server, NULL) == 0, "within base");
+            for (size_t i = 0; i < spec.n_files; i++)
+                check(srv_workspace_path_ok(spec.files[i].path, strlen(spec.files[i].path)),
+                      "input file paths are checked");
+            srv_run_spec_clear(&spec);
+        } else {
+            check(err.msg[0] != '\0', "a message");
+        }
+    }
+
+    /* The URL path of a file, decoded once: whatever passes has no '..', no NUL, no '/' first. */
+    char path[512];
+    size_t plen = 0;
+    if (srv_url_decode((const char *)data, size, path, sizeof(path), &plen) == 0 &&
+        srv_workspace_path_ok(path, plen)) {
+        check(plen == strlen(path) && path[0] != '/', "no NUL, relative");
+        check(strcmp(path, "..") != 0 && strncmp(path, "../", 3) != 0 && !strstr(path, "/../") &&
+                  (plen < 3 || strcmp(path + plen - 3, "/..") != 0),
+              "no '..' part");
     }
 
     size_t keep = 0, clen = 0;
