@@ -34,6 +34,8 @@
 #include <unistd.h>
 
 #include "common/runner.h"
+#include "common/sessions.h"
+#include "e2b.h"
 #include "metrics.h"
 #include "request.h"
 
@@ -48,7 +50,7 @@
 #define SRV_CONN_TIMEOUT_S 60U
 #define SRV_RETRY_AFTER_MAX 60
 
-enum route { R_EXECUTE, R_HEALTH, R_METRICS, R_OTHER };
+enum route { R_EXECUTE, R_HEALTH, R_METRICS, R_E2B, R_OTHER };
 
 enum jstate {
     J_NEW,      /* headers seen; a GET, or a rejected request, answered at the last call */
@@ -90,12 +92,15 @@ struct job {
     char *body;
     size_t body_len, body_cap, discarded;
     struct srv_run_spec spec;
+    struct e2b_call e2b; /* R_E2B: the E2B call (e2b.h) */
+    const char *allow;   /* a 405's Allow header */
     /* the answer */
     int status;
     int run_status; /* the worker's answer, published as status in http_done() */
     char *resp;
     size_t resp_len;
-    const char *outcome; /* for the log; NULL when nothing ran */
+    const char *resp_ctype; /* NULL: application/json */
+    const char *outcome;    /* for the log; NULL when nothing ran */
     int exit_code;
     double run_s;
     /* streaming */
@@ -111,6 +116,8 @@ struct srv {
     struct MHD_Daemon *daemon;
     struct srv_metrics metrics;
     struct runner *runner; /* the queue and the workers */
+    struct sess_registry *sessions;
+    struct e2b *e2b; /* the E2B routes' contexts */
     pthread_mutex_t lock;
     size_t pending; /* accepted and not yet completed on the wire */
     bool draining, stopping;
@@ -202,7 +209,7 @@ static void access_log(struct job *j, int status)
     json_object_set_new(o, "path", p ? p : json_string("(not UTF-8)"));
     json_object_set_new(o, "status", json_integer(status));
     json_object_set_new(o, "duration_ms", json_real(ms));
-    if (j->route == R_EXECUTE) {
+    if (j->route == R_EXECUTE || j->route == R_E2B) {
         json_object_set_new(o, "stream", json_boolean(j->sse));
         if (j->outcome) {
             json_object_set_new(o, "outcome", json_string(j->outcome));
@@ -229,6 +236,7 @@ static void job_unref(struct job *j)
         return;
     pthread_mutex_destroy(&j->lock);
     runner_job_release(&j->rj);
+    e2b_call_clear(j->srv->e2b, &j->e2b);
     free(j->body);
     srv_run_spec_clear(&j->spec);
     free(j->resp);
@@ -297,7 +305,8 @@ static void add_cors_headers(struct job *j, struct MHD_Response *r)
         return;
     MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, j->origin);
     if (j->preflight) {
-        MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, GET, HEAD");
+        MHD_add_response_header(r, "Access-Control-Allow-Methods",
+                                j->route == R_E2B ? "POST, GET, HEAD, DELETE" : "POST, GET, HEAD");
         MHD_add_response_header(r, "Access-Control-Allow-Headers",
                                 "Authorization, Content-Type, Accept, X-Request-Id");
         MHD_add_response_header(r, "Access-Control-Max-Age", "600");
@@ -328,7 +337,9 @@ static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int stat
     add_cors_headers(j, r);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
-                                j->route == R_EXECUTE ? "POST" : "GET, HEAD");
+                                j->allow                ? j->allow
+                                : j->route == R_EXECUTE ? "POST"
+                                                        : "GET, HEAD");
     /* Leaving or draining: no connection is kept, so the client's next request opens a new
      * one, which a load balancer sends elsewhere. */
     if (__atomic_load_n(&j->srv->draining, __ATOMIC_RELAXED) ||
@@ -388,19 +399,20 @@ static int enqueue(struct srv *s, struct job *j)
 
 /* ---- streaming --------------------------------------------------------------------------- */
 
-/* Appends a frame to the job's stream and wakes its connection. Called with j->lock held. */
-static void sse_push(struct job *j, const char *frame, size_t len, bool force)
+/* Appends a frame to the job's stream and wakes its connection; false when it was dropped.
+ * Called with j->lock held. */
+static bool sse_push(struct job *j, const char *frame, size_t len, bool force)
 {
     if (!force && j->sse_len - j->sse_off + len > SRV_SSE_PENDING_MAX) {
         j->sse_dropped += len;
-        return;
+        return false;
     }
     if (j->sse_off && j->sse_off == j->sse_len)
         j->sse_off = j->sse_len = 0;
     char *nb = realloc(j->sse_buf, j->sse_len + len);
     if (!nb) {
         j->sse_dropped += len;
-        return;
+        return false;
     }
     j->sse_buf = nb;
     memcpy(j->sse_buf + j->sse_len, frame, len);
@@ -409,6 +421,17 @@ static void sse_push(struct job *j, const char *frame, size_t len, bool force)
         j->suspended = false;
         MHD_resume_connection(j->conn);
     }
+    return true;
+}
+
+/* e2b_run's push: an NDJSON line into the same bounded stream as the server-sent events. */
+static bool e2b_push(void *ud, const char *line, size_t len, bool force)
+{
+    struct job *j = ud;
+    pthread_mutex_lock(&j->lock);
+    bool kept = sse_push(j, line, len, force);
+    pthread_mutex_unlock(&j->lock);
+    return kept;
 }
 
 static void sse_event(struct job *j, const char *event, const char *json, bool force)
@@ -495,6 +518,30 @@ static enum srv_outcome outcome_of(const struct execbox_result *r)
     return SRV_OUTCOME_ERROR;
 }
 
+/* An E2B call on a worker: execute streams its lines; the others prepare their answer. */
+static bool e2b_job_run(struct srv *s, struct job *j)
+{
+    struct e2b_answer a;
+    struct e2b_outcome o;
+    uint64_t t = now_ns();
+    e2b_run(s->e2b, &j->e2b, j->rj.cancel, e2b_push, j, &a, &o);
+    j->run_s = (double)(now_ns() - t) / 1e9;
+    if (o.ran) {
+        enum srv_outcome so = o.timed_out    ? SRV_OUTCOME_TIMEOUT
+                              : o.oom_killed ? SRV_OUTCOME_OOM
+                              : o.failed     ? SRV_OUTCOME_ERROR
+                                             : SRV_OUTCOME_OK;
+        srv_metrics_run(&s->metrics, so, o.cancelled);
+        j->outcome = o.cancelled ? "cancelled" : srv_outcome_name(so);
+        j->exit_code = o.exit_code;
+    }
+    /* Read only by http_done() on this thread, or after J_DONE under the job's lock. */
+    j->run_status = e2b_op_streams(j->e2b.op) ? 200 : a.status;
+    j->resp = a.body;
+    j->resp_ctype = a.ctype;
+    return true;
+}
+
 /* The runner's run(): runs one job and prepares its answer (run_status and resp). */
 static bool http_run(struct runner_job *rj, void *ud)
 {
@@ -506,6 +553,8 @@ static bool http_run(struct runner_job *rj, void *ud)
     pthread_mutex_unlock(&j->lock);
     if (skip)
         return false; /* the client hung up while queued: nothing to run, nobody to answer */
+    if (j->route == R_E2B)
+        return e2b_job_run(s, j);
     int status = 200;
     char *body = NULL;
     if (j->sse) {
@@ -577,7 +626,10 @@ static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
     j->resp = body;
     j->resp_len = body ? strlen(body) : 0;
     j->state = J_DONE;
-    if (j->sse) {
+    if (j->sse && j->route == R_E2B) {
+        /* The lines were the answer; a call that never ran just ends. */
+        j->sse_done = true;
+    } else if (j->sse) {
         /* The final event: the result record, or the error. */
         if (body) {
             size_t n;
@@ -764,12 +816,18 @@ static void reject(struct job *j, int status, const char *code, const char *msg,
     j->rej_retry = retry;
 }
 
-/* The first call for a request: its headers are in. Routes it, and decides what can be decided
+/* The first call for a request: its headers are in. Routes it (on the whole url: j->path is cut
+ * to its size, and an E2B path's token is kept out of it), and decides what can be decided
  * without the body. */
-static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Connection *c)
+static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Connection *c,
+                                  const char *url)
 {
     bool get = strcmp(j->method, "GET") == 0 || strcmp(j->method, "HEAD") == 0;
-    if (strcmp(j->path, "/v1/execute") == 0)
+    const char *e2b_sub = NULL;
+    enum e2b_match em = e2b_match_path(url, s->cfg.token, &e2b_sub, j->path, sizeof(j->path));
+    if (em != E2B_NOT_OURS)
+        j->route = R_E2B;
+    else if (strcmp(j->path, "/v1/execute") == 0)
         j->route = R_EXECUTE;
     else if (strcmp(j->path, "/v1/health") == 0)
         j->route = R_HEALTH;
@@ -804,13 +862,29 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
         else if (j->route == R_METRICS && !authorized(s, c))
             reject(j, 401, "unauthorized", "missing or wrong bearer token", 0);
         return MHD_YES;
+    case R_E2B: {
+        /* E2B's SDK cannot send our bearer header: the token rides in the path. */
+        if (em == E2B_NO_TOKEN && !authorized(s, c)) {
+            reject(j, 401, "unauthorized",
+                   "missing or wrong token: with a token, the E2B routes are under /e2b/TOKEN/", 0);
+            return MHD_YES;
+        }
+        int r = e2b_route(j->method, e2b_sub, &j->e2b, &j->allow);
+        if (r == 404)
+            reject(j, 404, "not_found", "no such endpoint", 0);
+        else if (r == 405)
+            reject(j, 405, "method_not_allowed", "method not allowed here (see Allow)", 0);
+        if (r || e2b_op_immediate(j->e2b.op))
+            return MHD_YES;
+        break;
+    }
     case R_EXECUTE: break;
     }
-    if (strcmp(j->method, "POST") != 0) {
+    if (j->route == R_EXECUTE && strcmp(j->method, "POST") != 0) {
         reject(j, 405, "method_not_allowed", "use POST", 0);
         return MHD_YES;
     }
-    if (!authorized(s, c)) {
+    if (j->route == R_EXECUTE && !authorized(s, c)) {
         reject(j, 401, "unauthorized", "missing or wrong bearer token", 0);
         return MHD_YES;
     }
@@ -841,7 +915,7 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
         reject(j, 415, "unsupported_media_type", "the body must be sent as application/json", 0);
         return MHD_YES;
     }
-    j->sse = wants_sse(c);
+    j->sse = j->route == R_E2B ? e2b_op_streams(j->e2b.op) : wants_sse(c);
     j->state = J_READING;
     return MHD_YES;
 }
@@ -859,6 +933,12 @@ static enum MHD_Result answer_now(struct srv *s, struct job *j, struct MHD_Conne
         return serve_health(s, j, c);
     if (j->route == R_METRICS)
         return serve_metrics(s, j, c);
+    if (j->route == R_E2B) {
+        struct e2b_answer a;
+        if (e2b_answer(s->e2b, &j->e2b, &a) < 0)
+            return MHD_NO;
+        return respond(j, c, a.status, a.ctype, a.body, a.len, free, 0);
+    }
     return respond_error(j, c, 404, "not_found", "no such endpoint", NULL, 0);
 }
 
@@ -889,6 +969,9 @@ static enum MHD_Result upload(struct srv *s, struct job *j, const char *data, si
     return MHD_YES;
 }
 
+static enum MHD_Result queue_run(struct srv *s, struct job *j, struct MHD_Connection *c);
+static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Connection *c);
+
 /* The body is in: validate it and queue the run. */
 static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
@@ -898,6 +981,8 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
                  s->cfg.max_body);
         return respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
     }
+    if (j->route == R_E2B)
+        return e2b_submit(s, j, c);
     char field[64];
     struct execbox_error err = {0};
     int r = srv_parse_run(j->body ? j->body : "", j->body_len, &s->cfg.policy, &j->spec, field,
@@ -908,11 +993,32 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
         return respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
     if (r < 0)
         return respond_error(j, c, 400, "bad_request", err.msg, field, 0);
+    return queue_run(s, j, c);
+}
+
+/* An E2B call's body is in: prepare it, and queue it unless that answered it. */
+static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    struct e2b_answer a;
+    int r = e2b_prepare(s->e2b, &j->e2b, j->body ? j->body : "", j->body_len, &a);
+    free(j->body);
+    j->body = NULL;
+    if (r < 0)
+        return respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
+    if (r > 0)
+        return respond(j, c, a.status, a.ctype, a.body, a.len, free, 0);
+    return queue_run(s, j, c);
+}
+
+/* Queues a validated run and parks its connection, or starts its stream. */
+static enum MHD_Result queue_run(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    struct execbox_error err = {0};
     if (runner_job_init(&j->rj, &err) < 0)
         return respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
 
     pthread_mutex_lock(&j->lock);
-    r = enqueue(s, j);
+    int r = enqueue(s, j);
     enum MHD_Result ret = MHD_YES;
     if (r == -EAGAIN) {
         ret = respond_error(j, c, 429, "queue_full", "all workers are busy and the queue is full",
@@ -938,7 +1044,9 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
             /* The worker still runs it; the connection will be closed. */
             ret = MHD_NO;
         } else {
-            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                    j->route == R_E2B ? "application/x-ndjson"
+                                                      : "text/event-stream");
             MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
             MHD_add_response_header(resp, "X-Request-Id", j->id);
             MHD_add_response_header(resp, "X-Accel-Buffering", "no");
@@ -965,7 +1073,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!j)
             return MHD_NO;
         *con_cls = j;
-        return first_call(s, j, c);
+        return first_call(s, j, c, url);
     }
     if (*data_size) {
         size_t n = *data_size;
@@ -988,7 +1096,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!body)
             ret = MHD_NO;
         else
-            ret = respond(j, c, j->status, "application/json", body, j->resp_len, free, 0);
+            ret = respond(j, c, j->status, j->resp_ctype ? j->resp_ctype : "application/json", body,
+                          j->resp_len, free, 0);
     }
     pthread_mutex_unlock(&j->lock);
     return ret;
@@ -1053,8 +1162,14 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
     }
     snprintf(s->id_prefix, sizeof(s->id_prefix), "%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
              rnd[3]);
+    struct sess_config sc = {.exec = cfg->exec, .max_sessions = cfg->max_sessions};
+    int r = sess_registry_new(&sc, &s->sessions, err);
+    struct e2b_config ec = {.sessions = s->sessions, .policy = &s->cfg.policy};
+    if (r == 0)
+        r = e2b_new(&ec, &s->e2b, err);
     struct runner_config rc = {.workers = (unsigned)cfg->workers, .queue = cfg->queue};
-    int r = runner_new(&rc, &http_runner_ops, s, &s->runner, err);
+    if (r == 0)
+        r = runner_new(&rc, &http_runner_ops, s, &s->runner, err);
     if (r < 0) {
         close(cfg->listen_fd);
         srv_stop(s);
@@ -1146,6 +1261,8 @@ void srv_stop(struct srv *s)
     if (s->watchdog_started)
         pthread_join(s->watchdog, NULL);
     s->runner = runner_free(s->runner);
+    s->e2b = e2b_free(s->e2b);
+    s->sessions = sess_registry_free(s->sessions);
     pthread_mutex_destroy(&s->lock);
     srv_metrics_destroy(&s->metrics);
     free(s);

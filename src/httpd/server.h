@@ -16,6 +16,7 @@ struct srv_config {
     size_t workers;                /* concurrent sandboxes */
     size_t queue;                  /* requests that may wait for a worker */
     size_t max_body;               /* largest request body, bytes */
+    size_t max_sessions;           /* sessions open at once; 0: SESS_MAX_DEFAULT */
     /* Origins (as browsers send them: "https://app.example:8443") whose pages may call us; a
      * request with any other Origin header gets 403. None by default; "*" allows any. */
     const char *const *allow_origins; /* borrowed; outlives the server */
