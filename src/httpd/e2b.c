@@ -94,9 +94,17 @@ enum e2b_match e2b_match_path(const char *path, const char *token, const char **
             return E2B_OURS;
         }
     }
-    /* Not the token: maybe a route, maybe a wrong token, which must not reach the log. */
+    /* Not the token: a route (for a caller with the bearer header), or a wrong token, which
+     * must not reach the log. */
     *ret_sub = *rest ? rest : "/";
-    snprintf(shown, shown_size, "/e2b/***%s", seg + sl);
+    static const char *const routes[] = {"execute", "contexts", "health"};
+    bool route = false;
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+        route |= strlen(routes[i]) == sl && strncmp(seg, routes[i], sl) == 0;
+    if (route)
+        snprintf(shown, shown_size, "%s", path);
+    else
+        snprintf(shown, shown_size, "/e2b/***%s", seg + sl);
     return E2B_NO_TOKEN;
 }
 
