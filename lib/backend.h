@@ -22,6 +22,21 @@ struct eb_run {
     uint64_t start_ns; /* the deadline counts from here */
 };
 
+/* A session's sandbox as a backend hands it to lib/session.c: walled, its interpreter serving
+ * cells on sock (see lib/lang/python_session.py), its init told that no single process's exit
+ * ends it. */
+struct eb_session_box {
+    struct eb_warm *w; /* the backend's */
+    int sock;          /* our end of the session's SOCK_SEQPACKET socket, owned by the caller */
+    int ws_fd;         /* the workspace directory, for file calls (the backend's, borrowed) */
+};
+
+/* A session sandbox's counters (its cgroup's). */
+struct eb_box_stats {
+    int64_t cpu_ns; /* -1 unknown */
+    uint64_t peak_memory, oom_kills;
+};
+
 struct eb_backend_ops {
     const char *name;
     /* Fills report (backend name preset) with each wall and whether it works here. Returns 0,
@@ -48,6 +63,9 @@ struct eb_backend_ops {
                     struct execbox_result *res, struct execbox_error *err);
     void (*warm_discard)(void *state, struct eb_warm *w);
 
+    /* Places a request's input files (execbox_request.files) in /workspace before the code
+     * runs; without it the executor refuses requests that have some. */
+    bool input_files;
     /* Can enforce network "allow" (an allow-list proxy as the only way out). Without it the
      * executor refuses such runs: never silently open, never silently closed. */
     bool network_allow;
@@ -56,6 +74,17 @@ struct eb_backend_ops {
     void (*check_network)(struct execbox_check *report);
     /* Optional: fills the template fields of the pool's counters. */
     void (*warm_stats)(void *state, struct execbox_pool_stats *ret);
+
+    /* Optional sessions (lib/session.c): session_start sets up a sandbox for (policy, language,
+     * preload) as warm_start does, then turns it into a session's (its interpreter serves cells
+     * on ret->sock); session_stats reads its counters; session_kill kills everything in it now
+     * (thread-safe, also while a cell is supervised); session_destroy removes it. */
+    int (*session_start)(void *state, const struct execbox_policy *policy,
+                         const struct eb_language *lang, const char *preload,
+                         struct eb_session_box *ret, struct execbox_error *err);
+    void (*session_stats)(struct eb_warm *w, struct eb_box_stats *ret);
+    void (*session_kill)(struct eb_warm *w);
+    void (*session_destroy)(void *state, struct eb_warm *w);
 };
 
 const struct eb_backend_ops *eb_backend_find(const char *name);

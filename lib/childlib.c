@@ -157,7 +157,7 @@ void eb_init_loop_leave(pid_t guest, int sfd, int status_fd, int ctl_fd, const i
                         int n)
 {
     int guest_status = 0;
-    bool guest_done = false;
+    bool guest_done = false, session = false;
     struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl_fd, .events = POLLIN}};
     while (!guest_done) {
         if (poll(pfd, 2, -1) < 0) {
@@ -165,8 +165,21 @@ void eb_init_loop_leave(pid_t guest, int sfd, int status_fd, int ctl_fd, const i
                 continue;
             break;
         }
-        if (pfd[1].revents)
-            break; /* the parent asks us to kill everything (deadline, cancel) or is gone */
+        if (pfd[1].revents) {
+            /* 'S' (once, before any cell): a session, whose state moves from process to process
+             * (each cell's fork may become it), so no single guest's exit ends the sandbox;
+             * the last process's does. Anything else, or EOF: the parent asks us to kill
+             * everything (deadline, cancel) or is gone. */
+            char c = 0;
+            ssize_t got = read(ctl_fd, &c, 1);
+            if (got == 1 && c == 'S' && !session) {
+                session = true;
+                continue;
+            }
+            if (got < 0 && errno == EINTR)
+                continue;
+            break;
+        }
         if (pfd[0].revents) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof(si)) > 0)
@@ -174,10 +187,12 @@ void eb_init_loop_leave(pid_t guest, int sfd, int status_fd, int ctl_fd, const i
             int st;
             pid_t w;
             while ((w = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
-                if (w == guest) {
+                if (w == guest || session) {
                     guest_status = st;
-                    guest_done = true;
+                    guest_done = !session;
                 }
+            if (session && w < 0 && errno == ECHILD)
+                break; /* the session's last process is gone */
         }
     }
     /* The guest ended (or must end): like a container, nothing outlives the main process. */

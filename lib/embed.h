@@ -25,4 +25,11 @@
                                   ".incbin \"" path2 "\"\n"                                        \
                                   ".byte 0\n" EB_EMBED_END_(name))
 
+/* name[]: the text of the files at path1, path2 and path3, one after the other, NUL-terminated. */
+#define EB_EMBED_TEXT3(name, path1, path2, path3)                                                  \
+    __asm__(EB_EMBED_BEGIN_(name) ".incbin \"" path1 "\"\n"                                        \
+                                  ".incbin \"" path2 "\"\n"                                        \
+                                  ".incbin \"" path3 "\"\n"                                        \
+                                  ".byte 0\n" EB_EMBED_END_(name))
+
 #endif

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* execbox.c - the public entry points: validate a request, pick the backend, fill the result. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "error.h"
+#include "executor.h"
 #include "lang.h"
 #include "policy.h"
 #include "pool.h"
 #include "result.h"
 #include "util.h"
+#include "wsfile.h"
 
 struct execbox_executor {
     const struct eb_backend_ops *ops;
@@ -18,7 +21,26 @@ struct execbox_executor {
     struct execbox_check report;
     bool degraded;
     struct eb_pool *pool; /* NULL without a warm pool */
+    char preload[256];    /* pool_preload: what sessions import ahead too */
 };
+
+void eb_executor_parts(struct execbox_executor *ex, const struct eb_backend_ops **ret_ops,
+                       void **ret_state, const char **ret_preload)
+{
+    *ret_ops = ex->ops;
+    *ret_state = ex->state;
+    *ret_preload = ex->preload;
+}
+
+int eb_executor_add_degraded(const struct execbox_executor *ex, struct execbox_result *res)
+{
+    if (ex->degraded)
+        for (size_t i = 0; i < ex->report.n_walls; i++)
+            if (!ex->report.walls[i].ok && ex->report.walls[i].required &&
+                eb_result_add_degraded(res, ex->report.walls[i].name) < 0)
+                return -ENOMEM;
+    return 0;
+}
 
 static const char *backend_name(const struct execbox_executor_options *o)
 {
@@ -90,6 +112,7 @@ int execbox_executor_new(const struct execbox_executor_options *opts, struct exe
         }
         ex->degraded = true;
     }
+    snprintf(ex->preload, sizeof(ex->preload), "%s", o.pool_preload ? o.pool_preload : "");
     if (ops->open) {
         int r = ops->open(&o, &ex->report, &ex->state, err);
         if (r < 0) {
@@ -150,6 +173,12 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
     else
         memset(&policy, 0, sizeof(policy));
     eb_policy_resolve(&policy);
+    int fr = eb_input_files_check(req, &policy, err);
+    if (fr < 0)
+        return fr;
+    if (req->n_files && !ex->ops->input_files)
+        return eb_error_set(err, -ENOTSUP, "the %s backend cannot place input files",
+                            ex->ops->name);
 
     struct execbox_result *res = eb_result_new(ex->ops->name, lang->name);
     if (!res)

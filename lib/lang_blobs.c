@@ -5,7 +5,7 @@
 
 #include "embed.h"
 
-EB_EMBED_TEXT2(eb_python_warm_bootstrap, EB_LANG_DIR "/python_run.py",
-               EB_LANG_DIR "/python_warm.py");
-EB_EMBED_TEXT2(eb_python_template_bootstrap, EB_LANG_DIR "/python_run.py",
-               EB_LANG_DIR "/python_template.py");
+EB_EMBED_TEXT3(eb_python_warm_bootstrap, EB_LANG_DIR "/python_run.py",
+               EB_LANG_DIR "/python_session.py", EB_LANG_DIR "/python_warm.py");
+EB_EMBED_TEXT3(eb_python_template_bootstrap, EB_LANG_DIR "/python_run.py",
+               EB_LANG_DIR "/python_session.py", EB_LANG_DIR "/python_template.py");

@@ -324,8 +324,9 @@ static int read_status(struct eb_child *c, struct eb_outcome *out)
         out->setup_failed = true;
         out->setup_err = m.err;
         out->setup_err.msg[sizeof(out->setup_err.msg) - 1] = '\0';
-    } else if (m.type == EB_MSG_EXIT) {
+    } else if ((m.type == EB_MSG_EXIT || m.type == EB_MSG_KEPT) && !out->got_exit) {
         out->got_exit = true;
+        out->kept = m.type == EB_MSG_KEPT;
         out->status = m.status;
         out->utime_us = m.utime_us;
         out->stime_us = m.stime_us;
@@ -366,12 +367,18 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
         bool streams_open = c->out_fd >= 0 || c->err_fd >= 0;
         if (init_exited && c->status_fd < 0 && !streams_open)
             break;
-        if (c->exit_msg_ends && out->got_exit && !streams_open && !killing) {
+        /* A session's cell (drain_after_exit_ms) is over once reported, killed or not: the
+         * process that reported it lives on as the session. */
+        if (c->exit_msg_ends && out->got_exit && !streams_open &&
+            (!killing || c->drain_after_exit_ms)) {
             early = true;
             break;
         }
         uint64_t now = eb_now_ns();
-        if (init_exited && drain_until && now >= drain_until)
+        if (c->exit_msg_ends && c->drain_after_exit_ms && out->got_exit && !drain_until)
+            drain_until = now + (uint64_t)c->drain_after_exit_ms * 1000000ULL;
+        if ((init_exited || (c->drain_after_exit_ms && out->got_exit)) && drain_until &&
+            now >= drain_until)
             break; /* something we cannot see still holds a pipe: give up on it */
         if (!killing && now >= deadline) {
             out->timed_out = true;

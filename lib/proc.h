@@ -21,6 +21,7 @@
 enum eb_msg_type {
     EB_MSG_ERROR = 'E', /* setup failed before exec: err says why */
     EB_MSG_EXIT = 'X',  /* the guest ended: status, and the CPU and memory of its whole tree */
+    EB_MSG_KEPT = 'K',  /* a session's cell ended with status and its process is the new state */
 };
 
 struct eb_msg {
@@ -113,6 +114,9 @@ struct eb_child {
      * init may still be exiting when eb_supervise returns, and then the caller reaps it
      * (outcome.init_running). */
     bool exit_msg_ends;
+    /* With exit_msg_ends: once EB_MSG_EXIT (or EB_MSG_KEPT) has arrived, wait at most this long
+     * for EOF on the streams (a session's cell may leave a process holding them); 0: no limit. */
+    unsigned drain_after_exit_ms;
 };
 
 void eb_child_init(struct eb_child *c);
@@ -120,7 +124,8 @@ void eb_child_init(struct eb_child *c);
 void eb_child_close(struct eb_child *c);
 
 struct eb_outcome {
-    bool got_exit; /* an EB_MSG_EXIT arrived */
+    bool got_exit; /* an EB_MSG_EXIT (or EB_MSG_KEPT) arrived */
+    bool kept;     /* it was EB_MSG_KEPT */
     int status;    /* its wait status */
     bool timed_out;
     bool cancelled;

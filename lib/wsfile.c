@@ -270,3 +270,59 @@ int eb_ws_place(int dirfd, const struct execbox_input_file *files, size_t n, uin
     }
     return 0;
 }
+
+int eb_input_files_check(const struct execbox_request *req, const struct execbox_policy *pol,
+                         struct execbox_error *err)
+{
+    if (req->n_files && !req->files)
+        return eb_error_set(err, -EINVAL, "n_files without files");
+    if (req->n_files > EXECBOX_INPUT_FILES_MAX)
+        return eb_error_set(err, -E2BIG, "%zu input files, more than %d", req->n_files,
+                            EXECBOX_INPUT_FILES_MAX);
+    uint64_t total = 0;
+    for (size_t i = 0; i < req->n_files; i++) {
+        const struct execbox_input_file *f = &req->files[i];
+        int r = eb_ws_path_check(f->path, err);
+        if (r < 0)
+            return r;
+        if (f->len && !f->data)
+            return eb_error_set(err, -EINVAL, "input file '%.200s' has a length but no data",
+                                f->path);
+        if (f->len > pol->file_size) {
+            r = eb_error_set(err, -EFBIG,
+                             "input file '%.200s' is %zu bytes, more than the file "
+                             "size limit of %llu",
+                             f->path, f->len, (unsigned long long)pol->file_size);
+            if (err) {
+                err->kind = EXECBOX_ERROR_OVER_MAXIMUM;
+                snprintf(err->field, sizeof(err->field), "files");
+            }
+            return r;
+        }
+        total += f->len;
+    }
+    if (!pol->workspace[0] && total > pol->workspace_size) {
+        int r = eb_error_set(err, -EFBIG,
+                             "the input files add up to %llu bytes, more than the "
+                             "workspace size of %llu",
+                             (unsigned long long)total, (unsigned long long)pol->workspace_size);
+        if (err) {
+            err->kind = EXECBOX_ERROR_OVER_MAXIMUM;
+            snprintf(err->field, sizeof(err->field), "files");
+        }
+        return r;
+    }
+    return 0;
+}
+
+int eb_input_files_place_at(const char *dir, const struct execbox_request *req,
+                            const struct execbox_policy *pol, struct execbox_error *err)
+{
+    if (!req || !req->n_files)
+        return 0;
+    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return eb_error_set(err, -errno, "open the workspace '%s': %s", dir,
+                            execbox_strerror(-errno));
+    return eb_ws_place(fd, req->files, req->n_files, pol->file_size, 0, err);
+}

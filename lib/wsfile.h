@@ -33,4 +33,13 @@ int eb_ws_remove(int dirfd, const char *path, struct execbox_error *err);
 int eb_ws_place(int dirfd, const struct execbox_input_file *files, size_t n, uint64_t file_max,
                 uint64_t total_max, struct execbox_error *err);
 
+/* Checks a request's input files before anything runs: count, paths, each within file_size,
+ * together within workspace_size (a fresh workspace). -EINVAL, -E2BIG or -EFBIG with err set. */
+int eb_input_files_check(const struct execbox_request *req, const struct execbox_policy *pol,
+                         struct execbox_error *err);
+
+/* Places req's input files (none: no-op) in the directory at path dir. */
+int eb_input_files_place_at(const char *dir, const struct execbox_request *req,
+                            const struct execbox_policy *pol, struct execbox_error *err);
+
 #endif

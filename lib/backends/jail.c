@@ -68,6 +68,7 @@
 #include "../result.h"
 #include "../util.h"
 #include "../workspace.h"
+#include "../wsfile.h"
 
 #define CG_PREFIX "execbox-"
 #define SHM_SIZE (16U << 20) /* /dev/shm: POSIX semaphores and shared memory */
@@ -894,7 +895,8 @@ struct eb_warm {
     char ws_host[EXECBOX_PATH_MAX];
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
     struct tpl *tpl;        /* a run forked from this template, which it keeps alive; else NULL */
-    uint64_t guest_bytes;   /* what the guest wrote, all streams */
+    bool session; /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/session.c) */
+    uint64_t guest_bytes; /* what the guest wrote, all streams */
 };
 
 /* Writes the workspace root's journal (see replay_journal) next to the stage: if we are killed
@@ -985,6 +987,16 @@ static void restore_workspace_root(int fd, const struct stat *before)
         return;
     if ((now.st_mode & 07777) != (before->st_mode & 07777))
         (void)fchmod(fd, before->st_mode & 07777);
+}
+
+/* The guest's fd 3 and our end of it: a pipe for the go byte of a warm run, a SOCK_SEQPACKET
+ * socket for a session, whose cells and their fds travel over it (lib/session.c). fds[0] is the
+ * guest's end. */
+static int go_channel(int fds[2], bool session)
+{
+    if (session)
+        return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) < 0 ? -errno : 0;
+    return pipe2(fds, O_CLOEXEC) < 0 ? -errno : 0;
 }
 
 static void sandbox_init(struct eb_warm *sb, struct jail *j, const struct execbox_policy *pol,
@@ -1170,6 +1182,20 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
             return r;
         eb_plan_add(&dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
     }
+    if (run && run->req->n_files) {
+        /* The caller's input files, before the guest exists: through the fresh workspace's
+         * mount, or into the host directory (pinned), owned as its root is. */
+        if (sb->ws_root >= 0)
+            r = eb_ws_place(sb->ws_root, run->req->files, run->req->n_files, pol->file_size, 0,
+                            err);
+        else if (sb->ws_fd >= 0)
+            r = eb_ws_place(sb->ws_fd, run->req->files, run->req->n_files, pol->file_size,
+                            pol->workspace_size, err);
+        else
+            r = eb_input_files_place_at(sb->ws_host, run->req, pol, err);
+        if (r < 0)
+            return r;
+    }
     char guest_code[80], guest_stdin[80];
     snprintf(guest_code, sizeof(guest_code), "/code/%s", lang->filename);
     snprintf(guest_stdin, sizeof(guest_stdin), "/code/stdin");
@@ -1277,7 +1303,7 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     if (in_fd < 0)
         return tpl ? eb_error_set(err, -errno, "open /dev/null") : in_fd;
     for (int i = 0; i < (warm ? 12 : 10); i += 2)
-        if (pipe2(&fds[i], O_CLOEXEC) < 0) {
+        if ((i == 10 ? go_channel(&fds[i], sb->session) : pipe2(&fds[i], O_CLOEXEC)) < 0) {
             r = eb_error_set(err, -errno, "pipe: %s", execbox_strerror(-errno));
             goto out;
         }
@@ -1774,7 +1800,7 @@ static struct tpl *tpl_acquire(struct jail *j, const struct execbox_policy *poli
 
 /* Forks one run from t for policy (the same as t's), walled and waiting for its code; consumes
  * the caller's reference to t (the run keeps it until it is destroyed). */
-static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *pol,
+static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *pol, bool session,
                     struct eb_warm **ret, struct execbox_error *err)
 {
     struct eb_warm *sb = malloc(sizeof(*sb));
@@ -1784,6 +1810,7 @@ static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *
     }
     sandbox_init(sb, j, pol, t->lang);
     sb->tpl = t;
+    sb->session = session;
     int fds[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl, go */
     _cleanup_close_ int code_ro = -1;
     int pidfd = -1, r = 0;
@@ -1799,7 +1826,7 @@ static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *
     if ((r = code_mount_fds(&sb->code_fd, &code_ro, err)) < 0)
         goto out;
     for (int i = 0; i < 10; i += 2)
-        if (pipe2(&fds[i], O_CLOEXEC) < 0) {
+        if ((i == 8 ? go_channel(&fds[i], session) : pipe2(&fds[i], O_CLOEXEC)) < 0) {
             r = eb_error_set(err, -errno, "pipe: %s", execbox_strerror(-errno));
             goto out;
         }
@@ -1941,7 +1968,7 @@ static int jail_warm_start(void *state, const struct execbox_policy *policy,
                 *err = terr;
             return terr.code < 0 ? terr.code : -EIO;
         }
-        return tpl_fork(j, t, policy, ret, err);
+        return tpl_fork(j, t, policy, false, ret, err);
     }
     struct eb_warm *sb = malloc(sizeof(*sb));
     if (!sb)
@@ -1973,6 +2000,9 @@ static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *r
 {
     int r = eb_warm_deliver(sb->code_fd, run->lang->filename, run->code, run->code_len,
                             run->req->stdin_data, run->req->stdin_len, err);
+    if (r == 0 && run->req->n_files)
+        r = eb_ws_place(sb->ws_fd, run->req->files, run->req->n_files, run->policy->file_size,
+                        run->policy->workspace_size, err);
     if (r == 0) {
         struct eb_cgroup_stats st;
         eb_cgroup_stats(&sb->cg, &st);
@@ -1991,6 +2021,87 @@ static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *r
         r = -EPIPE;
     jail_warm_discard(state, sb);
     return r;
+}
+
+/* ---- sessions ------------------------------------------------------------------------------ */
+/*
+ * A session's sandbox is a warm one (a fork of the template when there is one) whose fd 3 is a
+ * socket rather than the go pipe. Its init is told first ('S' on the kill pipe) that the state
+ * moves from process to process, so that the sandbox lives until its last process is gone or we
+ * kill it; then the interpreter gets 's' instead of 'g' and serves cells (lib/session.c).
+ */
+static int jail_session_start(void *state, const struct execbox_policy *policy,
+                              const struct eb_language *lang, const char *preload,
+                              struct eb_session_box *ret, struct execbox_error *err)
+{
+    struct jail *j = state;
+    if (!lang->warm_bootstrap)
+        return eb_error_set(err, -ENOTSUP, "%s has no sessions", lang->name);
+    if (!j->userns.root_mode)
+        return eb_error_set(err, -ENOTSUP,
+                            "sessions need execbox to run as root (a private "
+                            "tmpfs workspace and the session's own cgroup)");
+    if (policy->workspace[0])
+        return eb_error_set(err, -ENOTSUP,
+                            "sessions have a fresh workspace of their own: a host "
+                            "workspace cannot be used");
+    if (policy->network == EXECBOX_NETWORK_ALLOW)
+        return eb_error_set(err, -ENOTSUP,
+                            "sessions have no network: network 'allow' is for "
+                            "one-shot runs");
+    struct eb_warm *sb = NULL;
+    int r;
+    if (lang->template_bootstrap && !j->no_templates) {
+        struct execbox_error terr = {0, ""};
+        struct tpl *t = tpl_acquire(j, policy, lang, preload, &terr);
+        if (!t) {
+            if (err)
+                *err = terr;
+            return terr.code < 0 ? terr.code : -EIO;
+        }
+        r = tpl_fork(j, t, policy, true, &sb, err);
+        if (r < 0)
+            return r;
+    } else {
+        sb = malloc(sizeof(*sb));
+        if (!sb)
+            return eb_error_set(err, -ENOMEM, "out of memory");
+        sandbox_init(sb, j, policy, lang);
+        sb->session = true;
+        r = sandbox_start(sb, preload ? preload : "", NULL, NULL, err);
+        if (r < 0) {
+            sandbox_destroy(sb);
+            free(sb);
+            return r;
+        }
+    }
+    /* The init first, so that it knows before the interpreter could hand its state on. */
+    if (eb_write_all(sb->child.ctl_fd, "S", 1) < 0 || send(sb->go_fd, "s", 1, MSG_NOSIGNAL) != 1) {
+        r = eb_error_set(err, -EPIPE, "the session's sandbox died before it started");
+        jail_warm_discard(state, sb);
+        return r;
+    }
+    /* The interpreter's own stdout and stderr are not read: it points them at /dev/null. */
+    eb_close(&sb->child.out_fd);
+    eb_close(&sb->child.err_fd);
+    ret->w = sb;
+    ret->sock = TAKE_FD(sb->go_fd);
+    ret->ws_fd = sb->ws_fd;
+    return 0;
+}
+
+static void jail_session_stats(struct eb_warm *sb, struct eb_box_stats *ret)
+{
+    struct eb_cgroup_stats st;
+    eb_cgroup_stats(&sb->cg, &st);
+    ret->cpu_ns = st.cpu_ns;
+    ret->peak_memory = st.peak_memory;
+    ret->oom_kills = st.oom_kills;
+}
+
+static void jail_session_kill(struct eb_warm *sb)
+{
+    kill_all(&sb->k);
 }
 
 /* ---- for backends layered on the jail ----------------------------------------------------- */
@@ -2027,4 +2138,9 @@ const struct eb_backend_ops eb_backend_jail = {
     .network_allow = true,
     .check_network = check_network,
     .warm_stats = jail_warm_stats,
+    .input_files = true,
+    .session_start = jail_session_start,
+    .session_stats = jail_session_stats,
+    .session_kill = jail_session_kill,
+    .session_destroy = jail_warm_discard,
 };

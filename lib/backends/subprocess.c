@@ -24,6 +24,7 @@
 #include "../proc.h"
 #include "../util.h"
 #include "../workspace.h"
+#include "../wsfile.h"
 
 static int probe(const struct execbox_executor_options *o, struct execbox_check *c)
 {
@@ -122,6 +123,8 @@ static int sandbox_start(const struct execbox_policy *pol, const struct eb_langu
     int fds[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl, go */
     _cleanup_close_ int in_fd = -1;
     int r = make_paths(pol, lang, &sb->paths, err);
+    if (r == 0 && !warm && run)
+        r = eb_input_files_place_at(sb->paths.workspace, run->req, pol, err);
     if (r < 0)
         goto out;
     r = eb_env_build(&env, sb->paths.workspace, sb->paths.tmp, pol->cpus);
@@ -270,6 +273,8 @@ static int warm_run(void *state, struct eb_warm *sb, const struct eb_run *run,
     int r = dirfd < 0 ? eb_error_set(err, -errno, "open the run dir: %s", execbox_strerror(-errno))
                       : eb_warm_deliver(dirfd, run->lang->filename, run->code, run->code_len,
                                         run->req->stdin_data, run->req->stdin_len, err);
+    if (r == 0)
+        r = eb_input_files_place_at(sb->paths.workspace, run->req, run->policy, err);
     /* Back to normal priority before the code runs (the whole process group: init and guest). */
     if (r == 0 && can_renice())
         setpriority(PRIO_PGRP, sb->child.pid, 0);
@@ -288,4 +293,5 @@ const struct eb_backend_ops eb_backend_subprocess = {
     .warm_start = warm_start,
     .warm_run = warm_run,
     .warm_discard = warm_discard,
+    .input_files = true,
 };

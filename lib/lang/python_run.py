@@ -80,6 +80,8 @@ def _execbox_run(path, stdin_path, reseed):
             break
         except InterruptedError:
             continue
+    if go == b's':
+        _execbox_session(reseed)  # never returns (lib/lang/python_session.py)
     os.close(3)
     if go != b'g':
         os._exit(0)

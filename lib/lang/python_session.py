@@ -1,0 +1,324 @@
+# SPDX-License-Identifier: MIT
+# python_session.py - a Python session (after python_run.py, before python_warm.py or
+# python_template.py): entered when the go byte on fd 3 is 's'. Fd 3 is then a SOCK_SEQPACKET
+# socket to the library (lib/session.c). This process is the session's state; each cell arrives
+# as one message with its fds (stdout, stderr, status, results, code, stdin) and runs in a fork
+# of the state (its own process group). The fork that ends its cell normally becomes the new
+# state: it tells the old one, which exits. A fork that fails is reaped by the state, which kills
+# what the cell left in its process group and reports the status: the state is then exactly the
+# one from before the cell. Everything here runs inside the sandbox's walls; the library trusts
+# none of it.
+
+_EXECBOX_CELL_FDS = 6  # out, err, status, results, code, stdin
+
+
+def _execbox_session(reseed):
+    import socket, json, fcntl, random, builtins, types, signal
+    if reseed:
+        _execbox_reseed()
+    # Out of the way of the cells' own fds, and not inherited by what they exec.
+    fd = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 100)
+    os.close(3)
+    sock = socket.socket(fileno=fd)
+    nul = os.open('/dev/null', os.O_RDWR)
+    for i in (0, 1, 2):
+        os.dup2(nul, i)
+    os.close(nul)
+    mod = types.ModuleType('__main__')
+    mod.__builtins__ = builtins
+    mod.__annotations__ = {}
+    sys.modules['__main__'] = mod
+    sys.argv[:] = ['']
+    sys.path[0] = ''
+    _execbox_session_hooks(mod)
+    sock.send(b'{"t": "ready"}')
+    while True:
+        try:
+            msg, fds = _execbox_recv_fds(sock)
+        except InterruptedError:
+            continue
+        if not msg:
+            os._exit(0)  # the library is gone
+        try:
+            m = json.loads(msg)
+            ok = m.get('t') == 'cell' and len(fds) == _EXECBOX_CELL_FDS
+        except Exception:
+            ok = False
+        if not ok:
+            for f in fds:
+                os.close(f)
+            continue
+        p_r, p_w = os.pipe()
+        rstate = random.getstate()
+        pid = os.fork()
+        if pid == 0:
+            os.close(p_r)
+            random.setstate(rstate)  # the fork hook reseeded it: a cell continues the state
+            _execbox_cell(sock, m, fds, p_w, mod)
+            continue  # this process is the state now
+        os.close(p_w)
+        status_w = fds[2]
+        for f in fds:
+            if f != status_w:
+                os.close(f)
+        if _execbox_wait_cell(pid, p_r):
+            os._exit(0)  # the cell's process carries on as the state
+        os.close(p_r)
+        while True:
+            try:
+                _, st = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                st = 0x7f00
+                break
+        try:
+            os.killpg(pid, signal.SIGKILL)  # what the cell left running
+        except OSError:
+            pass
+        _execbox_status(status_w, m, m['exit'], st)
+        os.close(status_w)
+
+
+def _execbox_recv_fds(sock):
+    import array, socket
+    fds = array.array('i')
+    msg, anc, flags, _ = sock.recvmsg(65536, socket.CMSG_SPACE(fds.itemsize * 8))
+    for level, kind, data in anc:
+        if level == 1 and kind == 1:  # SOL_SOCKET, SCM_RIGHTS
+            fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
+    out = list(fds)
+    for f in out:
+        os.set_inheritable(f, False)
+    return msg, out
+
+
+def _execbox_wait_cell(pid, p_r):
+    # True when the cell's process says it is the new state ('p'), False when it ended (its
+    # pidfd turns readable, or the pipe closes) without saying so.
+    import select
+    try:
+        pfd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        pfd = -1
+    watch = [p_r] + ([pfd] if pfd >= 0 else [])
+    try:
+        while True:
+            try:
+                ready, _, _ = select.select(watch, [], [])
+            except InterruptedError:
+                continue
+            if p_r in ready:
+                try:
+                    b = os.read(p_r, 1)
+                except InterruptedError:
+                    continue
+                if b == b'p':
+                    return True
+                if pfd < 0:
+                    return False
+                watch = [pfd]  # closed: wait for the process itself
+                continue
+            return False
+    finally:
+        if pfd >= 0:
+            os.close(pfd)
+
+
+def _execbox_status(fd, m, kind, status):
+    import struct
+    msg = struct.pack('=ii', kind, status).ljust(m['msg_size'], b'\0')
+    try:
+        os.write(fd, msg)
+    except OSError:
+        pass
+
+
+def _execbox_session_hooks(mod):
+    import builtins
+    import warnings
+    # plt.show() under the Agg backend only warns: figures are collected at the end of the cell.
+    warnings.filterwarnings('ignore', message='.*non-interactive, and thus cannot be shown')
+    warnings.filterwarnings('ignore', message='Matplotlib is currently using agg')
+    if not hasattr(builtins, 'display'):
+        builtins.display = _execbox_display
+
+
+_execbox_results = []
+
+
+def _execbox_display(*objs, **kw):
+    for o in objs:
+        _execbox_results.append(_execbox_rich(o, False))
+
+
+def _execbox_rich(v, main):
+    import base64, json
+    r = {'is_main_result': main}
+    try:
+        r['text'] = repr(v)
+    except Exception as e:
+        r['text'] = '<repr failed: %s>' % type(e).__name__
+    forms = (('html', '_repr_html_'), ('markdown', '_repr_markdown_'), ('svg', '_repr_svg_'),
+             ('png', '_repr_png_'), ('jpeg', '_repr_jpeg_'), ('latex', '_repr_latex_'),
+             ('json', '_repr_json_'), ('javascript', '_repr_javascript_'))
+    for key, meth in forms:
+        if isinstance(v, type):
+            break  # a class: its _repr_*_ are unbound functions
+        try:
+            f = getattr(v, meth, None)
+            if not callable(f):
+                continue
+            out = f()
+            if isinstance(out, tuple):
+                out = out[0]
+            if out is None:
+                continue
+            if key in ('png', 'jpeg'):
+                if isinstance(out, str):
+                    out = out.encode('ascii')
+                else:
+                    out = base64.b64encode(out)
+                out = out.decode('ascii')
+            elif key == 'json':
+                out = json.dumps(out)
+            elif not isinstance(out, str):
+                continue
+            r[key] = out
+        except Exception:
+            continue
+    fig = sys.modules.get('matplotlib.figure')
+    if fig is not None and isinstance(v, fig.Figure) and 'png' not in r:
+        png = _execbox_fig_png(v)
+        if png:
+            r['png'] = png
+    return r
+
+
+def _execbox_fig_png(f):
+    import base64, io
+    try:
+        b = io.BytesIO()
+        f.savefig(b, format='png', bbox_inches='tight')
+        return base64.b64encode(b.getvalue()).decode('ascii')
+    except Exception:
+        return None
+
+
+def _execbox_figures():
+    plt = sys.modules.get('matplotlib.pyplot')
+    if plt is None:
+        return
+    try:
+        nums = plt.get_fignums()
+    except Exception:
+        return
+    for n in nums:
+        try:
+            f = plt.figure(n)
+        except Exception:
+            continue
+        png = _execbox_fig_png(f)
+        if png:
+            try:
+                text = repr(f)
+            except Exception:
+                text = '<Figure>'
+            _execbox_results.append({'is_main_result': False, 'text': text, 'png': png})
+    try:
+        plt.close('all')
+    except Exception:
+        pass
+
+
+def _execbox_cell(sock, m, fds, p_w, mod):
+    import ast, json, linecache, tokenize, io
+    os.setpgid(0, 0)  # the cell's own group: the state kills what it leaves if it fails
+    out, err, status_w, res_w, code_fd, in_fd = fds
+    sock.send(b'{"t": "started"}')  # the library learns our pid from the kernel
+    while True:
+        try:
+            go = sock.recv(64)
+            break
+        except InterruptedError:
+            continue
+    if go != b'{"t": "go"}':
+        os._exit(125)
+    os.dup2(in_fd, 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    for f in (in_fd, out, err):
+        os.close(f)
+    code = b''
+    while True:
+        chunk = os.read(code_fd, 1 << 20)
+        if not chunk:
+            break
+        code += chunk
+    os.close(code_fd)
+    n = m['n']
+    name = '<cell-%d>' % n
+    status, failed = 0, False
+    del _execbox_results[:]
+    try:
+        try:
+            enc, _ = tokenize.detect_encoding(io.BytesIO(code).readline)
+            text = code.decode(enc)
+        except Exception:
+            text = None
+        if text is not None:
+            linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+        tree = ast.parse(code, name, 'exec')
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        g = mod.__dict__
+        exec(compile(tree, name, 'exec'), g)
+        if last is not None:
+            v = eval(compile(last, name, 'eval'), g)
+            if v is not None:
+                _execbox_results.append(_execbox_rich(v, True))
+                g['_'] = v
+    except SystemExit as e:
+        status = _execbox_exit_status(e)
+        failed = status != 0
+    except BaseException as e:
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == '<string>':
+            tb = tb.tb_next  # our own frames (this bootstrap runs as -c)
+        if sys.excepthook is sys.__excepthook__:
+            import traceback  # it shows the cell's lines (from linecache); the default cannot
+            traceback.print_exception(type(e), e.with_traceback(tb), tb)
+        else:
+            sys.excepthook(type(e), e.with_traceback(tb), tb)
+        status, failed = 1, True
+    _execbox_figures()
+    try:
+        data = json.dumps(_execbox_results).encode('utf-8', 'surrogatepass')
+    except Exception:
+        data = b'[]'
+    del _execbox_results[:]
+    try:
+        os.write(res_w, data)
+    except OSError:
+        pass
+    os.close(res_w)
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except Exception:
+            pass
+    keep = not failed or (status == 1 and not m.get('rollback', True))
+    if not keep:
+        os._exit(status)
+    # The new state: off the cell's pipes (the library sees their end), then the old state goes
+    # ('p'), then the library hears how the cell ended.
+    nul = os.open('/dev/null', os.O_RDWR)
+    for i in (0, 1, 2):
+        os.dup2(nul, i)
+    os.close(nul)
+    os.write(p_w, b'p')
+    os.close(p_w)
+    _execbox_status(status_w, m, m['kept'], (status & 0xff) << 8)
+    os.close(status_w)
