@@ -20,6 +20,8 @@
 /* The working directory a context reports: the session's, /workspace. */
 #define E2B_CWD "/workspace"
 #define E2B_TEXT "text/plain; charset=utf-8"
+/* A partial output line waits for its end up to this size (or the cell's end). */
+#define E2B_LINE_MAX 4096
 
 struct e2b_ctx {
     char id[E2B_ID_SIZE];
@@ -580,6 +582,8 @@ struct stream {
     bool capped[2];
     char carry[2][4]; /* an incomplete UTF-8 sequence at the end of the last chunk */
     size_t carry_len[2];
+    char pend[2][E2B_LINE_MAX]; /* the start of a line whose end has not come yet */
+    size_t pend_len[2];
 };
 
 static void iso_now(char *buf, size_t n)
@@ -625,9 +629,42 @@ static void send_log(struct stream *st, int k, const char *text, size_t len, boo
               force);
 }
 
-/* The cell's on_output: each chunk as a stdout or stderr line as it comes, up to the policy's
- * output_limit per stream, invalid UTF-8 replaced and a sequence split between chunks carried
- * over whole. */
+static void flush_pending(struct stream *st, int k)
+{
+    if (st->pend_len[k])
+        send_log(st, k, st->pend[k], st->pend_len[k], false);
+    st->pend_len[k] = 0;
+}
+
+/* Sends clean text as one message per line, as they end; a partial line waits in pend. Pieces
+ * are cut only at newlines, so each message is whole UTF-8. */
+static void send_lines(struct stream *st, int k, const char *s, size_t n)
+{
+    while (n) {
+        const char *nl = memchr(s, '\n', n);
+        size_t take = nl ? (size_t)(nl - s) + 1 : n;
+        if (st->pend_len[k] + take <= E2B_LINE_MAX) {
+            memcpy(st->pend[k] + st->pend_len[k], s, take);
+            st->pend_len[k] += take;
+            if (nl)
+                flush_pending(st, k);
+        } else {
+            flush_pending(st, k);
+            if (nl || take > E2B_LINE_MAX) {
+                send_log(st, k, s, take, false);
+            } else {
+                memcpy(st->pend[k], s, take);
+                st->pend_len[k] = take;
+            }
+        }
+        s += take;
+        n -= take;
+    }
+}
+
+/* The cell's on_output: its output as stdout or stderr lines as each line ends, up to the
+ * policy's output_limit per stream, invalid UTF-8 replaced and a sequence split between chunks
+ * carried over whole. */
 static void on_output(void *ud, enum execbox_stream stream, const char *data, size_t len)
 {
     struct stream *st = ud;
@@ -651,12 +688,12 @@ static void on_output(void *ud, enum execbox_stream stream, const char *data, si
     if (clean) {
         memcpy(st->carry[k], joined + total - keep, keep);
         st->carry_len[k] = keep;
-        if (clen)
-            send_log(st, k, clean, clen, false);
+        send_lines(st, k, clean, clen);
         execbox_free(clean);
     }
     free(joined);
     if (st->capped[k]) {
+        flush_pending(st, k);
         char note[160];
         snprintf(note, sizeof(note),
                  "\n[execbox: %s past the output_limit of %llu bytes is not streamed]\n",
@@ -779,6 +816,8 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
     int r = execbox_session_run(sess_session(call->sess), &req, &res, &err);
     sess_cell_end(call->sess, r == 0 ? res : NULL);
     call->claimed = false;
+    flush_pending(st, 0);
+    flush_pending(st, 1);
     if (r < 0) {
         send_error(st, r == -ESHUTDOWN || r == -ETIMEDOUT ? "ContextEnded" : "SandboxError",
                    err.msg[0] ? err.msg : execbox_strerror(r), "");

@@ -183,11 +183,29 @@ void srv_log(const char *level, const char *event, const char *message)
     log_object(o);
 }
 
+/* Replaces every copy of the token in msg with "***" (libmicrohttpd's messages quote the url,
+ * and an E2B url carries the token). */
+static void redact_token(char *msg, const char *token)
+{
+    size_t tl = token ? strlen(token) : 0;
+    char *p;
+    while (tl >= 3 && (p = strstr(msg, token))) {
+        memcpy(p, "***", 3);
+        memmove(p + 3, p + tl, strlen(p + tl) + 1);
+    }
+}
+
 __attribute__((format(printf, 2, 0))) static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    struct srv *s = cls;
+    /* Whole, so that the token is found before the message is cut to a log line's size. */
+    char *full = NULL;
+    if (vasprintf(&full, fmt, ap) < 0)
+        return;
+    redact_token(full, s->cfg.token);
     char msg[512];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    snprintf(msg, sizeof(msg), "%s", full);
+    free(full);
     size_t n = strlen(msg);
     while (n && msg[n - 1] == '\n')
         msg[--n] = '\0';

@@ -75,7 +75,7 @@ const out = (ex) => ex.logs.stdout.join('');
 async function testCreateAndRunCode() {
     sbx = await Sandbox.create();
     const ex = await sbx.runCode('print("hello")\n6 * 7');
-    assertEq(out(ex), 'hello\n', 'stdout');
+    assertEq(ex.logs.stdout, ['hello\n'], 'stdout, one message per line');
     assertEq(ex.text, '42', 'the main result');
     assertEq(ex.results.length, 1, 'one result');
     assert(ex.results[0].isMainResult, 'is_main_result');
@@ -124,6 +124,15 @@ async function testStreamingCallbacks() {
     assert(second.t - first.t >= 1000, `first at ${first.t} ms, second at ${second.t} ms`);
     assertEq(out(ex), 'first\nsecond\n', 'logs.stdout holds both');
     assertEq(ex.logs.stderr.join(''), 'warn\n', 'logs.stderr');
+}
+
+async function testOutputCappedAtOutputLimit() {
+    // 3 MiB printed; the server's output_limit (1 MiB by default) caps what is streamed.
+    const ex = await sbx.runCode('for i in range(3072):\n    print("x" * 1023)');
+    const streamed = ex.logs.stdout.reduce((n, l) => n + l.length, 0);
+    assert(streamed <= 1 << 20 && streamed > 1000 * 1024, `streamed ${streamed} bytes`);
+    assert(ex.logs.stderr.join('').includes('output_limit'), 'a note says why');
+    assert(!ex.error, `no error: ${JSON.stringify(ex.error)}`);
 }
 
 async function testDataFrameIsHtml() {
@@ -293,6 +302,7 @@ async function main() {
         testStateAcrossCalls,
         testExceptionIsExecutionError,
         testStreamingCallbacks,
+        testOutputCappedAtOutputLimit,
         testDataFrameIsHtml,
         testMatplotlibIsPng,
         testServerTimeoutIsTimeoutError,
