@@ -33,7 +33,9 @@ static void help(FILE *f)
     fprintf(f,
             "Usage: execbox serve [OPTIONS]\n\n"
             "HTTP service: POST /v1/execute runs code in a fresh sandbox and answers with the\n"
-            "result record; GET /v1/health; GET /metrics (Prometheus). See docs/api.md.\n\n"
+            "result record; GET /v1/health; GET /metrics (Prometheus); under /e2b/ (or\n"
+            "/e2b/TOKEN/ with a token) the wire of E2B's code interpreter, for E2B's SDK\n"
+            "(docs/e2b.md). See docs/api.md.\n\n"
             "  -L, --listen ADDR        host:port, [v6]:port or unix:/path (default " DEFAULT_LISTEN
             ")\n"
             "      --token TOKEN        require 'Authorization: Bearer TOKEN' (default: "
