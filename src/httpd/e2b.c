@@ -770,6 +770,12 @@ static void send_cell_error(struct stream *st, const struct execbox_result *res,
                  "is as before the cell",
                  timeout);
         send_error(st, "TimeoutError", value, "");
+    } else if (res->killed_reason == EXECBOX_KILLED_CANCELLED) {
+        /* E2B's name for a cell its kernel did not finish. */
+        send_error(st, "ExecutionAborted",
+                   "the cell was cancelled: its context was restarted or removed, or the server "
+                   "is stopping",
+                   "");
     } else if (res->error_name) {
         send_error(st, res->error_name, res->error_value, res->error_traceback);
     } else if (res->oom_killed) {
@@ -777,6 +783,10 @@ static void send_cell_error(struct stream *st, const struct execbox_result *res,
                    "the cell was killed at the memory limit; the context's state is as before the "
                    "cell",
                    "");
+    } else if (res->signal) {
+        snprintf(value, sizeof(value), "the cell was killed by signal %d%s", res->signal,
+                 res->rolled_back ? "; the context's state is as before the cell" : "");
+        send_error(st, "Killed", value, "");
     } else if (res->exit_code != 0) {
         snprintf(value, sizeof(value), "the cell ended with exit status %d%s", res->exit_code,
                  res->rolled_back ? "; the context's state is as before the cell" : "");

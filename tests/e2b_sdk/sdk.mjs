@@ -231,6 +231,37 @@ async function testRestartContext() {
     assert(thrown instanceof errors.NotFoundError, `restart of a removed one: ${thrown}`);
 }
 
+async function testBusyContextIs409() {
+    const c = await sbx.createCodeContext();
+    const first = sbx.runCode('import time\ntime.sleep(1.5)\n"done"', { context: c });
+    await sleep(500);
+    let thrown;
+    try {
+        await sbx.runCode('1', { context: c });
+    } catch (e) {
+        thrown = e;
+    }
+    assert(thrown instanceof errors.SandboxError && String(thrown).includes('409'),
+        `a second cell at once: ${thrown}`);
+    assertEq((await first).text, 'done', 'the first cell ran on');
+    await sbx.removeCodeContext(c);
+}
+
+async function testRestartAbortsARunningCell() {
+    const c = await sbx.createCodeContext();
+    await sbx.runCode('k = 1', { context: c });
+    const t0 = Date.now();
+    const running = sbx.runCode('import time\ntime.sleep(30)', { context: c });
+    await sleep(500);
+    await sbx.restartCodeContext(c);
+    const ex = await running;
+    assertEq(ex.error && ex.error.name, 'ExecutionAborted', 'the running cell was aborted');
+    assert(Date.now() - t0 < 10000, 'at once');
+    const ex2 = await sbx.runCode('"k" in globals()', { context: c });
+    assertEq(ex2.text, 'False', 'a fresh interpreter');
+    await sbx.removeCodeContext(c);
+}
+
 async function testTokenRidesInThePath() {
     const body = JSON.stringify({ code: 'print(1)' });
     const h = { 'Content-Type': 'application/json' };
@@ -309,6 +340,8 @@ async function main() {
         testClientTimeoutThrowsAndKillsTheCell,
         testContextsAreIsolated,
         testRestartContext,
+        testBusyContextIs409,
+        testRestartAbortsARunningCell,
         testTokenRidesInThePath,
         testNdjsonWire,
     });
