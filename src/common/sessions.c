@@ -24,6 +24,7 @@ struct sess {
     struct execbox_policy policy;
     double idle_timeout;
     const char *surface;
+    bool no_rollback;
     bool listed;            /* in reg->head; the list holds a reference */
     bool cell;              /* a cell is claimed (sess_cell_begin) */
     struct sess *next;      /* in reg->head, reg->ending or reg->dead */
@@ -326,6 +327,7 @@ int sess_create(struct sess_registry *r, const struct sess_options *o, struct se
     }
     s->reg = r;
     s->idle_timeout = idle;
+    s->no_rollback = o->no_rollback;
     s->surface = o->surface ? o->surface : "";
     if (o->policy)
         s->policy = *o->policy;
@@ -482,6 +484,7 @@ void sess_summarize(struct sess *s, struct sess_summary *ret)
     snprintf(ret->id, sizeof(ret->id), "%s", s->id);
     ret->surface = s->surface;
     ret->idle_timeout = s->idle_timeout;
+    ret->no_rollback = s->no_rollback;
     execbox_session_info(s->es, &ret->info);
     pthread_mutex_lock(&s->reg->lock);
     ret->cell_accepted = s->cell;

@@ -61,6 +61,7 @@ struct sess_summary {
     struct execbox_session_info info; /* the library's snapshot */
     double idle_timeout;              /* seconds */
     bool cell_accepted;               /* a cell is queued or running (sess_cell_begin) */
+    bool no_rollback;                 /* as given to sess_create */
 };
 
 /* The registry's counters (for /metrics). */

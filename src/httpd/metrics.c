@@ -183,6 +183,23 @@ char *srv_metrics_render(struct srv_metrics *m, const struct srv_gauges *g, size
         (unsigned long long)g->pool.templates_started,
         (unsigned long long)g->pool.templates_retired,
         (unsigned long long)g->pool.template_memory_bytes);
+    fprintf(f,
+            "# HELP execbox_sessions_open Sessions open now (--max-sessions at most).\n"
+            "# TYPE execbox_sessions_open gauge\nexecbox_sessions_open %zu\n"
+            "# HELP execbox_sessions_created_total Sessions created.\n"
+            "# TYPE execbox_sessions_created_total counter\nexecbox_sessions_created_total %llu\n"
+            "# HELP execbox_sessions_expired_total Sessions ended by their idle timeout or "
+            "lifetime.\n"
+            "# TYPE execbox_sessions_expired_total counter\nexecbox_sessions_expired_total %llu\n"
+            "# HELP execbox_session_cells_total Cells run in sessions.\n"
+            "# TYPE execbox_session_cells_total counter\nexecbox_session_cells_total %llu\n"
+            "# HELP execbox_session_cells_rolled_back_total Cells whose session rolled back to "
+            "the state before them.\n"
+            "# TYPE execbox_session_cells_rolled_back_total counter\n"
+            "execbox_session_cells_rolled_back_total %llu\n",
+            g->sessions.open, (unsigned long long)g->sessions.created,
+            (unsigned long long)g->sessions.expired, (unsigned long long)g->sessions.cells,
+            (unsigned long long)g->sessions.cells_rolled_back);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/sessions.h"
 #include "execbox/execbox.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +41,7 @@ struct srv_gauges {
     bool draining;
     const char *backend;
     struct execbox_pool_stats pool; /* all zero without --pool */
+    struct sess_stats sessions;     /* the session registry's counters */
 };
 
 void srv_metrics_init(struct srv_metrics *m);

@@ -11,11 +11,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void srv_run_spec_clear(struct srv_run_spec *s)
 {
     free(s->code);
     free(s->stdin_data);
+    /* The spec made these copies: const only toward the library. */
+    for (size_t i = 0; i < s->n_files; i++) {
+        free((void *)s->files[i].path);
+        free((void *)s->files[i].data);
+    }
+    free(s->files);
     memset(s, 0, sizeof(*s));
 }
 
@@ -102,9 +109,227 @@ static int apply_policy_field(struct execbox_policy *pol, const char *key, json_
     return r;
 }
 
+bool srv_workspace_path_ok(const char *path, size_t len)
+{
+    if (len == 0 || len >= EXECBOX_PATH_MAX || memchr(path, '\0', len) || path[0] == '/')
+        return false;
+    for (size_t i = 0; i <= len;) {
+        const char *part = path + i;
+        const char *slash = memchr(part, '/', len - i);
+        size_t n = slash ? (size_t)(slash - part) : len - i;
+        if (n == 0 || (n == 1 && part[0] == '.') || (n == 2 && part[0] == '.' && part[1] == '.'))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int srv_url_decode(const char *in, size_t len, char *out, size_t size, size_t *ret_len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = in[i];
+        if (c == '%') {
+            if (i + 2 >= len)
+                return -EINVAL;
+            int h = hex_value(in[i + 1]), l = hex_value(in[i + 2]);
+            if (h < 0 || l < 0)
+                return -EINVAL;
+            c = (char)(h << 4 | l);
+            i += 2;
+        }
+        if (o + 1 >= size)
+            return -ENAMETOOLONG;
+        out[o++] = c;
+    }
+    if (size == 0)
+        return -ENAMETOOLONG;
+    out[o] = '\0';
+    *ret_len = o;
+    return 0;
+}
+
+const char *srv_mime_from_name(const char *path)
+{
+    static const struct {
+        const char *ext, *mime;
+    } types[] = {
+        {"txt", "text/plain; charset=utf-8"},
+        {"log", "text/plain; charset=utf-8"},
+        {"py", "text/x-python; charset=utf-8"},
+        {"md", "text/markdown; charset=utf-8"},
+        {"csv", "text/csv; charset=utf-8"},
+        {"tsv", "text/tab-separated-values; charset=utf-8"},
+        {"json", "application/json"},
+        {"html", "text/html; charset=utf-8"},
+        {"htm", "text/html; charset=utf-8"},
+        {"xml", "application/xml"},
+        {"svg", "image/svg+xml"},
+        {"png", "image/png"},
+        {"jpg", "image/jpeg"},
+        {"jpeg", "image/jpeg"},
+        {"gif", "image/gif"},
+        {"webp", "image/webp"},
+        {"pdf", "application/pdf"},
+        {"zip", "application/zip"},
+        {"gz", "application/gzip"},
+        {"parquet", "application/vnd.apache.parquet"},
+    };
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base)
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+            if (strcasecmp(dot + 1, types[i].ext) == 0)
+                return types[i].mime;
+    return "application/octet-stream";
+}
+
+/* Strict standard base64 (RFC 4648, padding optional, no whitespace). -EINVAL when malformed. */
+static int base64_decode(const char *in, size_t len, unsigned char **ret, size_t *ret_len)
+{
+    while (len && in[len - 1] == '=' && (len % 4 != 1))
+        len--;
+    if (len % 4 == 1)
+        return -EINVAL;
+    unsigned char *out = malloc(len / 4 * 3 + 3);
+    if (!out)
+        return -ENOMEM;
+    size_t o = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = in[i];
+        int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+                : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                : c >= '0' && c <= '9' ? c - '0' + 52
+                : c == '+'             ? 62
+                : c == '/'             ? 63
+                                       : -1;
+        if (v < 0) {
+            free(out);
+            return -EINVAL;
+        }
+        acc = (acc << 6 | (unsigned)v) & 0xffffff;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)(acc >> bits);
+        }
+    }
+    *ret = out;
+    *ret_len = o;
+    return 0;
+}
+
+/* The "files" array of a run or a cell: [{"path", "content", "encoding"?}], each within the
+ * policy's file_size. */
+static int parse_files(json_t *v, const struct execbox_policy *pol, struct srv_run_spec *spec,
+                       char *field, size_t field_size, struct execbox_error *err)
+{
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_array(v))
+        return bad(err, field, field_size, "files",
+                   "files: expected an array of {path, content, encoding}");
+    size_t n = json_array_size(v);
+    if (n > SRV_FILES_MAX)
+        return bad(err, field, field_size, "files", "files: more than %d entries", SRV_FILES_MAX);
+    uint64_t cap = pol->file_size ? pol->file_size : EXECBOX_DEFAULT_FILE_SIZE;
+    spec->files = calloc(n ? n : 1, sizeof(*spec->files));
+    if (!spec->files)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(v, i);
+        char name[32];
+        snprintf(name, sizeof(name), "files[%zu]", i);
+        if (!json_is_object(e))
+            return bad(err, field, field_size, name, "%s: expected an object", name);
+        const char *k;
+        json_t *x;
+        json_object_foreach (e, k, x)
+            if (strcmp(k, "path") != 0 && strcmp(k, "content") != 0 && strcmp(k, "encoding") != 0)
+                return bad(err, field, field_size, name, "%s: unknown field '%.64s'", name, k);
+        json_t *p = json_object_get(e, "path"), *c = json_object_get(e, "content"),
+               *enc = json_object_get(e, "encoding");
+        snprintf(name, sizeof(name), "files[%zu].path", i);
+        if (!json_is_string(p) ||
+            !srv_workspace_path_ok(json_string_value(p), json_string_length(p)))
+            return bad(err, field, field_size, name,
+                       "%s: expected a path relative to /workspace, without '.', '..' or empty "
+                       "parts",
+                       name);
+        bool b64 = false;
+        if (enc && !json_is_null(enc)) {
+            const char *es = json_is_string(enc) ? json_string_value(enc) : "";
+            if (strcmp(es, "base64") == 0)
+                b64 = true;
+            else if (strcmp(es, "utf-8") != 0 && strcmp(es, "utf8") != 0) {
+                snprintf(name, sizeof(name), "files[%zu].encoding", i);
+                return bad(err, field, field_size, name, "%s: expected \"utf-8\" or \"base64\"",
+                           name);
+            }
+        }
+        snprintf(name, sizeof(name), "files[%zu].content", i);
+        if (!json_is_string(c))
+            return bad(err, field, field_size, name, "%s: expected a string", name);
+        size_t plen;
+        char *path = dup_json_string(p, &plen);
+        if (!path)
+            return -ENOMEM;
+        spec->files[i].path = path;
+        spec->n_files = i + 1;
+        unsigned char *data;
+        size_t dlen;
+        if (b64) {
+            int r = base64_decode(json_string_value(c), json_string_length(c), &data, &dlen);
+            if (r == -ENOMEM)
+                return r;
+            if (r < 0)
+                return bad(err, field, field_size, name, "%s: not valid base64", name);
+        } else {
+            data = (unsigned char *)dup_json_string(c, &dlen);
+            if (!data)
+                return -ENOMEM;
+        }
+        spec->files[i].data = data;
+        spec->files[i].len = dlen;
+        if (dlen > cap)
+            return bad(err, field, field_size, name,
+                       "%s: %zu bytes, more than the file_size limit of %llu", name, dlen,
+                       (unsigned long long)cap);
+    }
+    return 0;
+}
+
+/* Whether a key is one of kind's own fields (not a policy field). */
+static bool cell_policy_key(const char *key)
+{
+    return strcmp(key, "timeout") == 0 || strcmp(key, "output_limit") == 0 ||
+           strcmp(key, "output-limit") == 0;
+}
+
 int srv_parse_run(const char *body, size_t len, const struct execbox_policy *server,
                   struct srv_run_spec *ret, char *field, size_t field_size,
                   struct execbox_error *err)
+{
+    return srv_parse_body(SRV_BODY_RUN, body, len, server, ret, field, field_size, err);
+}
+
+int srv_parse_body(enum srv_body_kind kind, const char *body, size_t len,
+                   const struct execbox_policy *server, struct srv_run_spec *ret, char *field,
+                   size_t field_size, struct execbox_error *err)
 {
     struct srv_run_spec spec = {.policy = *server};
     bool cap = false;
@@ -129,8 +354,31 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
     }
     const char *key;
     json_t *v;
+    bool runs = kind != SRV_BODY_SESSION; /* takes code, stdin and files */
+    json_t *files = NULL;
     json_object_foreach (root, key, v) {
-        if (strcmp(key, "code") == 0) {
+        if (!runs &&
+            (strcmp(key, "code") == 0 || strcmp(key, "stdin") == 0 || strcmp(key, "files") == 0)) {
+            r = bad(err, field, field_size, key,
+                    "%s: not a field of a new session (send it to the session's /execute)", key);
+            goto out;
+        }
+        if (strcmp(key, "files") == 0) {
+            files = v; /* parsed below, once file_size is known */
+        } else if (kind == SRV_BODY_SESSION && strcmp(key, "idle_timeout") == 0) {
+            if (!json_is_number(v) || !(json_number_value(v) > 0)) {
+                r = bad(err, field, field_size, key,
+                        "idle_timeout: expected whole seconds (a number from 1)");
+                goto out;
+            }
+            spec.idle_timeout = json_number_value(v);
+        } else if (kind == SRV_BODY_SESSION && strcmp(key, "rollback") == 0) {
+            if (!json_is_boolean(v)) {
+                r = bad(err, field, field_size, key, "rollback: expected true or false");
+                goto out;
+            }
+            spec.no_rollback = json_is_false(v);
+        } else if (strcmp(key, "code") == 0) {
             if (!json_is_string(v)) {
                 r = bad(err, field, field_size, "code", "code: expected a string");
                 goto out;
@@ -172,6 +420,14 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
                 r = -ENOMEM;
                 goto out;
             }
+        } else if (kind == SRV_BODY_CELL && strcmp(key, "cap") != 0 && !cell_policy_key(key) &&
+                   strcmp(key, "language") != 0) {
+            /* A cell runs in its session's sandbox: only the per-cell limits may change. */
+            r = bad(err, field, field_size, key,
+                    "%.64s: not a field of a cell (the session's limits are set when it is "
+                    "created; a cell may lower timeout and output_limit)",
+                    key);
+            goto out;
         } else if (strcmp(key, "cap") == 0) {
             /* The remote backend sends its whole policy with "cap": true: this server's
              * maxima then lower it instead of refusing it. */
@@ -201,7 +457,7 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
             }
         }
     }
-    if (!spec.code) {
+    if (runs && !spec.code) {
         r = bad(err, field, field_size, "code",
                 "code: required (a string holding the program text)");
         goto out;
@@ -216,6 +472,11 @@ int srv_parse_run(const char *body, size_t len, const struct execbox_policy *ser
     }
     if (cap)
         execbox_policy_cap(&spec.policy, server);
+    if (files) {
+        r = parse_files(files, &spec.policy, &spec, field, field_size, err);
+        if (r < 0)
+            goto out;
+    }
     struct execbox_error cerr = {0};
     if (execbox_policy_check_within(&spec.policy, server, &cerr) < 0) {
         r = bad(err, field, field_size, cerr.field[0] ? cerr.field : NULL, "%s", cerr.msg);

@@ -13,14 +13,32 @@
  * is hostile and refused before jansson recurses into it. */
 #define SRV_JSON_DEPTH_MAX 32
 
-/* One parsed POST /v1/execute body. Owns its strings. */
+/* What a body is for: the fields each kind takes. */
+enum srv_body_kind {
+    SRV_BODY_RUN,     /* POST /v1/execute: code, language, stdin, files, cap, policy fields */
+    SRV_BODY_SESSION, /* POST /v1/sessions: language, idle_timeout, rollback, cap, policy
+                         fields */
+    SRV_BODY_CELL,    /* POST /v1/sessions/{id}/execute: code, language, stdin, files, and of
+                         the policy only timeout and output_limit */
+};
+
+/* Most input files per request, as the library allows. */
+#define SRV_FILES_MAX EXECBOX_INPUT_FILES_MAX
+
+/* One parsed request body. Owns its strings. */
 struct srv_run_spec {
     char *code; /* NUL-terminated; JSON strings cannot hold NUL (jansson refuses \u0000) */
     size_t code_len;
     const char *language; /* static, from execbox_languages(); NULL = python */
     char *stdin_data;     /* NULL: no stdin */
     size_t stdin_len;
-    struct execbox_policy policy; /* the server's policy with the request's limits applied */
+    struct execbox_policy policy; /* the base policy with the request's limits applied */
+    /* "files": placed in /workspace before the code runs; paths and data owned here */
+    struct execbox_input_file *files;
+    size_t n_files;
+    /* SRV_BODY_SESSION */
+    double idle_timeout; /* 0: not given */
+    bool no_rollback;    /* "rollback": false */
 };
 
 /* Parses body (len bytes, not necessarily NUL-terminated) against the server's policy, which is
@@ -31,6 +49,25 @@ struct srv_run_spec {
 int srv_parse_run(const char *body, size_t len, const struct execbox_policy *server,
                   struct srv_run_spec *ret, char *field, size_t field_size,
                   struct execbox_error *err);
+
+/* Parses a body of the given kind as srv_parse_run does; base is the default and the maximum
+ * (the server's policy, or for a cell the session's). */
+int srv_parse_body(enum srv_body_kind kind, const char *body, size_t len,
+                   const struct execbox_policy *base, struct srv_run_spec *ret, char *field,
+                   size_t field_size, struct execbox_error *err);
+
+/* Whether a workspace path (len bytes, already decoded) is one a client may name: 1 to
+ * EXECBOX_PATH_MAX - 1 bytes, no NUL, relative, and no empty, "." or ".." part. The library
+ * checks again and also refuses symlinks on the way. */
+bool srv_workspace_path_ok(const char *path, size_t len);
+
+/* Percent-decodes in[0..len) once into out (size bytes, NUL-terminated; the result may hold
+ * NUL bytes, which *ret_len counts). -EINVAL for a malformed escape, -ENAMETOOLONG when out is
+ * too small. '+' is left as it is (this is a path, not a query). */
+int srv_url_decode(const char *in, size_t len, char *out, size_t size, size_t *ret_len);
+
+/* A Content-Type for a file from its name's extension; application/octet-stream if unknown. */
+const char *srv_mime_from_name(const char *path);
 
 /* Frees what *s owns and zeroes it. */
 void srv_run_spec_clear(struct srv_run_spec *s);

@@ -18,6 +18,7 @@
 
 #include "common/surface.h"
 #include "common/cliopts.h"
+#include "common/sessions.h"
 #include "execbox/execbox.h"
 #include "server.h"
 
@@ -51,6 +52,10 @@ static void help(FILE *f)
             "      --allow-origin ORIGIN  let web pages from ORIGIN (e.g. https://app.example)\n"
             "                           call this server (repeatable; '*': any). A request\n"
             "                           with any other Origin header gets 403 (default: all)\n"
+            "      --max-sessions N     sessions open at once (default 16); more get 429\n"
+            "      --session-idle-max SECONDS  most idle_timeout a session may ask for\n"
+            "                           (default 3600; a session's default is 600, or this)\n"
+            "      --session-lifetime SECONDS  hard lifetime of every session (default 86400)\n"
             "      --drain-timeout SECONDS  on SIGTERM, how long to let queued and running\n"
             "                           requests finish before killing them (default: enough\n"
             "                           for the queue at the policy's timeout)\n"
@@ -209,6 +214,9 @@ int cmd_serve(int argc, char **argv)
         OPT_DRAIN,
         OPT_DRAIN_GRACE,
         OPT_ALLOW_ORIGIN,
+        OPT_MAX_SESSIONS,
+        OPT_SESSION_IDLE_MAX,
+        OPT_SESSION_LIFETIME,
     };
     static const struct option longopts[] = {
         CLI_SANDBOX_LONGOPTS,
@@ -222,6 +230,9 @@ int cmd_serve(int argc, char **argv)
         {"drain-timeout", required_argument, NULL, OPT_DRAIN},
         {"drain-grace", required_argument, NULL, OPT_DRAIN_GRACE},
         {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+        {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+        {"session-idle-max", required_argument, NULL, OPT_SESSION_IDLE_MAX},
+        {"session-lifetime", required_argument, NULL, OPT_SESSION_LIFETIME},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -233,6 +244,8 @@ int cmd_serve(int argc, char **argv)
     size_t workers = cores > 0 ? (size_t)cores : 1, queue = DEFAULT_QUEUE;
     size_t max_body = DEFAULT_MAX_BODY;
     double drain_timeout = -1, drain_grace = 0;
+    size_t max_sessions = SESS_MAX_DEFAULT, idle_max = (size_t)SESS_IDLE_MAX_DEFAULT,
+           lifetime = (size_t)SESS_LIFETIME_DEFAULT;
     const char *origins[MAX_ALLOW_ORIGINS];
     size_t n_origins = 0;
     int c;
@@ -249,6 +262,18 @@ int cmd_serve(int argc, char **argv)
         case OPT_INSECURE: insecure = true; break;
         case OPT_WORKERS:
             if (parse_count("workers", optarg, 1024, &workers) < 0)
+                return EXIT_EXECBOX;
+            break;
+        case OPT_MAX_SESSIONS:
+            if (parse_count("max-sessions", optarg, SESS_MAX_LIMIT, &max_sessions) < 0)
+                return EXIT_EXECBOX;
+            break;
+        case OPT_SESSION_IDLE_MAX:
+            if (parse_count("session-idle-max", optarg, 30 * 86400, &idle_max) < 0)
+                return EXIT_EXECBOX;
+            break;
+        case OPT_SESSION_LIFETIME:
+            if (parse_count("session-lifetime", optarg, 365 * 86400, &lifetime) < 0)
                 return EXIT_EXECBOX;
             break;
         case OPT_QUEUE:
@@ -316,7 +341,10 @@ int cmd_serve(int argc, char **argv)
                              .queue = queue,
                              .max_body = max_body,
                              .allow_origins = origins,
-                             .n_allow_origins = n_origins};
+                             .n_allow_origins = n_origins,
+                             .max_sessions = max_sessions,
+                             .session_idle_max = (double)idle_max,
+                             .session_lifetime = (double)lifetime};
     if (cli_sandbox_policy(&sb, &cfg.policy) < 0)
         return EXIT_EXECBOX;
     if (drain_timeout < 0) {
@@ -420,6 +448,8 @@ int cmd_serve(int argc, char **argv)
         if (forced && seconds_since(&t0) > FORCED_STOP_GRACE_S)
             break;
     }
+    /* Sessions are closed last: their cells were among what was accepted. */
+    srv_close_sessions(s);
     if (forced)
         status = 1;
     /* Stopping libmicrohttpd with a connection still suspended is undefined; after a forced

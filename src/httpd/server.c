@@ -50,7 +50,31 @@
 #define SRV_CONN_TIMEOUT_S 60U
 #define SRV_RETRY_AFTER_MAX 60
 
-enum route { R_EXECUTE, R_HEALTH, R_METRICS, R_E2B, R_OTHER };
+enum route {
+    R_EXECUTE,
+    R_HEALTH,
+    R_METRICS,
+    R_SESSIONS,        /* /v1/sessions */
+    R_SESSION,         /* /v1/sessions/{id} */
+    R_SESSION_EXECUTE, /* /v1/sessions/{id}/execute */
+    R_SESSION_FILES,   /* /v1/sessions/{id}/files */
+    R_SESSION_FILE,    /* /v1/sessions/{id}/files/{path} */
+    R_E2B,             /* /e2b/..., E2B's code-interpreter wire (e2b.h) */
+    R_OTHER,
+};
+
+/* What a job does on a worker. */
+enum op {
+    OP_NONE,        /* answered by the polling thread */
+    OP_RUN,         /* POST /v1/execute */
+    OP_CREATE,      /* POST /v1/sessions */
+    OP_CELL,        /* POST /v1/sessions/{id}/execute */
+    OP_FILE_LIST,   /* GET /v1/sessions/{id}/files */
+    OP_FILE_GET,    /* GET /v1/sessions/{id}/files/{path} */
+    OP_FILE_PUT,    /* PUT ... */
+    OP_FILE_DELETE, /* DELETE ... */
+    OP_E2B,         /* an E2B call that needs a worker (e2b.h) */
+};
 
 enum jstate {
     J_NEW,      /* headers seen; a GET, or a rejected request, answered at the last call */
@@ -72,6 +96,15 @@ struct job {
     char method[16];
     char path[96];
     enum route route;
+    enum op op;
+    char sess_id[SESS_ID_SIZE]; /* from the path; "" when not a session's */
+    struct sess *sess;          /* its reference, taken when the headers are in */
+    bool cell_claimed;          /* sess_cell_begin() succeeded; released in http_done() */
+    char *file_path;            /* decoded workspace path of R_SESSION_FILE */
+    bool bad_path;              /* ... which is not one a client may name */
+    size_t body_max;            /* largest body taken: --max-body, or less for a file */
+    struct e2b_call e2b;        /* R_E2B: the E2B call */
+    const char *allow;          /* a 405's Allow header when the route alone does not say */
     uint64_t t0_ns;
     enum jstate state;
     bool sse;       /* Accept: text/event-stream */
@@ -87,20 +120,20 @@ struct job {
     int rej_status;
     const char *rej_code;
     char rej_msg[128];
+    char rej_field[16];
     size_t rej_retry;
     struct runner_job rj; /* its place in the runner, and its cancel token */
     char *body;
     size_t body_len, body_cap, discarded;
     struct srv_run_spec spec;
-    struct e2b_call e2b; /* R_E2B: the E2B call (e2b.h) */
-    const char *allow;   /* a 405's Allow header */
     /* the answer */
     int status;
     int run_status; /* the worker's answer, published as status in http_done() */
     char *resp;
     size_t resp_len;
-    const char *resp_ctype; /* NULL: application/json */
-    const char *outcome;    /* for the log; NULL when nothing ran */
+    void (*resp_free)(void *); /* how resp is freed: free, or execbox_free for file bytes */
+    const char *resp_ctype;    /* static; NULL: application/json */
+    const char *outcome;       /* for the log; NULL when nothing ran */
     int exit_code;
     double run_s;
     /* streaming */
@@ -227,7 +260,7 @@ static void access_log(struct job *j, int status)
     json_object_set_new(o, "path", p ? p : json_string("(not UTF-8)"));
     json_object_set_new(o, "status", json_integer(status));
     json_object_set_new(o, "duration_ms", json_real(ms));
-    if (j->route == R_EXECUTE || j->route == R_E2B) {
+    if (j->route == R_EXECUTE || j->route == R_SESSION_EXECUTE || j->route == R_E2B) {
         json_object_set_new(o, "stream", json_boolean(j->sse));
         if (j->outcome) {
             json_object_set_new(o, "outcome", json_string(j->outcome));
@@ -257,8 +290,11 @@ static void job_unref(struct job *j)
     e2b_call_clear(j->srv->e2b, &j->e2b);
     free(j->body);
     srv_run_spec_clear(&j->spec);
-    free(j->resp);
+    if (j->resp)
+        j->resp_free(j->resp);
     free(j->sse_buf);
+    free(j->file_path);
+    sess_put(j->sess);
     free(j);
 }
 
@@ -273,6 +309,8 @@ static struct job *job_new(struct srv *s, struct MHD_Connection *c, const char *
     j->srv = s;
     j->conn = c;
     j->fd = -1;
+    j->resp_free = free;
+    j->body_max = s->cfg.max_body;
     j->t0_ns = now_ns();
     snprintf(j->method, sizeof(j->method), "%s", method);
     snprintf(j->path, sizeof(j->path), "%s", url);
@@ -323,13 +361,24 @@ static void add_cors_headers(struct job *j, struct MHD_Response *r)
         return;
     MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, j->origin);
     if (j->preflight) {
-        MHD_add_response_header(r, "Access-Control-Allow-Methods",
-                                j->route == R_E2B ? "POST, GET, HEAD, DELETE" : "POST, GET, HEAD");
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, GET, HEAD, PUT, DELETE");
         MHD_add_response_header(r, "Access-Control-Allow-Headers",
                                 "Authorization, Content-Type, Accept, X-Request-Id");
         MHD_add_response_header(r, "Access-Control-Max-Age", "600");
     }
     MHD_add_response_header(r, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
+}
+
+static const char *allowed_methods(enum route r)
+{
+    switch (r) {
+    case R_EXECUTE:
+    case R_SESSION_EXECUTE: return "POST";
+    case R_SESSIONS: return "GET, HEAD, POST";
+    case R_SESSION: return "GET, HEAD, DELETE";
+    case R_SESSION_FILE: return "GET, HEAD, PUT, DELETE";
+    default: return "GET, HEAD";
+    }
 }
 
 /* Queues a response whose body (malloc'd, freed by free_fn) is handed over. */
@@ -342,7 +391,8 @@ static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int stat
         free_fn(body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (status != 204)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, "X-Request-Id", j->id);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (retry_secs) {
@@ -355,9 +405,12 @@ static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int stat
     add_cors_headers(j, r);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
-                                j->allow                ? j->allow
-                                : j->route == R_EXECUTE ? "POST"
-                                                        : "GET, HEAD");
+                                j->allow ? j->allow : allowed_methods(j->route));
+    /* Bytes of a sandbox's file are the code's, not ours: never sniffed, never run as a page
+     * of this origin. */
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (j->route == R_SESSION_FILE)
+        MHD_add_response_header(r, "Content-Security-Policy", "sandbox; default-src 'none'");
     /* Leaving or draining: no connection is kept, so the client's next request opens a new
      * one, which a load balancer sends elsewhere. */
     if (__atomic_load_n(&j->srv->draining, __ATOMIC_RELAXED) ||
@@ -536,8 +589,268 @@ static enum srv_outcome outcome_of(const struct execbox_result *r)
     return SRV_OUTCOME_ERROR;
 }
 
+/* Sets the worker's answer, read by http_done() on the same thread. body is malloc'd (freed
+ * with free_fn), or NULL for none. */
+static void set_answer(struct job *j, int status, char *body, size_t len, const char *ctype,
+                       void (*free_fn)(void *))
+{
+    j->run_status = status;
+    j->resp = body;
+    j->resp_len = body ? len : 0;
+    j->resp_ctype = ctype;
+    j->resp_free = free_fn;
+}
+
+static void set_json_answer(struct job *j, int status, json_t *o)
+{
+    char *body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!body) {
+        status = 503;
+        body = srv_error_json("unavailable", "out of memory", NULL);
+    }
+    set_answer(j, status, body, body ? strlen(body) : 0, NULL, free);
+}
+
+static void set_error_answer(struct job *j, int status, const char *code, const char *msg,
+                             const char *field)
+{
+    char *body = srv_error_json(code, msg, field);
+    set_answer(j, status, body, body ? strlen(body) : 0, NULL, free);
+}
+
+/* The HTTP answer to an API error of a session call, from its code, kind and field (never from
+ * its message). */
+static void set_api_error(struct job *j, int r, const struct execbox_error *e)
+{
+    const char *field = e->field[0] ? e->field : NULL;
+    switch (r) {
+    case -EINVAL:
+    case -EPERM:
+    case -EISDIR:
+    case -ENOTDIR:
+    case -ENAMETOOLONG: set_error_answer(j, 400, "bad_request", e->msg, field); return;
+    case -ENOENT: set_error_answer(j, 404, "file_not_found", e->msg, "path"); return;
+    case -ETIMEDOUT:
+        set_error_answer(j, 404, "session_expired", "the session expired (idle or lifetime)", NULL);
+        return;
+    case -ESHUTDOWN:
+        set_error_answer(j, 404, "session_ended", "the session has ended", NULL);
+        return;
+    case -EBUSY:
+        set_error_answer(j, 409, "session_busy", "a cell is already running in this session", NULL);
+        return;
+    case -ENOTEMPTY: set_error_answer(j, 409, "not_empty", e->msg, "path"); return;
+    case -EAGAIN: set_error_answer(j, 429, "too_many_sessions", e->msg, NULL); return;
+    case -EFBIG: set_error_answer(j, 413, "payload_too_large", e->msg, field); return;
+    case -ENOSPC: set_error_answer(j, 507, "insufficient_storage", e->msg, NULL); return;
+    case -ENOTSUP:
+        /* A field at fault is the request's; without one, this server cannot have sessions. */
+        if (field)
+            set_error_answer(j, 400, "bad_request", e->msg, field);
+        else
+            set_error_answer(j, 501, "not_implemented", e->msg, NULL);
+        return;
+    case -ENOMEM: set_error_answer(j, 503, "unavailable", "out of memory", NULL); return;
+    default: set_error_answer(j, 500, "internal", e->msg[0] ? e->msg : "internal error", NULL);
+    }
+}
+
+/* A finished run or cell: counts it and answers with its record. */
+static void set_result_answer(struct srv *s, struct job *j, struct execbox_result *res)
+{
+    enum srv_outcome o = outcome_of(res);
+    bool cancelled = res->killed_reason == EXECBOX_KILLED_CANCELLED;
+    srv_metrics_run(&s->metrics, o, cancelled);
+    srv_metrics_egress(&s->metrics, res);
+    j->outcome = cancelled ? "cancelled" : srv_outcome_name(o);
+    j->exit_code = res->exit_code;
+    char *body = NULL;
+    struct execbox_error err = {0};
+    if (execbox_result_to_json(res, 0, &body, &err) < 0) {
+        set_error_answer(j, 500, "internal", err.msg, NULL);
+        return;
+    }
+    /* The library's allocation is freed with execbox_free. */
+    set_answer(j, 200, body, strlen(body), NULL, execbox_free);
+}
+
+static struct execbox_request request_of(struct job *j, const struct execbox_policy *policy)
+{
+    return (struct execbox_request){
+        .language = j->spec.language,
+        .code = j->spec.code_len ? j->spec.code : "\n",
+        .code_len = j->spec.code_len ? j->spec.code_len : 1,
+        .stdin_data = j->spec.stdin_data,
+        .stdin_len = j->spec.stdin_len,
+        .policy = policy,
+        .on_output = j->sse ? on_output : NULL,
+        .userdata = j,
+        .cancel = j->rj.cancel,
+        .files = j->spec.files,
+        .n_files = j->spec.n_files,
+    };
+}
+
+static void run_once(struct srv *s, struct job *j)
+{
+    struct execbox_request req = request_of(j, &j->spec.policy);
+    struct execbox_result *res = NULL;
+    struct execbox_error err = {0};
+    uint64_t t = now_ns();
+    int r = execbox_executor_run(s->cfg.exec, &req, &res, &err);
+    j->run_s = (double)(now_ns() - t) / 1e9;
+    if (r < 0) {
+        if (r == -ENOMEM)
+            set_error_answer(j, 503, "unavailable", err.msg, NULL);
+        else
+            set_error_answer(j, 400, "bad_request", err.msg, err.field[0] ? err.field : NULL);
+        return;
+    }
+    set_result_answer(s, j, res);
+    execbox_result_free(res);
+}
+
+static void run_cell(struct srv *s, struct job *j)
+{
+    struct execbox_request req = request_of(j, &j->spec.policy);
+    struct execbox_result *res = NULL;
+    struct execbox_error err = {0};
+    uint64_t t = now_ns();
+    int r = execbox_session_run(sess_session(j->sess), &req, &res, &err);
+    j->run_s = (double)(now_ns() - t) / 1e9;
+    j->cell_claimed = false;
+    sess_cell_end(j->sess, r == 0 ? res : NULL);
+    if (r < 0) {
+        set_api_error(j, r, &err);
+        return;
+    }
+    set_result_answer(s, j, res);
+    execbox_result_free(res);
+}
+
+/* A session as the API shows it. */
+static json_t *session_json(const struct sess_summary *m)
+{
+    char created[32], expires[32], used[32];
+    sess_iso_time(m->info.created_at, created, sizeof(created));
+    sess_iso_time(m->info.expires_at, expires, sizeof(expires));
+    sess_iso_time(m->info.last_used_at, used, sizeof(used));
+    return json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:I, s:I, s:b, s:I}", "id", m->id, "language",
+        m->info.language, "created_at", created, "expires_at", expires, "last_used_at", used,
+        "idle_timeout", (json_int_t)m->idle_timeout, "rollback", !m->no_rollback, "execution_count",
+        (json_int_t)m->info.execution_count, "rolled_back_count", (json_int_t)m->info.rolled_back,
+        "busy", m->cell_accepted || m->info.busy, "memory_bytes", (json_int_t)m->info.memory_bytes);
+}
+
+static void run_create(struct srv *s, struct job *j)
+{
+    struct sess_options o = {
+        .language = j->spec.language,
+        .policy = &j->spec.policy,
+        .no_rollback = j->spec.no_rollback,
+        .idle_timeout = j->spec.idle_timeout,
+        .surface = "http",
+    };
+    struct sess *ss = NULL;
+    struct execbox_error err = {0};
+    int r = sess_create(s->sessions, &o, &ss, &err);
+    if (r < 0) {
+        set_api_error(j, r, &err);
+        return;
+    }
+    if (__atomic_load_n(&j->client_gone, __ATOMIC_RELAXED)) {
+        /* Nobody will ever know its id. */
+        sess_remove(s->sessions, sess_id(ss), NULL, NULL);
+        sess_put(ss);
+        set_error_answer(j, 499, "client_gone", "the client disconnected", NULL);
+        return;
+    }
+    struct sess_summary m;
+    sess_summarize(ss, &m);
+    sess_put(ss);
+    set_json_answer(j, 201, session_json(&m));
+}
+
+/* The policy's file_size, resolved. */
+static size_t file_cap(const struct execbox_policy *p)
+{
+    uint64_t v = p->file_size ? p->file_size : EXECBOX_DEFAULT_FILE_SIZE;
+    return v > SIZE_MAX ? SIZE_MAX : (size_t)v;
+}
+
+static void run_file_op(struct job *j)
+{
+    struct execbox_session *es = sess_session(j->sess);
+    struct execbox_error err = {0};
+    int r = 0;
+    switch (j->op) {
+    case OP_FILE_LIST: {
+        struct execbox_file *files = NULL;
+        size_t n = 0;
+        r = execbox_session_list_files(es, &files, &n, &err);
+        if (r < 0)
+            break;
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++) {
+            char *p = execbox_utf8_sanitize(files[i].path, strlen(files[i].path), NULL, NULL);
+            json_t *e =
+                p ? json_pack("{s:s, s:I, s:s}", "path", p, "size", (json_int_t)files[i].size,
+                              "mime", files[i].mime ? files[i].mime : "application/octet-stream")
+                  : NULL;
+            execbox_free(p);
+            if (!e || json_array_append_new(a, e) < 0) {
+                json_decref(a);
+                a = NULL;
+            }
+        }
+        execbox_files_free(files, n);
+        set_json_answer(j, 200, a ? json_pack("{s:o}", "files", a) : NULL);
+        return;
+    }
+    case OP_FILE_GET: {
+        char *data = NULL;
+        size_t len = 0;
+        r = execbox_session_read_file(es, j->file_path, file_cap(sess_policy(j->sess)), &data, &len,
+                                      &err);
+        if (r < 0)
+            break;
+        if (!data) { /* an empty file may come back without a buffer */
+            data = strdup("");
+            if (!data) {
+                set_error_answer(j, 503, "unavailable", "out of memory", NULL);
+                return;
+            }
+            set_answer(j, 200, data, 0, srv_mime_from_name(j->file_path), free);
+            return;
+        }
+        set_answer(j, 200, data, len, srv_mime_from_name(j->file_path), execbox_free);
+        return;
+    }
+    case OP_FILE_PUT: {
+        r = execbox_session_write_file(es, j->file_path, j->body ? j->body : "", j->body_len, &err);
+        if (r < 0)
+            break;
+        char *p = execbox_utf8_sanitize(j->file_path, strlen(j->file_path), NULL, NULL);
+        set_json_answer(
+            j, 201, p ? json_pack("{s:s, s:I}", "path", p, "size", (json_int_t)j->body_len) : NULL);
+        execbox_free(p);
+        return;
+    }
+    case OP_FILE_DELETE:
+        r = execbox_session_remove_file(es, j->file_path, &err);
+        if (r < 0)
+            break;
+        set_answer(j, 204, strdup(""), 0, NULL, free);
+        return;
+    default: r = -EINVAL; break;
+    }
+    set_api_error(j, r, &err);
+}
+
 /* An E2B call on a worker: execute streams its lines; the others prepare their answer. */
-static bool e2b_job_run(struct srv *s, struct job *j)
+static void run_e2b(struct srv *s, struct job *j)
 {
     struct e2b_answer a;
     struct e2b_outcome o;
@@ -553,11 +866,7 @@ static bool e2b_job_run(struct srv *s, struct job *j)
         j->outcome = o.cancelled ? "cancelled" : srv_outcome_name(so);
         j->exit_code = o.exit_code;
     }
-    /* Read only by http_done() on this thread, or after J_DONE under the job's lock. */
-    j->run_status = e2b_op_streams(j->e2b.op) ? 200 : a.status;
-    j->resp = a.body;
-    j->resp_ctype = a.ctype;
-    return true;
+    set_answer(j, e2b_op_streams(j->e2b.op) ? 200 : a.status, a.body, a.len, a.ctype, free);
 }
 
 /* The runner's run(): runs one job and prepares its answer (run_status and resp). */
@@ -571,55 +880,23 @@ static bool http_run(struct runner_job *rj, void *ud)
     pthread_mutex_unlock(&j->lock);
     if (skip)
         return false; /* the client hung up while queued: nothing to run, nobody to answer */
-    if (j->route == R_E2B)
-        return e2b_job_run(s, j);
-    int status = 200;
-    char *body = NULL;
+    if (j->op == OP_E2B) {
+        run_e2b(s, j);
+        return true;
+    }
     if (j->sse) {
         char start[128];
         snprintf(start, sizeof(start), "{\"request_id\":\"%s\"}", j->id);
         sse_event(j, "start", start, true);
     }
-    struct execbox_request req = {
-        .language = j->spec.language,
-        .code = j->spec.code_len ? j->spec.code : "\n",
-        .code_len = j->spec.code_len ? j->spec.code_len : 1,
-        .stdin_data = j->spec.stdin_data,
-        .stdin_len = j->spec.stdin_len,
-        .policy = &j->spec.policy,
-        .on_output = j->sse ? on_output : NULL,
-        .userdata = j,
-        .cancel = j->rj.cancel,
-    };
-    struct execbox_result *res = NULL;
-    struct execbox_error err = {0};
-    uint64_t t = now_ns();
-    int r = execbox_executor_run(s->cfg.exec, &req, &res, &err);
-    j->run_s = (double)(now_ns() - t) / 1e9;
-    if (r < 0) {
-        status = r == -ENOMEM ? 503 : 400;
-        body = srv_error_json(r == -ENOMEM ? "unavailable" : "bad_request", err.msg, NULL);
-    } else {
-        enum srv_outcome o = outcome_of(res);
-        bool cancelled = res->killed_reason == EXECBOX_KILLED_CANCELLED;
-        srv_metrics_run(&s->metrics, o, cancelled);
-        srv_metrics_egress(&s->metrics, res);
-        j->outcome = cancelled ? "cancelled" : srv_outcome_name(o);
-        j->exit_code = res->exit_code;
-        if (execbox_result_to_json(res, 0, &body, &err) < 0) {
-            status = 500;
-            body = srv_error_json("internal", err.msg, NULL);
-        } else {
-            /* Keep the library's allocation out of free(): copy into our own. */
-            char *own = strdup(body);
-            execbox_free(body);
-            body = own;
-        }
-        execbox_result_free(res);
+    switch (j->op) {
+    case OP_RUN: run_once(s, j); break;
+    case OP_CELL: run_cell(s, j); break;
+    case OP_CREATE: run_create(s, j); break;
+    default: run_file_op(j); break;
     }
-    /* Read only by http_done() on this thread, or after J_DONE under the job's lock. */
-    j->run_status = status;
-    j->resp = body;
+    free(j->body); /* a file's bytes, once written */
+    j->body = NULL;
     return true;
 }
 
@@ -631,18 +908,24 @@ static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
 {
     (void)ud;
     struct job *j = container_of(rj, struct job, rj);
+    if (j->cell_claimed) { /* the cell never ran */
+        j->cell_claimed = false;
+        sess_cell_end(j->sess, NULL);
+    }
     pthread_mutex_lock(&j->lock);
     int status = j->run_status;
-    char *body = j->resp;
-    if (end == RUNNER_DROPPED || (!body && !status)) {
+    if (end == RUNNER_DROPPED || (!j->resp && !status)) {
         __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
-        free(body);
+        if (j->resp)
+            j->resp_free(j->resp);
         status = 499;
-        body = srv_error_json("client_gone", "the client disconnected before the run", NULL);
+        j->resp = srv_error_json("client_gone", "the client disconnected before the run", NULL);
+        j->resp_len = j->resp ? strlen(j->resp) : 0;
+        j->resp_free = free;
+        j->resp_ctype = NULL;
     }
+    char *body = j->resp;
     j->status = status;
-    j->resp = body;
-    j->resp_len = body ? strlen(body) : 0;
     j->state = J_DONE;
     if (j->sse && j->route == R_E2B) {
         /* The lines were the answer; a call that never ran just ends. */
@@ -771,6 +1054,7 @@ static void fill_gauges(struct srv *s, struct srv_gauges *g)
     g->draining = __atomic_load_n(&s->draining, __ATOMIC_RELAXED) ||
                   __atomic_load_n(&s->leaving, __ATOMIC_RELAXED);
     g->backend = execbox_executor_backend(s->cfg.exec);
+    sess_get_stats(s->sessions, &g->sessions);
     execbox_executor_pool_stats(s->cfg.exec, &g->pool);
 }
 
@@ -778,11 +1062,11 @@ static enum MHD_Result serve_health(struct srv *s, struct job *j, struct MHD_Con
 {
     struct srv_gauges g;
     fill_gauges(s, &g);
-    json_t *o =
-        json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "status", g.draining ? "draining" : "ok",
-                  "version", execbox_version(), "backend", g.backend, "workers",
-                  (json_int_t)g.workers, "in_flight", (json_int_t)g.in_flight, "queue_depth",
-                  (json_int_t)g.queue_depth, "queue_capacity", (json_int_t)g.queue_capacity);
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "status", g.draining ? "draining" : "ok",
+        "version", execbox_version(), "backend", g.backend, "workers", (json_int_t)g.workers,
+        "in_flight", (json_int_t)g.in_flight, "queue_depth", (json_int_t)g.queue_depth,
+        "queue_capacity", (json_int_t)g.queue_capacity, "sessions", (json_int_t)g.sessions.open);
     if (!o)
         return MHD_NO;
     return respond_json(j, c, g.draining ? 503 : 200, o);
@@ -834,9 +1118,82 @@ static void reject(struct job *j, int status, const char *code, const char *msg,
     j->rej_retry = retry;
 }
 
-/* The first call for a request: its headers are in. Routes it (on the whole url: j->path is cut
- * to its size, and an E2B path's token is kept out of it), and decides what can be decided
- * without the body. */
+/* Routes a path (as sent: percent-escapes are decoded here, once, only where a path names a
+ * file). Fills j->route, j->sess_id and, for a file, j->file_path or j->bad_path. */
+static void route(struct job *j, const char *url)
+{
+    static const char sessions[] = "/v1/sessions";
+    j->route = R_OTHER;
+    if (strcmp(url, "/v1/execute") == 0) {
+        j->route = R_EXECUTE;
+        return;
+    }
+    if (strcmp(url, "/v1/health") == 0) {
+        j->route = R_HEALTH;
+        return;
+    }
+    if (strcmp(url, "/metrics") == 0) {
+        j->route = R_METRICS;
+        return;
+    }
+    if (strncmp(url, sessions, sizeof(sessions) - 1) != 0)
+        return;
+    const char *t = url + sizeof(sessions) - 1;
+    if (*t == '\0') {
+        j->route = R_SESSIONS;
+        return;
+    }
+    if (*t != '/')
+        return;
+    t++;
+    size_t n = strcspn(t, "/");
+    if (n == 0)
+        return;
+    /* An id of another shape is no session's: it stays "" and the route answers 404. */
+    if (n == SESS_ID_LEN && strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                      "0123456789-_") >= n) {
+        memcpy(j->sess_id, t, n);
+        j->sess_id[n] = '\0';
+    }
+    t += n;
+    if (*t == '\0')
+        j->route = R_SESSION;
+    else if (strcmp(t, "/execute") == 0)
+        j->route = R_SESSION_EXECUTE;
+    else if (strcmp(t, "/files") == 0)
+        j->route = R_SESSION_FILES;
+    else if (strncmp(t, "/files/", 7) == 0) {
+        j->route = R_SESSION_FILE;
+        const char *raw = t + 7;
+        size_t len = strlen(raw), dlen = 0;
+        j->file_path = malloc(len + 1);
+        if (!j->file_path || srv_url_decode(raw, len, j->file_path, len + 1, &dlen) < 0 ||
+            !srv_workspace_path_ok(j->file_path, dlen))
+            j->bad_path = true;
+    }
+}
+
+/* The method a route takes, and what its job does. OP_NONE with *ok: answered now. */
+static bool route_method(struct job *j, bool get, bool *ret_json_body)
+{
+    const char *m = j->method;
+    bool post = strcmp(m, "POST") == 0, del = strcmp(m, "DELETE") == 0, put = strcmp(m, "PUT") == 0;
+    *ret_json_body = post;
+    switch (j->route) {
+    case R_EXECUTE: j->op = OP_RUN; return post;
+    case R_SESSIONS: j->op = post ? OP_CREATE : OP_NONE; return post || get;
+    case R_SESSION: return get || del;
+    case R_SESSION_EXECUTE: j->op = OP_CELL; return post;
+    case R_SESSION_FILES: j->op = OP_FILE_LIST; return get;
+    case R_SESSION_FILE:
+        j->op = get ? OP_FILE_GET : put ? OP_FILE_PUT : OP_FILE_DELETE;
+        return get || put || del;
+    default: return get;
+    }
+}
+
+/* The first call for a request: its headers are in. Routes it (an E2B path's token is kept out
+ * of j->path, which the log shows), and decides what can be decided without the body. */
 static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Connection *c,
                                   const char *url)
 {
@@ -845,14 +1202,8 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
     enum e2b_match em = e2b_match_path(url, s->cfg.token, &e2b_sub, j->path, sizeof(j->path));
     if (em != E2B_NOT_OURS)
         j->route = R_E2B;
-    else if (strcmp(j->path, "/v1/execute") == 0)
-        j->route = R_EXECUTE;
-    else if (strcmp(j->path, "/v1/health") == 0)
-        j->route = R_HEALTH;
-    else if (strcmp(j->path, "/metrics") == 0)
-        j->route = R_METRICS;
     else
-        j->route = R_OTHER;
+        route(j, url);
 
     /* A browser names the page behind a request in Origin, and sends a "simple" cross-site
      * POST without asking first: a page the user merely opens must not run code here. */
@@ -871,16 +1222,12 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
         }
     }
 
-    switch (j->route) {
-    case R_OTHER: reject(j, 404, "not_found", "no such endpoint", 0); return MHD_YES;
-    case R_HEALTH:
-    case R_METRICS:
-        if (!get)
-            reject(j, 405, "method_not_allowed", "use GET", 0);
-        else if (j->route == R_METRICS && !authorized(s, c))
-            reject(j, 401, "unauthorized", "missing or wrong bearer token", 0);
+    if (j->route == R_OTHER) {
+        reject(j, 404, "not_found", "no such endpoint", 0);
         return MHD_YES;
-    case R_E2B: {
+    }
+    bool json_body = false;
+    if (j->route == R_E2B) {
         /* E2B's SDK cannot send our bearer header: the token rides in the path. */
         if (em == E2B_NO_TOKEN && !authorized(s, c)) {
             reject(j, 401, "unauthorized",
@@ -894,75 +1241,186 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
             reject(j, 405, "method_not_allowed", "method not allowed here (see Allow)", 0);
         if (r || e2b_op_immediate(j->e2b.op))
             return MHD_YES;
-        break;
-    }
-    case R_EXECUTE: break;
-    }
-    if (j->route == R_EXECUTE && strcmp(j->method, "POST") != 0) {
-        reject(j, 405, "method_not_allowed", "use POST", 0);
+        j->op = OP_E2B; /* a POST with a JSON body */
+        json_body = true;
+    } else if (!route_method(j, get, &json_body)) {
+        j->op = OP_NONE;
+        reject(j, 405, "method_not_allowed",
+               j->route == R_EXECUTE || j->route == R_SESSION_EXECUTE ? "use POST"
+                                                                      : "method not allowed",
+               0);
         return MHD_YES;
     }
-    if (j->route == R_EXECUTE && !authorized(s, c)) {
+    if (j->route == R_HEALTH || (j->route == R_METRICS && authorized(s, c)))
+        return MHD_YES;
+    if (j->route != R_E2B && !authorized(s, c)) {
+        j->op = OP_NONE;
         reject(j, 401, "unauthorized", "missing or wrong bearer token", 0);
         return MHD_YES;
     }
+    if (j->route == R_METRICS)
+        return MHD_YES;
     if (__atomic_load_n(&s->draining, __ATOMIC_RELAXED)) {
+        j->op = OP_NONE;
         reject(j, 503, "draining", "the server is shutting down", retry_after(s));
         return MHD_YES;
     }
+    if (j->route >= R_SESSION && j->route <= R_SESSION_FILE) {
+        j->sess = j->sess_id[0] ? sess_get(s->sessions, j->sess_id) : NULL;
+        if (!j->sess) {
+            j->op = OP_NONE;
+            reject(j, 404, "session_not_found", "no such session (unknown, deleted or expired)", 0);
+            return MHD_YES;
+        }
+        if (j->route == R_SESSION_FILE && j->bad_path) {
+            j->op = OP_NONE;
+            reject(j, 400, "bad_request",
+                   "path: expected a path relative to /workspace, without '.', '..' or empty "
+                   "parts (escapes are decoded once)",
+                   0);
+            snprintf(j->rej_field, sizeof(j->rej_field), "path");
+            return MHD_YES;
+        }
+        /* A file's body is bounded by the session's file_size as well as --max-body. */
+        if (j->op == OP_FILE_PUT && file_cap(sess_policy(j->sess)) < j->body_max)
+            j->body_max = file_cap(sess_policy(j->sess));
+    }
+    if (j->op == OP_NONE)
+        return MHD_YES; /* answered at the last call */
     const char *cl =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
-        if (errno || *end || n > s->cfg.max_body) {
+        if (errno || *end || n > j->body_max) {
             j->too_large = true;
             if (errno || n > SRV_DISCARD_MAX) {
                 /* Too much to read and throw away: answer now and close. */
                 char msg[96];
                 snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes",
-                         s->cfg.max_body);
+                         j->body_max);
                 return respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
             }
         }
     }
-    if (!json_content_type(
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
-        /* Also what keeps a browser from sending it cross-site without a preflight. */
+    if (json_body && !json_content_type(MHD_lookup_connection_value(
+                         c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        /* Also what keeps a browser from sending it cross-site without a preflight. A file's
+         * PUT takes any type: a browser never sends a PUT cross-site without a preflight,
+         * which an origin not given with --allow-origin fails (403). */
+        j->op = OP_NONE;
         reject(j, 415, "unsupported_media_type", "the body must be sent as application/json", 0);
         return MHD_YES;
     }
-    j->sse = j->route == R_E2B ? e2b_op_streams(j->e2b.op) : wants_sse(c);
+    if (j->op == OP_RUN || j->op == OP_CELL)
+        j->sse = wants_sse(c);
+    else if (j->op == OP_E2B)
+        j->sse = e2b_op_streams(j->e2b.op);
     j->state = J_READING;
     return MHD_YES;
+}
+
+static enum MHD_Result serve_session(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    struct sess_summary m;
+    sess_summarize(j->sess, &m);
+    (void)s;
+    json_t *o = session_json(&m);
+    return o ? respond_json(j, c, 200, o) : MHD_NO;
+}
+
+static enum MHD_Result serve_sessions(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    size_t max = s->cfg.max_sessions ? s->cfg.max_sessions : SESS_MAX_DEFAULT;
+    struct sess_summary *v = calloc(max, sizeof(*v));
+    if (!v)
+        return respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
+    size_t n = sess_list(s->sessions, NULL, v, max);
+    if (n > max)
+        n = max;
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, session_json(&v[i])) < 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    free(v);
+    json_t *o = a ? json_pack("{s:o}", "sessions", a) : NULL;
+    return o ? respond_json(j, c, 200, o) : MHD_NO;
+}
+
+/* sess_remove's callback, on the registry's thread once the session's processes are gone:
+ * answers the suspended DELETE. */
+static void session_removed(void *ud)
+{
+    struct job *j = ud;
+    pthread_mutex_lock(&j->lock);
+    j->resp = strdup("");
+    j->resp_len = 0;
+    j->resp_free = free;
+    j->status = j->resp ? 204 : 503;
+    j->state = J_DONE;
+    if (j->suspended && j->conn) {
+        j->suspended = false;
+        MHD_resume_connection(j->conn);
+    }
+    pthread_mutex_unlock(&j->lock);
+    job_unref(j);
+}
+
+/* DELETE /v1/sessions/{id}: the session is unlisted now and ended on the registry's thread;
+ * the connection waits, suspended, for its 204. */
+static enum MHD_Result delete_session(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    pthread_mutex_lock(&s->lock);
+    s->pending++;
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&j->lock);
+    j->accepted = true;
+    j->state = J_RUNNING;
+    int r = sess_remove(s->sessions, sess_id(j->sess), session_removed, job_ref(j));
+    if (r == 0) {
+        j->suspended = true;
+        MHD_suspend_connection(c);
+    }
+    pthread_mutex_unlock(&j->lock);
+    if (r == 0)
+        return MHD_YES;
+    job_unref(j); /* removed by someone else meanwhile */
+    return respond_error(j, c, 404, "session_not_found", "no such session", NULL, 0);
 }
 
 /* The last call for a request that is not a run. */
 static enum MHD_Result answer_now(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
     if (j->rej_status)
-        return respond_error(j, c, j->rej_status, j->rej_code, j->rej_msg, NULL, j->rej_retry);
+        return respond_error(j, c, j->rej_status, j->rej_code, j->rej_msg,
+                             j->rej_field[0] ? j->rej_field : NULL, j->rej_retry);
     if (j->preflight) {
         char *empty = strdup("");
         return empty ? respond(j, c, 204, "text/plain", empty, 0, free, 0) : MHD_NO;
     }
-    if (j->route == R_HEALTH)
-        return serve_health(s, j, c);
-    if (j->route == R_METRICS)
-        return serve_metrics(s, j, c);
-    if (j->route == R_E2B) {
+    switch (j->route) {
+    case R_HEALTH: return serve_health(s, j, c);
+    case R_METRICS: return serve_metrics(s, j, c);
+    case R_SESSIONS: return serve_sessions(s, j, c);
+    case R_SESSION:
+        return strcmp(j->method, "DELETE") == 0 ? delete_session(s, j, c) : serve_session(s, j, c);
+    case R_E2B: {
         struct e2b_answer a;
         if (e2b_answer(s->e2b, &j->e2b, &a) < 0)
             return MHD_NO;
         return respond(j, c, a.status, a.ctype, a.body, a.len, free, 0);
     }
-    return respond_error(j, c, 404, "not_found", "no such endpoint", NULL, 0);
+    default: return respond_error(j, c, 404, "not_found", "no such endpoint", NULL, 0);
+    }
 }
 
 static enum MHD_Result upload(struct srv *s, struct job *j, const char *data, size_t n)
 {
-    if (!j->too_large && j->body_len + n > s->cfg.max_body)
+    (void)s;
+    if (!j->too_large && j->body_len + n > j->body_max)
         j->too_large = true;
     if (j->too_large) {
         free(j->body);
@@ -987,32 +1445,33 @@ static enum MHD_Result upload(struct srv *s, struct job *j, const char *data, si
     return MHD_YES;
 }
 
-static enum MHD_Result queue_run(struct srv *s, struct job *j, struct MHD_Connection *c);
-static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Connection *c);
-
-/* The body is in: validate it and queue the run. */
-static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connection *c)
+/* Parses the JSON body of a run, a new session or a cell into j->spec. An answer is sent when
+ * it is bad (returns false, *ret set). */
+static bool parse_body(struct srv *s, struct job *j, struct MHD_Connection *c, enum MHD_Result *ret)
 {
-    if (j->too_large) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes",
-                 s->cfg.max_body);
-        return respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
-    }
-    if (j->route == R_E2B)
-        return e2b_submit(s, j, c);
+    enum srv_body_kind kind = j->op == OP_CREATE ? SRV_BODY_SESSION
+                              : j->op == OP_CELL ? SRV_BODY_CELL
+                                                 : SRV_BODY_RUN;
+    const struct execbox_policy *base = j->op == OP_CELL ? sess_policy(j->sess) : &s->cfg.policy;
     char field[64];
     struct execbox_error err = {0};
-    int r = srv_parse_run(j->body ? j->body : "", j->body_len, &s->cfg.policy, &j->spec, field,
-                          sizeof(field), &err);
+    int r = srv_parse_body(kind, j->body ? j->body : "", j->body_len, base, &j->spec, field,
+                           sizeof(field), &err);
     free(j->body);
     j->body = NULL;
-    if (r == -ENOMEM)
-        return respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
-    if (r < 0)
-        return respond_error(j, c, 400, "bad_request", err.msg, field, 0);
-    return queue_run(s, j, c);
+    if (r == 0 && kind == SRV_BODY_SESSION) {
+        double idle;
+        r = sess_idle_check(s->sessions, j->spec.idle_timeout, &idle, &err);
+        snprintf(field, sizeof(field), "%s", r < 0 ? "idle_timeout" : "");
+    }
+    if (r == 0)
+        return true;
+    *ret = r == -ENOMEM ? respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1)
+                        : respond_error(j, c, 400, "bad_request", err.msg, field, 0);
+    return false;
 }
+
+static enum MHD_Result queue_job(struct srv *s, struct job *j, struct MHD_Connection *c);
 
 /* An E2B call's body is in: prepare it, and queue it unless that answered it. */
 static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Connection *c)
@@ -1025,19 +1484,55 @@ static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Conne
         return respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
     if (r > 0)
         return respond(j, c, a.status, a.ctype, a.body, a.len, free, 0);
-    return queue_run(s, j, c);
-}
-
-/* Queues a validated run and parks its connection, or starts its stream. */
-static enum MHD_Result queue_run(struct srv *s, struct job *j, struct MHD_Connection *c)
-{
     struct execbox_error err = {0};
     if (runner_job_init(&j->rj, &err) < 0)
         return respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
+    return queue_job(s, j, c);
+}
 
+/* The body is in: validate it and queue the job. */
+static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    if (j->too_large) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes", j->body_max);
+        return respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
+    }
+    if (j->op == OP_E2B)
+        return e2b_submit(s, j, c);
+    enum MHD_Result ret = MHD_YES;
+    if ((j->op == OP_RUN || j->op == OP_CREATE || j->op == OP_CELL) && !parse_body(s, j, c, &ret))
+        return ret;
+    if (j->op != OP_FILE_PUT) {
+        free(j->body);
+        j->body = NULL;
+    }
+    struct execbox_error err = {0};
+    if (runner_job_init(&j->rj, &err) < 0)
+        return respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
+    if (j->op == OP_CELL) {
+        /* One cell at a time, decided now rather than when a worker takes it. */
+        int r = sess_cell_begin(j->sess);
+        if (r == -EBUSY)
+            return respond_error(j, c, 409, "session_busy",
+                                 "a cell is already running in this session", NULL, 0);
+        if (r < 0)
+            return respond_error(j, c, 404, "session_not_found", "the session has ended", NULL, 0);
+        j->cell_claimed = true;
+    }
+    return queue_job(s, j, c);
+}
+
+/* Queues a job whose runner part is ready, and parks its connection or starts its stream. */
+static enum MHD_Result queue_job(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    enum MHD_Result ret = MHD_YES;
     pthread_mutex_lock(&j->lock);
     int r = enqueue(s, j);
-    enum MHD_Result ret = MHD_YES;
+    if (r < 0 && j->cell_claimed) {
+        j->cell_claimed = false;
+        sess_cell_end(j->sess, NULL);
+    }
     if (r == -EAGAIN) {
         ret = respond_error(j, c, 429, "queue_full", "all workers are busy and the queue is full",
                             NULL, retry_after(s));
@@ -1115,7 +1610,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             ret = MHD_NO;
         else
             ret = respond(j, c, j->status, j->resp_ctype ? j->resp_ctype : "application/json", body,
-                          j->resp_len, free, 0);
+                          j->resp_len, j->resp_free, 0);
     }
     pthread_mutex_unlock(&j->lock);
     return ret;
@@ -1162,6 +1657,15 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
 
+/* libmicrohttpd's unescaping of the path: none. route() decodes a file's path itself, once,
+ * and then validates it (a decoded "%00" or "%2e%2e" must be seen, not cut or resolved). */
+static size_t keep_escaped(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    return strlen(s);
+}
+
 int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_error *err)
 {
     struct srv *s = calloc(1, sizeof(*s));
@@ -1180,14 +1684,24 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
     }
     snprintf(s->id_prefix, sizeof(s->id_prefix), "%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
              rnd[3]);
-    struct sess_config sc = {.exec = cfg->exec, .max_sessions = cfg->max_sessions};
+    struct sess_config sc = {
+        .exec = cfg->exec,
+        .max_sessions = cfg->max_sessions,
+        .idle_default = cfg->session_idle,
+        .idle_max = cfg->session_idle_max,
+        .lifetime = cfg->session_lifetime,
+    };
     int r = sess_registry_new(&sc, &s->sessions, err);
     struct e2b_config ec = {.sessions = s->sessions, .policy = &s->cfg.policy};
     if (r == 0)
         r = e2b_new(&ec, &s->e2b, err);
+    if (r < 0) {
+        close(cfg->listen_fd);
+        srv_stop(s);
+        return r;
+    }
     struct runner_config rc = {.workers = (unsigned)cfg->workers, .queue = cfg->queue};
-    if (r == 0)
-        r = runner_new(&rc, &http_runner_ops, s, &s->runner, err);
+    r = runner_new(&rc, &http_runner_ops, s, &s->runner, err);
     if (r < 0) {
         close(cfg->listen_fd);
         srv_stop(s);
@@ -1207,7 +1721,8 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
         MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
         0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
         MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, SRV_CONN_TIMEOUT_S, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, SRV_CONN_TIMEOUT_S, MHD_OPTION_UNESCAPE_CALLBACK,
+        keep_escaped, NULL, MHD_OPTION_END);
     if (!s->daemon) {
         close(cfg->listen_fd);
         srv_stop(s);
@@ -1263,6 +1778,12 @@ void srv_cancel_all(struct srv *s)
 {
     runner_foreach(s->runner, mark_gone, NULL);
     runner_cancel_all(s->runner);
+    sess_close_all(s->sessions);
+}
+
+void srv_close_sessions(struct srv *s)
+{
+    sess_close_all(s->sessions);
 }
 
 void srv_stop(struct srv *s)
@@ -1280,6 +1801,7 @@ void srv_stop(struct srv *s)
         pthread_join(s->watchdog, NULL);
     s->runner = runner_free(s->runner);
     s->e2b = e2b_free(s->e2b);
+    /* Last: every job, and with it every reference to a session, is gone. */
     s->sessions = sess_registry_free(s->sessions);
     pthread_mutex_destroy(&s->lock);
     srv_metrics_destroy(&s->metrics);

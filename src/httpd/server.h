@@ -16,12 +16,17 @@ struct srv_config {
     size_t workers;                /* concurrent sandboxes */
     size_t queue;                  /* requests that may wait for a worker */
     size_t max_body;               /* largest request body, bytes */
-    size_t max_sessions;           /* sessions open at once; 0: SESS_MAX_DEFAULT */
     /* Origins (as browsers send them: "https://app.example:8443") whose pages may call us; a
      * request with any other Origin header gets 403. None by default; "*" allows any. */
     const char *const *allow_origins; /* borrowed; outlives the server */
     size_t n_allow_origins;
     int listen_fd; /* bound, listening socket; the server takes it */
+    /* Sessions (/v1/sessions, docs/sessions.md): 0 fields take the defaults of
+     * common/sessions.h. */
+    size_t max_sessions;     /* open at once; more get 429 */
+    double session_idle_max; /* most idle_timeout a client may ask for, seconds */
+    double session_idle;     /* idle_timeout when a client gives none (at most the above) */
+    double session_lifetime; /* hard lifetime of every session, seconds */
 };
 
 struct srv;
@@ -41,8 +46,13 @@ void srv_quiesce(struct srv *s);
 /* True when nothing is queued, running, or still being answered. */
 bool srv_idle(struct srv *s);
 
-/* Kills every running sandbox and drops what is queued (used on a second signal). */
+/* Kills every running sandbox and drops what is queued (used on a second signal); ends every
+ * session. */
 void srv_cancel_all(struct srv *s);
+
+/* Ends every session (their cells, if any still run, are killed): the drain's last step, once
+ * srv_idle(), or at once when forced. Sessions are refused from then on. */
+void srv_close_sessions(struct srv *s);
 
 /* Stops the daemon and the threads and frees everything. Accepts NULL. */
 void srv_stop(struct srv *s);
