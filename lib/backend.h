@@ -27,7 +27,8 @@ struct eb_run {
  * ends it. */
 struct eb_session_box {
     struct eb_warm *w; /* the backend's */
-    int sock;          /* our end of the session's SOCK_SEQPACKET socket, owned by the caller */
+    int sock;          /* our end of the session's SOCK_SEQPACKET socket, owned by the caller, with
+                          SO_PASSCRED on since before the interpreter could send on it */
     int ws_fd;         /* the workspace directory, for file calls (the backend's, borrowed) */
 };
 

@@ -259,18 +259,12 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
         execbox_session_free(s);
         return r;
     }
-    /* The kernel names the sender of each message: how we learn the state's and cells' pids. */
-    int one = 1;
-    if (setsockopt(s->box.sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
-        r = eb_error_set(err, -errno, "SO_PASSCRED: %s", execbox_strerror(-errno));
-        execbox_session_free(s);
-        return r;
-    }
     char buf[SESSION_MSG_MAX];
     pid_t pid = 0;
     r = recv_msg(s->box.sock, -1, SESSION_READY_MS, buf, sizeof(buf), &pid, err);
     if (r == 0 && (!msg_is(buf, "ready") || pid <= 0))
-        r = eb_error_set(err, -EBADMSG, "the session did not start as it should");
+        r = eb_error_set(err, -EBADMSG, "the session did not start as it should (pid %d: %.80s)",
+                         (int)pid, buf);
     if (r == 0 && (s->state_pidfd = pidfd_of(pid)) < 0)
         r = eb_error_set(err, -errno, "pidfd_open of the session's state: %s",
                          execbox_strerror(-errno));

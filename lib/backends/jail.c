@@ -2075,6 +2075,14 @@ static int jail_session_start(void *state, const struct execbox_policy *policy,
             return r;
         }
     }
+    /* The kernel names the sender of each message we receive (lib/session.c learns the state's
+     * and the cells' pids so): on before the interpreter may send its first one. */
+    int one = 1;
+    if (setsockopt(sb->go_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+        r = eb_error_set(err, -errno, "SO_PASSCRED: %s", execbox_strerror(-errno));
+        jail_warm_discard(state, sb);
+        return r;
+    }
     /* The init first, so that it knows before the interpreter could hand its state on. */
     if (eb_write_all(sb->child.ctl_fd, "S", 1) < 0 || send(sb->go_fd, "s", 1, MSG_NOSIGNAL) != 1) {
         r = eb_error_set(err, -EPIPE, "the session's sandbox died before it started");

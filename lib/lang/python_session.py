@@ -3,17 +3,17 @@
 # python_template.py): entered when the go byte on fd 3 is 's'. Fd 3 is then a SOCK_SEQPACKET
 # socket to the library (lib/session.c). This process is the session's state; each cell arrives
 # as one message with its fds (stdout, stderr, status, results, code, stdin) and runs in a fork
-# of the state (its own process group). The fork that ends its cell normally becomes the new
-# state: it tells the old one, which exits. A fork that fails is reaped by the state, which kills
-# what the cell left in its process group and reports the status: the state is then exactly the
-# one from before the cell. Everything here runs inside the sandbox's walls; the library trusts
-# none of it.
+# of the state (its own process group), made ahead of the request. The fork that ends its cell
+# normally becomes the new state: it tells the old one, which exits. A fork that fails is reaped
+# by the state, which kills what the cell left in its process group and reports the status: the
+# state is then exactly the one from before the cell. Everything here runs inside the sandbox's
+# walls; the library trusts none of it.
 
 _EXECBOX_CELL_FDS = 6  # out, err, status, results, code, stdin
 
 
 def _execbox_session(reseed):
-    import socket, json, fcntl, random, builtins, types, signal
+    import socket, json, fcntl, random, builtins, types, signal, time
     if reseed:
         _execbox_reseed()
     # Out of the way of the cells' own fds, and not inherited by what they exec.
@@ -33,37 +33,28 @@ def _execbox_session(reseed):
     _execbox_session_hooks(mod)
     sock.send(b'{"t": "ready"}')
     while True:
-        try:
-            msg, fds = _execbox_recv_fds(sock)
-        except InterruptedError:
-            continue
-        if not msg:
-            os._exit(0)  # the library is gone
-        try:
-            m = json.loads(msg)
-            ok = m.get('t') == 'cell' and len(fds) == _EXECBOX_CELL_FDS
-        except Exception:
-            ok = False
-        if not ok:
-            for f in fds:
-                os.close(f)
-            continue
-        p_r, p_w = os.pipe()
+        # The next cell's process is forked ahead of the request (a standby): the cell then
+        # costs no fork. It waits for the cell and tells the state over ch: 'c' (with the
+        # cell's status pipe, for the state to report a failure on), then 'p' if it becomes
+        # the new state.
+        ch, ch_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         rstate = random.getstate()
         pid = os.fork()
         if pid == 0:
-            os.close(p_r)
+            ch.close()
             random.setstate(rstate)  # the fork hook reseeded it: a cell continues the state
-            _execbox_cell(sock, m, fds, p_w, mod)
-            continue  # this process is the state now
-        os.close(p_w)
-        status_w = fds[2]
-        for f in fds:
-            if f != status_w:
-                os.close(f)
-        if _execbox_wait_cell(pid, p_r):
+            os.setpgid(0, 0)  # the cell's own group: the state kills what it leaves if it fails
+            m, fds = _execbox_take_cell(sock)
+            if m is None:
+                os._exit(0)  # the library is gone
+            _execbox_send_fd(ch_w, b'c' + json.dumps(m).encode(), fds[2])
+            _execbox_cell(sock, m, fds, ch_w, mod)
+            continue  # this process is the state now: fork the next standby
+        ch_w.close()
+        promoted, m, status_w = _execbox_wait_cell(pid, ch)
+        ch.close()
+        if promoted:
             os._exit(0)  # the cell's process carries on as the state
-        os.close(p_r)
         while True:
             try:
                 _, st = os.waitpid(pid, 0)
@@ -77,8 +68,35 @@ def _execbox_session(reseed):
             os.killpg(pid, signal.SIGKILL)  # what the cell left running
         except OSError:
             pass
+        if status_w is None:
+            time.sleep(0.05)  # a standby that died idle (killed): do not spin
+            continue
         _execbox_status(status_w, m, m['exit'], st)
         os.close(status_w)
+
+
+def _execbox_take_cell(sock):
+    import json
+    while True:
+        try:
+            msg, fds = _execbox_recv_fds(sock)
+        except InterruptedError:
+            continue
+        if not msg:
+            return None, None
+        try:
+            m = json.loads(msg)
+            if m.get('t') == 'cell' and len(fds) == _EXECBOX_CELL_FDS:
+                return m, fds
+        except Exception:
+            pass
+        for f in fds:
+            os.close(f)
+
+
+def _execbox_send_fd(ch, data, fd):
+    import array, socket
+    ch.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))])
 
 
 def _execbox_recv_fds(sock):
@@ -94,33 +112,43 @@ def _execbox_recv_fds(sock):
     return msg, out
 
 
-def _execbox_wait_cell(pid, p_r):
-    # True when the cell's process says it is the new state ('p'), False when it ended (its
-    # pidfd turns readable, or the pipe closes) without saying so.
-    import select
+def _execbox_wait_cell(pid, ch):
+    # Follows the standby pid: (True, ...) once it says it is the new state ('p'); (False, m,
+    # status_w) once it ended (its pidfd turns readable, or ch closes) without saying so; m and
+    # status_w are None when it had taken no cell.
+    import json, select
+    m = status_w = None
     try:
         pfd = os.pidfd_open(pid)
     except (OSError, AttributeError):
         pfd = -1
-    watch = [p_r] + ([pfd] if pfd >= 0 else [])
+    watch = [ch] + ([pfd] if pfd >= 0 else [])
     try:
         while True:
             try:
                 ready, _, _ = select.select(watch, [], [])
             except InterruptedError:
                 continue
-            if p_r in ready:
+            if ch in ready:
                 try:
-                    b = os.read(p_r, 1)
+                    b, fds = _execbox_recv_fds(ch)
                 except InterruptedError:
                     continue
+                if b[:1] == b'c' and len(fds) == 1 and status_w is None:
+                    status_w = fds[0]
+                    m = json.loads(b[1:])
+                    continue
+                for f in fds:
+                    os.close(f)
                 if b == b'p':
-                    return True
+                    return True, m, status_w
+                if b:
+                    continue
                 if pfd < 0:
-                    return False
+                    return False, m, status_w
                 watch = [pfd]  # closed: wait for the process itself
                 continue
-            return False
+            return False, m, status_w
     finally:
         if pfd >= 0:
             os.close(pfd)
@@ -232,9 +260,8 @@ def _execbox_figures():
         pass
 
 
-def _execbox_cell(sock, m, fds, p_w, mod):
+def _execbox_cell(sock, m, fds, ch, mod):
     import ast, json, linecache, tokenize, io
-    os.setpgid(0, 0)  # the cell's own group: the state kills what it leaves if it fails
     out, err, status_w, res_w, code_fd, in_fd = fds
     sock.send(b'{"t": "started"}')  # the library learns our pid from the kernel
     while True:
@@ -318,7 +345,10 @@ def _execbox_cell(sock, m, fds, p_w, mod):
     for i in (0, 1, 2):
         os.dup2(nul, i)
     os.close(nul)
-    os.write(p_w, b'p')
-    os.close(p_w)
+    try:
+        ch.send(b'p')
+    except OSError:
+        pass  # the old state is gone already (the cell killed it): we are the state anyway
+    ch.close()
     _execbox_status(status_w, m, m['kept'], (status & 0xff) << 8)
     os.close(status_w)
