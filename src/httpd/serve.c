@@ -35,7 +35,9 @@ static void help(FILE *f)
             "Usage: execbox serve [OPTIONS]\n\n"
             "HTTP service: POST /v1/execute runs code in a fresh sandbox and answers with the\n"
             "result record; /v1/sessions keeps state between cells (docs/sessions.md);\n"
-            "GET /v1/health; GET /metrics (Prometheus). See docs/api.md.\n\n"
+            "GET /v1/health; GET /metrics (Prometheus); under /e2b/ (or /e2b/TOKEN/ with a\n"
+            "token) the wire of E2B's code interpreter, for E2B's SDK (docs/e2b.md). See\n"
+            "docs/api.md.\n\n"
             "  -L, --listen ADDR        host:port, [v6]:port or unix:/path (default " DEFAULT_LISTEN
             ")\n"
             "      --token TOKEN        require 'Authorization: Bearer TOKEN' (default: "

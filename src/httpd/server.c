@@ -38,6 +38,7 @@
 
 #include "common/runner.h"
 #include "common/sessions.h"
+#include "e2b.h"
 #include "front.h"
 #include "metrics.h"
 #include "request.h"
@@ -62,6 +63,7 @@ enum route {
     R_SESSION_EXECUTE, /* /v1/sessions/{id}/execute */
     R_SESSION_FILES,   /* /v1/sessions/{id}/files */
     R_SESSION_FILE,    /* /v1/sessions/{id}/files/{path} */
+    R_E2B,             /* /e2b/..., E2B's code-interpreter wire (e2b.h) */
     R_OTHER,
 };
 
@@ -75,6 +77,7 @@ enum op {
     OP_FILE_GET,    /* GET /v1/sessions/{id}/files/{path} */
     OP_FILE_PUT,    /* PUT ... */
     OP_FILE_DELETE, /* DELETE ... */
+    OP_E2B,         /* an E2B call that needs a worker (e2b.h) */
 };
 
 enum jstate {
@@ -104,6 +107,8 @@ struct job {
     char *file_path;            /* decoded workspace path of R_SESSION_FILE */
     bool bad_path;              /* ... which is not one a client may name */
     size_t body_max;            /* largest body taken: --max-body, or less for a file */
+    struct e2b_call e2b;        /* R_E2B: the E2B call */
+    const char *allow;          /* a 405's Allow header when the route alone does not say */
     uint64_t t0_ns;
     enum jstate state;
     bool sse;       /* Accept: text/event-stream */
@@ -150,6 +155,7 @@ struct srv {
     struct srv_metrics metrics;
     struct runner *runner; /* the queue and the workers */
     struct sess_registry *sessions;
+    struct e2b *e2b; /* the E2B routes' contexts */
     pthread_mutex_t lock;
     size_t pending; /* accepted and not yet completed on the wire */
     bool draining, stopping;
@@ -217,17 +223,35 @@ void srv_log(const char *level, const char *event, const char *message)
     log_object(o);
 }
 
+/* Replaces every copy of the token in msg with "***" (libmicrohttpd's messages quote the url,
+ * and an E2B url carries the token). */
+static void redact_token(char *msg, const char *token)
+{
+    size_t tl = token ? strlen(token) : 0;
+    char *p;
+    while (tl >= 3 && (p = strstr(msg, token))) {
+        memcpy(p, "***", 3);
+        memmove(p + 3, p + tl, strlen(p + tl) + 1);
+    }
+}
+
 __attribute__((format(printf, 2, 0))) static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    struct srv *s = cls;
     /* The front door's socket pairs are not TCP: setting TCP_NODELAY or TCP_CORK on them fails
      * (EOPNOTSUPP), and 0.9.75 cannot be told so for a connection given with
      * MHD_add_connection(); it warns then, at every response. */
     if (strncmp(fmt, "Setting %s option to %s state failed", 36) == 0 ||
         strncmp(fmt, "Failed to push the data from buffers", 36) == 0)
         return;
+    /* Whole, so that the token is found before the message is cut to a log line's size. */
+    char *full = NULL;
+    if (vasprintf(&full, fmt, ap) < 0)
+        return;
+    redact_token(full, s->cfg.token);
     char msg[512];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    snprintf(msg, sizeof(msg), "%s", full);
+    free(full);
     size_t n = strlen(msg);
     while (n && msg[n - 1] == '\n')
         msg[--n] = '\0';
@@ -259,7 +283,7 @@ static void access_log(struct job *j, int status)
                               (double)(now_ns() - j->t0_ns) / 1e6);
     if (!o)
         return;
-    if (j->route == R_EXECUTE || j->route == R_SESSION_EXECUTE) {
+    if (j->route == R_EXECUTE || j->route == R_SESSION_EXECUTE || j->route == R_E2B) {
         json_object_set_new(o, "stream", json_boolean(j->sse));
         if (j->outcome) {
             json_object_set_new(o, "outcome", json_string(j->outcome));
@@ -286,6 +310,7 @@ static void job_unref(struct job *j)
         return;
     pthread_mutex_destroy(&j->lock);
     runner_job_release(&j->rj);
+    e2b_call_clear(j->srv->e2b, &j->e2b);
     free(j->body);
     srv_run_spec_clear(&j->spec);
     if (j->resp)
@@ -407,7 +432,8 @@ static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int stat
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"execbox\"");
     add_cors_headers(j, r);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allowed_methods(j->route));
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+                                j->allow ? j->allow : allowed_methods(j->route));
     /* Bytes of a sandbox's file are the code's, not ours: never sniffed, never run as a page
      * of this origin. */
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
@@ -472,19 +498,20 @@ static int enqueue(struct srv *s, struct job *j)
 
 /* ---- streaming --------------------------------------------------------------------------- */
 
-/* Appends a frame to the job's stream and wakes its connection. Called with j->lock held. */
-static void sse_push(struct job *j, const char *frame, size_t len, bool force)
+/* Appends a frame to the job's stream and wakes its connection; false when it was dropped.
+ * Called with j->lock held. */
+static bool sse_push(struct job *j, const char *frame, size_t len, bool force)
 {
     if (!force && j->sse_len - j->sse_off + len > SRV_SSE_PENDING_MAX) {
         j->sse_dropped += len;
-        return;
+        return false;
     }
     if (j->sse_off && j->sse_off == j->sse_len)
         j->sse_off = j->sse_len = 0;
     char *nb = realloc(j->sse_buf, j->sse_len + len);
     if (!nb) {
         j->sse_dropped += len;
-        return;
+        return false;
     }
     j->sse_buf = nb;
     memcpy(j->sse_buf + j->sse_len, frame, len);
@@ -493,6 +520,17 @@ static void sse_push(struct job *j, const char *frame, size_t len, bool force)
         j->suspended = false;
         MHD_resume_connection(j->conn);
     }
+    return true;
+}
+
+/* e2b_run's push: an NDJSON line into the same bounded stream as the server-sent events. */
+static bool e2b_push(void *ud, const char *line, size_t len, bool force)
+{
+    struct job *j = ud;
+    pthread_mutex_lock(&j->lock);
+    bool kept = sse_push(j, line, len, force);
+    pthread_mutex_unlock(&j->lock);
+    return kept;
 }
 
 static void sse_event(struct job *j, const char *event, const char *json, bool force)
@@ -839,6 +877,26 @@ static void run_file_op(struct job *j)
     set_api_error(j, r, &err);
 }
 
+/* An E2B call on a worker: execute streams its lines; the others prepare their answer. */
+static void run_e2b(struct srv *s, struct job *j)
+{
+    struct e2b_answer a;
+    struct e2b_outcome o;
+    uint64_t t = now_ns();
+    e2b_run(s->e2b, &j->e2b, j->rj.cancel, e2b_push, j, &a, &o);
+    j->run_s = (double)(now_ns() - t) / 1e9;
+    if (o.ran) {
+        enum srv_outcome so = o.timed_out    ? SRV_OUTCOME_TIMEOUT
+                              : o.oom_killed ? SRV_OUTCOME_OOM
+                              : o.failed     ? SRV_OUTCOME_ERROR
+                                             : SRV_OUTCOME_OK;
+        srv_metrics_run(&s->metrics, so, o.cancelled);
+        j->outcome = o.cancelled ? "cancelled" : srv_outcome_name(so);
+        j->exit_code = o.exit_code;
+    }
+    set_answer(j, e2b_op_streams(j->e2b.op) ? 200 : a.status, a.body, a.len, a.ctype, free);
+}
+
 /* The runner's run(): runs one job and prepares its answer (run_status and resp). */
 static bool http_run(struct runner_job *rj, void *ud)
 {
@@ -850,6 +908,10 @@ static bool http_run(struct runner_job *rj, void *ud)
     pthread_mutex_unlock(&j->lock);
     if (skip)
         return false; /* the client hung up while queued: nothing to run, nobody to answer */
+    if (j->op == OP_E2B) {
+        run_e2b(s, j);
+        return true;
+    }
     if (j->sse) {
         char start[128];
         snprintf(start, sizeof(start), "{\"request_id\":\"%s\"}", j->id);
@@ -893,7 +955,10 @@ static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
     char *body = j->resp;
     j->status = status;
     j->state = J_DONE;
-    if (j->sse) {
+    if (j->sse && j->route == R_E2B) {
+        /* The lines were the answer; a call that never ran just ends. */
+        j->sse_done = true;
+    } else if (j->sse) {
         /* The final event: the result record, or the error. */
         if (body) {
             size_t n;
@@ -1155,13 +1220,18 @@ static bool route_method(struct job *j, bool get, bool *ret_json_body)
     }
 }
 
-/* The first call for a request: its headers are in. Routes it, and decides what can be decided
- * without the body. */
+/* The first call for a request: its headers are in. Routes it (an E2B path's token is kept out
+ * of j->path, which the log shows), and decides what can be decided without the body. */
 static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Connection *c,
                                   const char *url)
 {
     bool get = strcmp(j->method, "GET") == 0 || strcmp(j->method, "HEAD") == 0;
-    route(j, url);
+    const char *e2b_sub = NULL;
+    enum e2b_match em = e2b_match_path(url, s->cfg.token, &e2b_sub, j->path, sizeof(j->path));
+    if (em != E2B_NOT_OURS)
+        j->route = R_E2B;
+    else
+        route(j, url);
     /* The front door checked that this is "chunked" and the only framing header. */
     j->close =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
@@ -1188,7 +1258,23 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
         return MHD_YES;
     }
     bool json_body = false;
-    if (!route_method(j, get, &json_body)) {
+    if (j->route == R_E2B) {
+        /* E2B's SDK cannot send our bearer header: the token rides in the path. */
+        if (em == E2B_NO_TOKEN && !authorized(s, c)) {
+            reject(j, 401, "unauthorized",
+                   "missing or wrong token: with a token, the E2B routes are under /e2b/TOKEN/", 0);
+            return MHD_YES;
+        }
+        int r = e2b_route(j->method, e2b_sub, &j->e2b, &j->allow);
+        if (r == 404)
+            reject(j, 404, "not_found", "no such endpoint", 0);
+        else if (r == 405)
+            reject(j, 405, "method_not_allowed", "method not allowed here (see Allow)", 0);
+        if (r || e2b_op_immediate(j->e2b.op))
+            return MHD_YES;
+        j->op = OP_E2B; /* a POST with a JSON body */
+        json_body = true;
+    } else if (!route_method(j, get, &json_body)) {
         j->op = OP_NONE;
         reject(j, 405, "method_not_allowed",
                j->route == R_EXECUTE || j->route == R_SESSION_EXECUTE ? "use POST"
@@ -1198,7 +1284,7 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
     }
     if (j->route == R_HEALTH || (j->route == R_METRICS && authorized(s, c)))
         return MHD_YES;
-    if (!authorized(s, c)) {
+    if (j->route != R_E2B && !authorized(s, c)) {
         j->op = OP_NONE;
         reject(j, 401, "unauthorized", "missing or wrong bearer token", 0);
         return MHD_YES;
@@ -1260,6 +1346,8 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
     }
     if (j->op == OP_RUN || j->op == OP_CELL)
         j->sse = wants_sse(c);
+    else if (j->op == OP_E2B)
+        j->sse = e2b_op_streams(j->e2b.op);
     j->state = J_READING;
     return MHD_YES;
 }
@@ -1350,6 +1438,12 @@ static enum MHD_Result answer_now(struct srv *s, struct job *j, struct MHD_Conne
     case R_SESSIONS: return serve_sessions(s, j, c);
     case R_SESSION:
         return strcmp(j->method, "DELETE") == 0 ? delete_session(s, j, c) : serve_session(s, j, c);
+    case R_E2B: {
+        struct e2b_answer a;
+        if (e2b_answer(s->e2b, &j->e2b, &a) < 0)
+            return MHD_NO;
+        return respond(j, c, a.status, a.ctype, a.body, a.len, free, 0);
+    }
     default: return respond_error(j, c, 404, "not_found", "no such endpoint", NULL, 0);
     }
 }
@@ -1408,6 +1502,25 @@ static bool parse_body(struct srv *s, struct job *j, struct MHD_Connection *c, e
     return false;
 }
 
+static enum MHD_Result queue_job(struct srv *s, struct job *j, struct MHD_Connection *c);
+
+/* An E2B call's body is in: prepare it, and queue it unless that answered it. */
+static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    struct e2b_answer a;
+    int r = e2b_prepare(s->e2b, &j->e2b, j->body ? j->body : "", j->body_len, &a);
+    free(j->body);
+    j->body = NULL;
+    if (r < 0)
+        return respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
+    if (r > 0)
+        return respond(j, c, a.status, a.ctype, a.body, a.len, free, 0);
+    struct execbox_error err = {0};
+    if (runner_job_init(&j->rj, &err) < 0)
+        return respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
+    return queue_job(s, j, c);
+}
+
 /* The body is in: validate it and queue the job. */
 static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
@@ -1416,6 +1529,8 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
         snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes", j->body_max);
         return respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
     }
+    if (j->op == OP_E2B)
+        return e2b_submit(s, j, c);
     enum MHD_Result ret = MHD_YES;
     if ((j->op == OP_RUN || j->op == OP_CREATE || j->op == OP_CELL) && !parse_body(s, j, c, &ret))
         return ret;
@@ -1436,7 +1551,13 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
             return respond_error(j, c, 404, "session_not_found", "the session has ended", NULL, 0);
         j->cell_claimed = true;
     }
+    return queue_job(s, j, c);
+}
 
+/* Queues a job whose runner part is ready, and parks its connection or starts its stream. */
+static enum MHD_Result queue_job(struct srv *s, struct job *j, struct MHD_Connection *c)
+{
+    enum MHD_Result ret = MHD_YES;
     pthread_mutex_lock(&j->lock);
     int r = enqueue(s, j);
     if (r < 0 && j->cell_claimed) {
@@ -1467,7 +1588,9 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
             /* The worker still runs it; the connection will be closed. */
             ret = MHD_NO;
         } else {
-            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                    j->route == R_E2B ? "application/x-ndjson"
+                                                      : "text/event-stream");
             MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
             MHD_add_response_header(resp, "X-Request-Id", j->id);
             MHD_add_response_header(resp, "X-Accel-Buffering", "no");
@@ -1586,7 +1709,17 @@ static void front_refused(void *ud, int status, const char *method, const char *
     format_remote(sa, remote, sizeof(remote));
     new_request_id(s, id, id_size);
     srv_metrics_status(&s->metrics, status);
-    json_t *o = access_object(id, remote, method, path, status, 0);
+    /* An E2B path carries the token (/e2b/TOKEN/...), maybe cut short by the front door:
+     * whatever stands where a token would, never into the log. */
+    char shown[128];
+    snprintf(shown, sizeof(shown), "%s", path);
+    if (s->cfg.token && strncmp(shown, "/e2b/", 5) == 0) {
+        const char *rest = strchr(shown + 5, '/');
+        char tail[128];
+        snprintf(tail, sizeof(tail), "%s", rest ? rest : "");
+        snprintf(shown + 5, sizeof(shown) - 5, "***%s", tail);
+    }
+    json_t *o = access_object(id, remote, method, shown, status, 0);
     if (o)
         log_object(o);
 }
@@ -1629,6 +1762,9 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
         .lifetime = cfg->session_lifetime,
     };
     int r = sess_registry_new(&sc, &s->sessions, err);
+    struct e2b_config ec = {.sessions = s->sessions, .policy = &s->cfg.policy};
+    if (r == 0)
+        r = e2b_new(&ec, &s->e2b, err);
     if (r < 0) {
         close(cfg->listen_fd);
         srv_stop(s);
@@ -1737,6 +1873,7 @@ void srv_stop(struct srv *s)
     if (s->watchdog_started)
         pthread_join(s->watchdog, NULL);
     s->runner = runner_free(s->runner);
+    s->e2b = e2b_free(s->e2b);
     /* Last: every job, and with it every reference to a session, is gone. */
     s->sessions = sess_registry_free(s->sessions);
     pthread_mutex_destroy(&s->lock);

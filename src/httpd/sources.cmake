@@ -3,6 +3,6 @@
 # `execbox serve` executes, so that `execbox run` never loads libmicrohttpd and its TLS stack.
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 eb_program(execbox_serve execbox-serve
-  SOURCES common/jsonrpc.c common/runner.c common/sessions.c httpd/main.c httpd/serve.c httpd/server.c httpd/front.c httpd/request.c httpd/metrics.c
+  SOURCES common/jsonrpc.c common/runner.c common/sessions.c httpd/main.c httpd/serve.c httpd/server.c httpd/front.c httpd/e2b.c httpd/request.c httpd/metrics.c
   LIBS PkgConfig::MHD)
 list(APPEND EB_CLI_DEFINES HAVE_SERVE)

@@ -30,7 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == 0) {
         check(h.framing == FRONT_NO_BODY || h.framing == FRONT_LENGTH || h.framing == FRONT_CHUNKED,
               "one framing");
-        check(h.framing != FRONT_NO_BODY || h.length == 0 || h.length == (uint64_t)0xa5a5a5a5a5a5a5a5ULL,
+        check(h.framing != FRONT_NO_BODY || h.length == 0 ||
+                  h.length == (uint64_t)0xa5a5a5a5a5a5a5a5ULL,
               "no length without a body");
     } else {
         check(st == 400 || st == 413, "refused with 400 or 413");

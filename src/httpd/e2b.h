@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/* e2b.h - the wire of E2B's code interpreter under /e2b/ in `execbox serve` (docs/e2b.md), so
+ * that E2B's own SDK (E2B_DEBUG=true E2B_SANDBOX_URL=http://HOST:PORT/e2b) drives execbox: POST
+ * /execute streaming NDJSON lines, /contexts (create, list, delete, restart), GET /health.
+ *
+ * An E2B context is a session of the shared registry (common/sessions.h, surface "e2b") under an
+ * id of its own that stays the same across a restart. No context_id means the default context
+ * of the language: one per server, made at its first use, shared by every client of the server.
+ *
+ * HTTP stays in server.c: this module routes a path, parses bodies, keeps the contexts and runs
+ * the work of one call on a worker, handing NDJSON lines to a push callback. Thread-safe. */
+#ifndef EBSRV_E2B_H
+#define EBSRV_E2B_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/sessions.h"
+#include "execbox/execbox.h"
+
+/* A context id: a UUID, as E2B's are. */
+#define E2B_ID_SIZE 37
+/* Most contexts listed at once (stale entries of expired sessions are dropped first). */
+#define E2B_CONTEXTS_MAX SESS_MAX_LIMIT
+
+struct e2b;
+
+struct e2b_config {
+    struct sess_registry *sessions;      /* borrowed; outlives the module */
+    const struct execbox_policy *policy; /* borrowed: every context's policy */
+};
+
+int e2b_new(const struct e2b_config *cfg, struct e2b **ret, struct execbox_error *err);
+/* Forgets every context (their sessions stay the registry's). No call may be live. Accepts
+ * NULL; returns NULL. */
+struct e2b *e2b_free(struct e2b *e);
+
+/* How a request path relates to /e2b. */
+enum e2b_match {
+    E2B_NOT_OURS = 0, /* not under /e2b */
+    E2B_OURS,         /* under /e2b, and the token (if any) is in the path */
+    E2B_NO_TOKEN,     /* under /e2b, but a token is set and the path does not carry it */
+};
+
+/* Matches path against "/e2b[/TOKEN]/SUB". With a token, "/e2b/TOKEN/SUB" gives E2B_OURS and
+ * sub "/SUB"; any other path under /e2b gives E2B_NO_TOKEN and sub "/" followed by all after
+ * "/e2b/" (a caller that authenticated otherwise may use it). shown gets the path for logs,
+ * with the token replaced by "***". Compares the token in constant time. */
+enum e2b_match e2b_match_path(const char *path, const char *token, const char **ret_sub,
+                              char *shown, size_t shown_size);
+
+enum e2b_op {
+    E2B_OP_NONE = 0, /* no such route: 404 */
+    E2B_OP_HEALTH,   /* GET /health */
+    E2B_OP_EXECUTE,  /* POST /execute */
+    E2B_OP_LIST,     /* GET /contexts */
+    E2B_OP_CREATE,   /* POST /contexts */
+    E2B_OP_DELETE,   /* DELETE /contexts/{id} */
+    E2B_OP_RESTART,  /* POST /contexts/{id}/restart */
+};
+
+/* One call: routed, then prepared, then (for the ops that need a worker) run. Zero it. */
+struct e2b_call {
+    enum e2b_op op;
+    char id[E2B_ID_SIZE]; /* from the path: DELETE, restart */
+    /* private: the context it works on and what it holds */
+    void *ctx;
+    struct sess *sess;
+    bool claimed;                /* holds the session's cell (sess_cell_begin) */
+    bool create;                 /* the worker makes the context's session */
+    char old_sess[SESS_ID_SIZE]; /* restart: the session it replaces */
+    char *code;
+    size_t code_len;
+};
+
+/* Routes SUB (as e2b_match_path gave it) for method. Returns 0 with call->op set, 404 for no
+ * such route, 405 for a route without this method (*ret_allow then names the methods). */
+int e2b_route(const char *method, const char *sub, struct e2b_call *call, const char **ret_allow);
+
+/* Whether the op is answered on the HTTP thread at once (e2b_answer), or has a body to read and
+ * goes through e2b_prepare and a worker. */
+bool e2b_op_immediate(enum e2b_op op);
+
+/* An answer: HTTP status, content type (static) and a malloc'd body (free()). */
+struct e2b_answer {
+    int status;
+    const char *ctype;
+    char *body;
+    size_t len;
+};
+
+/* Answers an immediate op (health, list, delete). 0, or -ENOMEM. */
+int e2b_answer(struct e2b *e, struct e2b_call *call, struct e2b_answer *ret);
+
+/* Validates an op's body and takes what it needs (the context, its cell). 0: hand the call to a
+ * worker (e2b_run); 1: *ret holds the answer (an error) and the call is finished. -ENOMEM. */
+int e2b_prepare(struct e2b *e, struct e2b_call *call, const char *body, size_t len,
+                struct e2b_answer *ret);
+
+/* Whether e2b_run streams NDJSON lines (execute) rather than filling an answer. */
+bool e2b_op_streams(enum e2b_op op);
+
+/* Receives one NDJSON line (with its "\n"). force: the line must be kept (a result, the end);
+ * otherwise it may be refused when the client is too slow. Returns whether it was kept. */
+typedef bool (*e2b_push_fn)(void *ud, const char *line, size_t len, bool force);
+
+/* What a cell did, for the access log and the metrics. */
+struct e2b_outcome {
+    bool ran; /* a cell ran and has a result */
+    bool timed_out, oom_killed, cancelled, failed;
+    int exit_code;
+};
+
+/* Runs a prepared call on a worker. Execute streams its lines through push; the other ops fill
+ * *ret. cancel (may be NULL) kills the cell. */
+void e2b_run(struct e2b *e, struct e2b_call *call, struct execbox_cancel *cancel, e2b_push_fn push,
+             void *ud, struct e2b_answer *ret, struct e2b_outcome *out);
+
+/* Releases what the call still holds (a claimed cell, a session reference, a context being made
+ * by a call that never ran) and zeroes it. Never blocks. */
+void e2b_call_clear(struct e2b *e, struct e2b_call *call);
+
+#endif
