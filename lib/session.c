@@ -286,6 +286,12 @@ static void touch(struct execbox_session *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+void execbox_session_touch(struct execbox_session *s)
+{
+    if (s)
+        touch(s);
+}
+
 /* 0 when the session can take a call now; -ESHUTDOWN or -ETIMEDOUT (it is ended then). */
 static int usable(struct execbox_session *s, struct execbox_error *err)
 {

@@ -466,6 +466,10 @@ struct execbox_session_info {
 /* A snapshot; thread-safe, also while a cell runs. */
 void execbox_session_info(struct execbox_session *s, struct execbox_session_info *ret);
 
+/* Counts as a use now, as a cell or file call does: for a caller that accepted a cell and will
+ * run it after a wait (a queue), so that the wait does not expire the session. Thread-safe. */
+void execbox_session_touch(struct execbox_session *s);
+
 /* Workspace files of a session, by path relative to /workspace: resolved beneath it with no
  * symlink followed (absolute paths, ".." and symlinks are -EINVAL, field "path"); they may be
  * called while a cell runs. write creates parents and replaces the file (at most the policy's

@@ -500,6 +500,9 @@ int sess_cell_begin(struct sess *s)
     if (e == 0)
         s->cell = true;
     pthread_mutex_unlock(&s->reg->lock);
+    /* The cell may wait in the queue: the library must not see that wait as idleness. */
+    if (e == 0)
+        execbox_session_touch(s->es);
     return e;
 }
 
