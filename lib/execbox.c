@@ -179,6 +179,8 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
     if (req->n_files && !ex->ops->input_files)
         return eb_error_set(err, -ENOTSUP, "the %s backend cannot place input files",
                             ex->ops->name);
+    if (req->rich_results)
+        return eb_session_oneshot(ex, req, &policy, ret, err);
 
     struct execbox_result *res = eb_result_new(ex->ops->name, lang->name);
     if (!res)

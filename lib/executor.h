@@ -12,4 +12,10 @@ void eb_executor_parts(struct execbox_executor *ex, const struct eb_backend_ops 
 /* Names in res the walls this executor runs without (allow_degraded). */
 int eb_executor_add_degraded(const struct execbox_executor *ex, struct execbox_result *res);
 
+/* A one-shot run with rich results (execbox_request.rich_results): a session of one cell,
+ * started, run and freed. Same contract as execbox_executor_run; policy is resolved. */
+int eb_session_oneshot(struct execbox_executor *ex, const struct execbox_request *req,
+                       const struct execbox_policy *policy, struct execbox_result **ret,
+                       struct execbox_error *err);
+
 #endif

@@ -698,3 +698,48 @@ struct execbox_session *execbox_session_free(struct execbox_session *s)
     free(s);
     return NULL;
 }
+
+int eb_session_oneshot(struct execbox_executor *ex, const struct execbox_request *req,
+                       const struct execbox_policy *policy, struct execbox_result **ret,
+                       struct execbox_error *err)
+{
+    struct execbox_session_options o = {.language = req->language, .policy = policy};
+    struct execbox_session *s = NULL;
+    struct execbox_error serr = {0, ""};
+    uint64_t start_ns = eb_now_ns();
+    int r = execbox_session_new(ex, &o, &s, &serr);
+    if (r == -ENOTSUP || r == -EINVAL) {
+        if (err)
+            *err = serr;
+        return eb_error_prefix(err, r, "rich results");
+    }
+    if (r < 0) {
+        /* The sandbox could not start: a result, as for any run. */
+        const struct eb_backend_ops *ops;
+        void *state;
+        const char *preload;
+        eb_executor_parts(ex, &ops, &state, &preload);
+        struct execbox_result *res = eb_result_new(ops->name, "python");
+        if (!res)
+            return eb_error_set(err, -ENOMEM, "out of memory");
+        res->execution_time = (double)(eb_now_ns() - start_ns) / 1e9;
+        if (eb_result_sandbox_error(res, serr.msg) < 0) {
+            execbox_result_free(res);
+            return eb_error_set(err, -ENOMEM, "out of memory");
+        }
+        *ret = res;
+        return 0;
+    }
+    struct execbox_request cell = *req;
+    cell.policy = NULL; /* the session's, which is the request's */
+    struct execbox_result *res = NULL;
+    r = execbox_session_run(s, &cell, &res, err);
+    execbox_session_free(s);
+    if (r < 0)
+        return r;
+    res->in_session = false; /* a one-shot run: no cell number, nothing to roll back */
+    res->rolled_back = false;
+    res->execution_count = 0;
+    *ret = res;
+    return 0;
+}

@@ -216,6 +216,12 @@ struct execbox_request {
      * cannot place them refuse the run with -ENOTSUP. */
     const struct execbox_input_file *files;
     size_t n_files;
+    /* Python on the jail: run the code as a notebook cell in a sandbox of its own (a session of
+     * one cell, docs/sessions.md), so that the result's `results` holds the value of its last
+     * expression, objects passed to display() and matplotlib figures. The code then runs as a
+     * cell does (no __file__, sys.argv ['']), not as `python3 FILE`. -ENOTSUP where sessions
+     * cannot be had (another backend or language, a host workspace, network "allow"). */
+    bool rich_results;
 };
 
 /* ---- the result record (docs/result.md) -------------------------------------------------- */

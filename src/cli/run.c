@@ -26,6 +26,9 @@ static void help(FILE *f)
             "  -i, --stdin              pass our stdin to the program (default: /dev/null)\n"
             "      --json               print the result record as one JSON object\n"
             "      --pretty             indent the JSON\n"
+            "      --rich               run it as a notebook cell: the record's results hold the\n"
+            "                           last expression's value, display() and figures (python,\n"
+            "                           jail; see docs/sessions.md)\n"
             "      --warm               run in a sandbox started ahead of time, as mcp and serve\n"
             "                           do with --pool (waits for it; the result is the same)\n"
             "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
@@ -111,7 +114,7 @@ static void wait_warm(struct execbox_executor *ex, const struct execbox_policy *
 
 int cmd_run(int argc, char **argv)
 {
-    enum { OPT_JSON = CLI_OPT__LAST + 1, OPT_PRETTY, OPT_WARM };
+    enum { OPT_JSON = CLI_OPT__LAST + 1, OPT_PRETTY, OPT_WARM, OPT_RICH };
     static const struct option longopts[] = {
         CLI_SANDBOX_LONGOPTS,
         {"code", required_argument, NULL, 'c'},
@@ -120,13 +123,14 @@ int cmd_run(int argc, char **argv)
         {"json", no_argument, NULL, OPT_JSON},
         {"pretty", no_argument, NULL, OPT_PRETTY},
         {"warm", no_argument, NULL, OPT_WARM},
+        {"rich", no_argument, NULL, OPT_RICH},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct cli_sandbox sb;
     cli_sandbox_init(&sb);
     const char *code_arg = NULL, *language = NULL;
-    bool json = false, pretty = false, pass_stdin = false, warm = false;
+    bool json = false, pretty = false, pass_stdin = false, warm = false, rich = false;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "c:l:ih", longopts, NULL)) != -1) {
@@ -141,6 +145,7 @@ int cmd_run(int argc, char **argv)
         case 'i': pass_stdin = true; break;
         case OPT_JSON: json = true; break;
         case OPT_PRETTY: json = pretty = true; break;
+        case OPT_RICH: rich = true; break;
         case OPT_WARM:
             warm = true;
             sb.exec.pool_size = 1;
@@ -219,6 +224,7 @@ int cmd_run(int argc, char **argv)
         .on_output = json ? NULL : stream_out,
         .userdata = &pt,
         .cancel = cancel,
+        .rich_results = rich,
     };
     if (req.code_len == 0) {
         req.code = "\n";

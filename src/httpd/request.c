@@ -372,6 +372,12 @@ int srv_parse_body(enum srv_body_kind kind, const char *body, size_t len,
                 goto out;
             }
             spec.idle_timeout = json_number_value(v);
+        } else if (kind == SRV_BODY_RUN && strcmp(key, "rich_results") == 0) {
+            if (!json_is_boolean(v)) {
+                r = bad(err, field, field_size, key, "rich_results: expected true or false");
+                goto out;
+            }
+            spec.rich_results = json_is_true(v);
         } else if (kind == SRV_BODY_SESSION && strcmp(key, "rollback") == 0) {
             if (!json_is_boolean(v)) {
                 r = bad(err, field, field_size, key, "rollback: expected true or false");

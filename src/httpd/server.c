@@ -717,6 +717,7 @@ static struct execbox_request request_of(struct job *j, const struct execbox_pol
         .cancel = j->rj.cancel,
         .files = j->spec.files,
         .n_files = j->spec.n_files,
+        .rich_results = j->spec.rich_results,
     };
 }
 
@@ -732,7 +733,10 @@ static void run_once(struct srv *s, struct job *j)
         if (r == -ENOMEM)
             set_error_answer(j, 503, "unavailable", err.msg, NULL);
         else
-            set_error_answer(j, 400, "bad_request", err.msg, err.field[0] ? err.field : NULL);
+            set_error_answer(j, 400, "bad_request", err.msg,
+                             err.field[0]                            ? err.field
+                             : r == -ENOTSUP && j->spec.rich_results ? "rich_results"
+                                                                     : NULL);
         return;
     }
     set_result_answer(s, j, res);

@@ -411,6 +411,21 @@ class SessionTests(Tests):
                 assert st == 400 and r["error"]["field"] == field, (files, st, r)
             assert s.stop() == 0
 
+    def test_one_shot_rich_results(self):
+        with Server() as s:
+            st, _, r = s.execute({"code": "import pandas as pd\npd.DataFrame({'a': [1, 2]})",
+                                  "rich_results": True})
+            assert st == 200 and r["exit_code"] == 0, r
+            assert r["results"][0]["is_main_result"] and "<table" in r["results"][0]["html"], r
+            assert "execution_count" not in r, r
+            st, _, r = s.execute({"code": "6 * 7"})  # not asked: a script shows nothing
+            assert st == 200 and r["results"] == [], r
+            st, _, r = s.execute({"code": "1", "rich_results": "yes"})
+            assert st == 400 and r["error"]["field"] == "rich_results", r
+            st, _, r = s.execute({"code": "1", "rich_results": True, "language": "bash"})
+            assert st == 400 and r["error"]["field"] == "rich_results", r
+            assert s.stop() == 0
+
     def test_cell_fields_and_errors(self):
         with Server("--timeout", "5") as s:
             c = Client(s)

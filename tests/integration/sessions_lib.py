@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import SKIP, Tests  # noqa: E402
+from common import SKIP, Tests, run  # noqa: E402
 from templates import ATTACKER, OWNER  # noqa: E402
 
 DRIVER = os.path.join(os.environ.get("EXECBOX_BUILD", "build"), "tests", "session_driver")
@@ -225,6 +225,22 @@ class SessionTests(Tests):
         assert not cgroups_of(d.p.pid), cgroups_of(d.p.pid)
         left = subprocess.run(["pgrep", "-f", "sleep 1000"], capture_output=True, text=True)
         assert left.stdout.strip() == "", left.stdout
+
+
+    def test_rich_one_shot(self):
+        """`execbox run --rich`: a one-shot run as a cell of its own session."""
+        from common import run_json
+        res, p = run_json(["--rich", "-c", "print('hi')\ndisplay({'a': 1})\n6 * 7"])
+        assert p.returncode == 0 and res["stdout"] == "hi\n", (p.returncode, res)
+        assert res["results"] == [{"text": "{'a': 1}", "is_main_result": False},
+                                  {"text": "42", "is_main_result": True}], res
+        assert "execution_count" not in res and "rolled_back" not in res, res
+        res, p = run_json(["--rich", "-t", "1", "-c", "while True: pass"])
+        assert p.returncode == 124 and res["timed_out"], res
+        res, p = run_json(["--rich", "-c", "1/0"])
+        assert p.returncode == 1 and res["error"]["name"] == "ZeroDivisionError", res
+        p = run(["run", "--rich", "-b", "subprocess", "-c", "print(1)"])
+        assert p.returncode == 125 and "rich results" in p.stderr, p.stderr
 
 
 if __name__ == "__main__":
