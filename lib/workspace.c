@@ -59,8 +59,7 @@ const char *eb_mime_from_name(const char *name)
     return "application/octet-stream";
 }
 
-/* True when the bytes really are the image the name says (a guest could name anything .png). */
-static int image_magic_ok(const char *mime, const unsigned char *d, size_t n)
+bool eb_image_magic_ok(const char *mime, const unsigned char *d, size_t n)
 {
     if (strcmp(mime, "image/png") == 0)
         return n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0;
@@ -123,7 +122,7 @@ static int add_file(struct lister *l, int dirfd, const char *name, const char *r
     if (!data)
         return -ENOMEM;
     ssize_t n = eb_read_full(fd, data, (size_t)fst.st_size);
-    if (n <= 0 || !image_magic_ok(f->mime, data, (size_t)n)) {
+    if (n <= 0 || !eb_image_magic_ok(f->mime, data, (size_t)n)) {
         free(data);
         return 0;
     }

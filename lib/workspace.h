@@ -3,6 +3,7 @@
 #ifndef EB_WORKSPACE_H
 #define EB_WORKSPACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "execbox/execbox.h"
@@ -22,6 +23,10 @@ int eb_workspace_list(int dirfd, size_t inline_max, struct execbox_result *r);
  * execbox's own state (/run/execbox). real must be a canonical path (realpath). 0, or -EPERM
  * with err set. */
 int eb_workspace_check_host(const char *real, struct execbox_error *err);
+
+/* True when the n bytes at d really are the image that mime (from the name) says: a guest can
+ * name anything .png. */
+bool eb_image_magic_ok(const char *mime, const unsigned char *d, size_t n);
 
 /* A MIME type guessed from the file name. */
 const char *eb_mime_from_name(const char *name);

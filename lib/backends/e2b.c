@@ -5,16 +5,20 @@
  * (loaded lazily, backends/curl_load.c).
  *
  * A run: POST {api}/sandboxes (the template, the sandbox's own lifetime = the run's timeout
- * plus a margin, no internet for network "none", no auto-pause), POST {sandbox}/execute (the
- * code; NDJSON lines typed stdout, stderr, result, error, number_of_executions,
- * end_of_execution), and DELETE {api}/sandboxes/{id} on every path out once the sandbox was
- * created: success, guest error, timeout, cancel, flood, a broken stream. Should this process
+ * plus a margin, no internet for network "none", no auto-pause); envd's MakeDir of the run's
+ * working directory and a code context working there (POST {sandbox}/contexts); POST
+ * {sandbox}/execute (the code; NDJSON lines typed stdout, stderr, result, error,
+ * number_of_executions, end_of_execution); once the code ended, envd's ListDir of that
+ * directory and GET /files of its small images; and DELETE {api}/sandboxes/{id} on every path
+ * out once the sandbox was created: success, guest error, timeout, cancel, flood, a broken
+ * stream. Should this process
  * die before the DELETE, E2B ends the sandbox itself when its lifetime runs out.
  *
  * Configuration follows E2B's own SDKs: E2B_API_KEY (required), E2B_DOMAIN (default e2b.app),
  * E2B_API_URL (default https://api.<domain>), E2B_SANDBOX_URL (default
- * https://49999-<id>.<domain>; set, it serves every sandbox and the sandbox is named by the
- * E2b-Sandbox-Id header, as E2B's SDKs do). Plain http is accepted only for loopback hosts:
+ * https://<port>-<id>.<domain>, port 49999 for the code interpreter and 49983 for envd; set, it
+ * serves every sandbox and port, named by the E2b-Sandbox-Id and E2b-Sandbox-Port headers, as
+ * E2B's SDKs do). Plain http is accepted only for loopback hosts:
  * the API key never travels in clear over a network.
  *
  * Thread safety: the state is read-only after open(); each run has its own curl handles.
@@ -37,22 +41,29 @@
 #include "../proc.h"
 #include "../result.h"
 #include "../util.h"
+#include "../workspace.h"
 
 /* Limits of this backend. */
 #define E2B_DEFAULT_DOMAIN "e2b.app"
 #define E2B_DEFAULT_TEMPLATE "code-interpreter-v1"
-#define E2B_JUPYTER_PORT 49999      /* the code interpreter's port inside the sandbox */
-#define E2B_CONNECT_MS 5000L        /* connecting to the API or the sandbox */
-#define E2B_CALL_MS 30000L          /* create and delete */
-#define E2B_LIFETIME_MARGIN 30      /* the sandbox outlives the run's timeout by this */
-#define E2B_LIFETIME_MAX 86400      /* E2B's longest sandbox lifetime (Pro tier) */
-#define E2B_BODY_MAX (1U << 20)     /* largest JSON reply to create or delete */
-#define E2B_LINE_MAX (8U << 20)     /* largest single NDJSON line of the stream */
-#define E2B_FLOOD_FACTOR 16         /* stream bytes past 16 x output_limit ... */
-#define E2B_FLOOD_MIN (64ULL << 20) /* ... and past 64 MiB in all end the run */
-#define E2B_CREATE_TRIES 3          /* a 429 on create is retried this often in all */
-#define E2B_RETRY_AFTER_MAX 5.0     /* longest Retry-After we honour, seconds */
-#define E2B_KEY_MAX 256             /* an API key longer than this is not one */
+#define E2B_JUPYTER_PORT 49999               /* the code interpreter's port inside the sandbox */
+#define E2B_CONNECT_MS 5000L                 /* connecting to the API or the sandbox */
+#define E2B_CALL_MS 30000L                   /* create and delete */
+#define E2B_LIFETIME_MARGIN 30               /* the sandbox outlives the run's timeout by this */
+#define E2B_LIFETIME_MAX 86400               /* E2B's longest sandbox lifetime (Pro tier) */
+#define E2B_BODY_MAX (1U << 20)              /* largest JSON reply to create or delete */
+#define E2B_LINE_MAX (8U << 20)              /* largest single NDJSON line of the stream */
+#define E2B_FLOOD_FACTOR 16                  /* stream bytes past 16 x output_limit ... */
+#define E2B_FLOOD_MIN (64ULL << 20)          /* ... and past 64 MiB in all end the run */
+#define E2B_CREATE_TRIES 3                   /* a 429 on create is retried this often in all */
+#define E2B_RETRY_AFTER_MAX 5.0              /* longest Retry-After we honour, seconds */
+#define E2B_KEY_MAX 256                      /* an API key longer than this is not one */
+#define E2B_ENVD_PORT 49983                  /* envd, the sandbox's own API (files, processes) */
+#define E2B_WORKSPACE "/home/user/workspace" /* the run's working directory, made per run */
+#define E2B_ENVD_USER "Authorization: Basic dXNlcjo=" /* envd acts as "user" (base64 "user:") */
+#define E2B_LIST_MAX (8U << 20)                       /* largest ListDir reply */
+#define E2B_FILES_MS 30000L                           /* listing and reading the images, in all */
+#define E2B_INLINE_TOTAL_MAX (32U << 20)              /* image bytes read inline per run, in all */
 
 struct e2b_state {
     char api[512];     /* API base URL, no trailing slash */
@@ -185,8 +196,10 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
     eb_check_add(c, "output_limit", true, false, "enforced here on the stream");
     for (size_t i = 0; i < ARRAY_SIZE(not_enforced); i++)
         eb_check_add(c, not_enforced[i].wall, false, false, "%s", not_enforced[i].detail);
-    eb_check_add(c, "workspace files", false, false,
-                 "not returned; --workspace and --rootfs are refused");
+    eb_check_add(c, "workspace files", true, false,
+                 "listed from %s (made per run, the code's cwd) through envd before the delete; "
+                 "--workspace and --rootfs are refused",
+                 E2B_WORKSPACE);
     eb_check_add(c, "stdin", false, false, "the code interpreter has none; refused when given");
     c->usable = curl_ok && r == 0;
     return c->usable ? 0 : -ENOTSUP;
@@ -259,27 +272,32 @@ static void base_options(CURL *h, const char *url, long timeout_ms)
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 }
 
-/* One API call with a bounded JSON reply. 0 with *status (any HTTP status) and *reply, or
- * -errno (transport failure) with err set. */
-static int api_call(const struct e2b_state *s, const char *method, const char *path,
-                    const char *json, struct reply *reply, long *status, struct execbox_error *err)
+/* Appends each non-NULL line to *hdrs. 0 or -ENOMEM (*hdrs then freed). */
+static int add_headers(struct curl_slist **hdrs, const char *const *lines, size_t n)
 {
-    char url[1024];
-    if (snprintf(url, sizeof(url), "%s%s", s->api, path) >= (int)sizeof(url))
-        return eb_error_set(err, -ENAMETOOLONG, "request URL too long");
+    for (size_t i = 0; i < n; i++) {
+        if (!lines[i])
+            continue;
+        struct curl_slist *t = curl_slist_append(*hdrs, lines[i]);
+        if (!t) {
+            curl_slist_free_all(*hdrs);
+            *hdrs = NULL;
+            return -ENOMEM;
+        }
+        *hdrs = t;
+    }
+    return 0;
+}
+
+/* One request with a bounded reply. 0 with *status (any HTTP status) and *reply, or -errno
+ * (transport failure) with err set. hdrs stays the caller's. */
+static int http_call(const char *method, const char *url, struct curl_slist *hdrs, const char *json,
+                     long timeout_ms, struct reply *reply, long *status, struct execbox_error *err)
+{
     CURL *h = curl_easy_init();
     if (!h)
         return eb_error_set(err, -ENOMEM, "out of memory");
-    struct curl_slist *hdrs = curl_slist_append(NULL, s->key_header);
-    struct curl_slist *t = hdrs ? curl_slist_append(hdrs, "Content-Type: application/json") : NULL;
-    if (t)
-        hdrs = t;
-    if (!t) {
-        curl_slist_free_all(hdrs);
-        curl_easy_cleanup(h);
-        return eb_error_set(err, -ENOMEM, "out of memory");
-    }
-    base_options(h, url, E2B_CALL_MS);
+    base_options(h, url, timeout_ms);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     if (json) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
@@ -293,14 +311,29 @@ static int api_call(const struct e2b_state *s, const char *method, const char *p
     CURLcode cr = curl_easy_perform(h);
     int r = 0;
     if (cr != CURLE_OK) {
-        r = eb_error_set(err, cr == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO, "%s %s%s: %s",
-                         method, s->api, path,
+        r = eb_error_set(err, cr == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO, "%s %s: %s",
+                         method, url,
                          reply->body.overflow ? "reply too large" : curl_easy_strerror(cr));
     } else {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     }
-    curl_slist_free_all(hdrs);
     curl_easy_cleanup(h);
+    return r;
+}
+
+/* One API call with a bounded JSON reply, as http_call. */
+static int api_call(const struct e2b_state *s, const char *method, const char *path,
+                    const char *json, struct reply *reply, long *status, struct execbox_error *err)
+{
+    char url[1024];
+    if (snprintf(url, sizeof(url), "%s%s", s->api, path) >= (int)sizeof(url))
+        return eb_error_set(err, -ENAMETOOLONG, "request URL too long");
+    struct curl_slist *hdrs = NULL;
+    const char *lines[] = {s->key_header, "Content-Type: application/json"};
+    if (add_headers(&hdrs, lines, ARRAY_SIZE(lines)) < 0)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    int r = http_call(method, url, hdrs, json, E2B_CALL_MS, reply, status, err);
+    curl_slist_free_all(hdrs);
     return r;
 }
 
@@ -445,6 +478,324 @@ static int delete_sandbox(const struct e2b_state *s, const struct sandbox *sb,
                            sb->id);
 }
 
+/* ---- the sandbox's own services: envd (files) and the code interpreter ------------------- */
+
+/* The URL of path on one of the sandbox's ports: E2B_SANDBOX_URL (the port then travels in the
+ * E2b-Sandbox-Port header), else https://<port>-<id>.<domain>. */
+static int sandbox_url(const struct e2b_state *s, const struct sandbox *sb, int port,
+                       const char *path, char *url, size_t size, struct execbox_error *err)
+{
+    int n = s->sandbox[0] ? snprintf(url, size, "%s%s", s->sandbox, path)
+                          : snprintf(url, size, "https://%d-%s.%s%s", port, sb->id,
+                                     sb->domain[0] ? sb->domain : s->domain, path);
+    if (n < 0 || (size_t)n >= size)
+        return eb_error_set(err, -ENAMETOOLONG, "sandbox URL too long");
+    return 0;
+}
+
+/* The headers of every request to the sandbox (E2B's proxy routes by id and port; the access
+ * token authenticates; the API key never goes there), then extra. NULL on ENOMEM. */
+static struct curl_slist *sandbox_headers(const struct sandbox *sb, int port,
+                                          const char *const *extra, size_t n_extra)
+{
+    char h_id[200], h_port[64], h_tok[300];
+    snprintf(h_id, sizeof(h_id), "E2b-Sandbox-Id: %s", sb->id);
+    snprintf(h_port, sizeof(h_port), "E2b-Sandbox-Port: %d", port);
+    snprintf(h_tok, sizeof(h_tok), "X-Access-Token: %s", sb->token);
+    const char *lines[] = {h_id, h_port, sb->token[0] ? h_tok : NULL};
+    struct curl_slist *hdrs = NULL;
+    if (add_headers(&hdrs, lines, ARRAY_SIZE(lines)) < 0 || add_headers(&hdrs, extra, n_extra) < 0)
+        return NULL;
+    return hdrs;
+}
+
+/* One request to the sandbox with a bounded reply, as http_call. */
+static int sandbox_call(const struct e2b_state *s, const struct sandbox *sb, int port,
+                        const char *method, const char *path, const char *json,
+                        const char *const *extra, size_t n_extra, long timeout_ms,
+                        struct reply *reply, long *status, struct execbox_error *err)
+{
+    char url[2048];
+    int r = sandbox_url(s, sb, port, path, url, sizeof(url), err);
+    if (r < 0)
+        return r;
+    struct curl_slist *hdrs = sandbox_headers(sb, port, extra, n_extra);
+    if (!hdrs)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    r = http_call(method, url, hdrs, json, timeout_ms, reply, status, err);
+    curl_slist_free_all(hdrs);
+    return r;
+}
+
+/* One unary call of envd's filesystem service, in the Connect protocol's JSON encoding as E2B's
+ * SDKs speak it, as the code interpreter's user. */
+static int envd_rpc(const struct e2b_state *s, const struct sandbox *sb, const char *method,
+                    const char *json, long timeout_ms, struct reply *reply, long *status,
+                    struct execbox_error *err)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/filesystem.Filesystem/%s", method);
+    static const char *const extra[] = {"Content-Type: application/json",
+                                        "Connect-Protocol-Version: 1", E2B_ENVD_USER};
+    return sandbox_call(s, sb, E2B_ENVD_PORT, "POST", path, json, extra, ARRAY_SIZE(extra),
+                        timeout_ms, reply, status, err);
+}
+
+/* A JSON body, or NULL on ENOMEM (o is consumed). */
+static char *dump(json_t *o)
+{
+    char *j = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return j;
+}
+
+/* Makes the run's working directory, E2B_WORKSPACE, and a code context whose cwd it is: the
+ * default context works in the template's home, among the template's own files, which would
+ * be listed as the run's. 0 with ctx set, or -errno. */
+static int prepare(const struct e2b_state *s, const struct sandbox *sb, const char *lang, char *ctx,
+                   size_t size, struct execbox_error *err)
+{
+    _cleanup_free_ char *mk = dump(json_pack("{s:s}", "path", E2B_WORKSPACE));
+    _cleanup_free_ char *cx = dump(json_pack("{s:s, s:s}", "language", lang, "cwd", E2B_WORKSPACE));
+    if (!mk || !cx)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    struct reply rep = {.body.max = E2B_BODY_MAX};
+    long status = 0;
+    char msg[200];
+    int r = envd_rpc(s, sb, "MakeDir", mk, E2B_CALL_MS, &rep, &status, err);
+    eb_http_message(&rep.body, msg, sizeof(msg));
+    free(rep.body.data);
+    if (r < 0)
+        return eb_error_prefix(err, r, "E2B sandbox '%s': making %s", sb->id, E2B_WORKSPACE);
+    if (status == 409)
+        return eb_error_set(err, -EEXIST,
+                            "E2B sandbox '%s': the template already has %s; its files would be "
+                            "listed as the run's",
+                            sb->id, E2B_WORKSPACE);
+    if (status != 200)
+        return eb_error_set(err, -EIO, "E2B sandbox '%s': making %s: HTTP %ld: %s", sb->id,
+                            E2B_WORKSPACE, status, msg[0] ? msg : "no message");
+    static const char *const extra[] = {"Content-Type: application/json"};
+    rep = (struct reply){.body.max = E2B_BODY_MAX};
+    r = sandbox_call(s, sb, E2B_JUPYTER_PORT, "POST", "/contexts", cx, extra, ARRAY_SIZE(extra),
+                     E2B_CALL_MS, &rep, &status, err);
+    json_t *j = r == 0 && (status == 200 || status == 201) && rep.body.data
+                    ? json_loadb(rep.body.data, rep.body.len, 0, NULL)
+                    : NULL;
+    eb_http_message(&rep.body, msg, sizeof(msg));
+    free(rep.body.data);
+    if (r < 0)
+        return eb_error_prefix(err, r, "E2B sandbox '%s': creating a code context", sb->id);
+    r = j ? copy_field(j, "id", ctx, size, true) : -EPROTO;
+    json_decref(j);
+    if (r < 0 && (status == 200 || status == 201))
+        return eb_error_set(err, -EPROTO,
+                            "E2B sandbox '%s': the code context's reply lacks a valid id", sb->id);
+    if (r < 0)
+        return eb_error_set(err, -EIO, "E2B sandbox '%s': creating a code context: HTTP %ld: %s",
+                            sb->id, status, msg[0] ? msg : "no message");
+    return 0;
+}
+
+/* ---- the files a run left ------------------------------------------------------------------ */
+
+struct entry {
+    char *rel; /* relative to E2B_WORKSPACE */
+    uint64_t size;
+};
+
+static int cmp_entries(const void *a, const void *b)
+{
+    return strcmp(((const struct entry *)a)->rel, ((const struct entry *)b)->rel);
+}
+
+/* A regular file: envd's FileType, as its JSON name or its number. */
+static bool is_file(json_t *t)
+{
+    const char *v = json_string_value(t);
+    return v ? strcmp(v, "FILE_TYPE_FILE") == 0 : json_integer_value(t) == 1;
+}
+
+/* An int64 as proto3's JSON encodes it (a decimal string), or a plain number. */
+static bool entry_size(json_t *v, uint64_t *ret)
+{
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *ret = (uint64_t)json_integer_value(v);
+        return true;
+    }
+    const char *t = json_string_value(v);
+    if (!t || !*t || strspn(t, "0123456789") != strlen(t) || strlen(t) > 19)
+        return false;
+    *ret = strtoull(t, NULL, 10);
+    return true;
+}
+
+/* The path below E2B_WORKSPACE, or NULL for one that is not a clean relative path there. */
+static const char *relative(json_t *path)
+{
+    const char *p = json_string_value(path);
+    size_t n = sizeof(E2B_WORKSPACE) - 1;
+    if (!p || strlen(p) != json_string_length(path) || strncmp(p, E2B_WORKSPACE "/", n + 1) != 0)
+        return NULL;
+    const char *rel = p + n + 1;
+    if (!*rel || strlen(rel) >= EXECBOX_PATH_MAX)
+        return NULL;
+    for (const char *c = rel;;) {
+        size_t k = strcspn(c, "/");
+        if (k == 0 || (k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.'))
+            return NULL;
+        if (!c[k])
+            break;
+        c += k + 1;
+    }
+    return rel;
+}
+
+/* Reads one small image into f->data when its bytes are what its name says; a file gone since
+ * the listing (404) or grown past inline_max stays listed without data. 0 or -errno. */
+static int fetch_image(const struct e2b_state *s, const struct sandbox *sb, struct execbox_file *f,
+                       size_t inline_max, long timeout_ms, struct execbox_error *err)
+{
+    char abs[EXECBOX_PATH_MAX + sizeof(E2B_WORKSPACE) + 1];
+    snprintf(abs, sizeof(abs), "%s/%s", E2B_WORKSPACE, f->path);
+    CURL *h = curl_easy_init();
+    char *q = h ? curl_easy_escape(h, abs, 0) : NULL;
+    if (h)
+        curl_easy_cleanup(h);
+    if (!q)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    char path[3 * sizeof(abs) + 64];
+    snprintf(path, sizeof(path), "/files?path=%s&username=user", q);
+    curl_free(q);
+    struct reply rep = {.body.max = inline_max};
+    long status = 0;
+    int r = sandbox_call(s, sb, E2B_ENVD_PORT, "GET", path, NULL, NULL, 0, timeout_ms, &rep,
+                         &status, err);
+    if (r < 0 && rep.body.overflow) {
+        free(rep.body.data);
+        return 0;
+    }
+    if (r == 0 && status == 200 && rep.body.len > 0 &&
+        eb_image_magic_ok(f->mime, (const unsigned char *)rep.body.data, rep.body.len)) {
+        f->data = (unsigned char *)rep.body.data;
+        f->data_len = rep.body.len;
+        return 0;
+    }
+    char msg[200];
+    eb_http_message(&rep.body, msg, sizeof(msg));
+    free(rep.body.data);
+    if (r < 0)
+        return r;
+    if (status == 200 || status == 404)
+        return 0;
+    return eb_error_set(err, -EIO, "GET /files '%s': HTTP %ld: %s", abs, status,
+                        msg[0] ? msg : "no message");
+}
+
+/* Lists the regular files below E2B_WORKSPACE (envd's ListDir, which follows no symlink; depth
+ * 1 is the directory's own entries, so files EB_FILES_DEPTH directories down are listed, as
+ * lib/workspace.c lists them) into res->files, sorted by path, at most EB_FILES_MAX; images up to
+ * inline_max bytes are read inline, at most E2B_INLINE_TOTAL_MAX bytes in all. A listing too
+ * large to read gives no files and files_truncated. 0 or -errno. */
+static int list_files(const struct e2b_state *s, const struct sandbox *sb, size_t inline_max,
+                      struct execbox_result *res, struct execbox_error *err)
+{
+    uint64_t deadline = eb_now_ns() + (uint64_t)E2B_FILES_MS * 1000000;
+    _cleanup_free_ char *body =
+        dump(json_pack("{s:s, s:i}", "path", E2B_WORKSPACE, "depth", EB_FILES_DEPTH + 1));
+    if (!body)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    struct reply rep = {.body.max = E2B_LIST_MAX};
+    long status = 0;
+    int r = envd_rpc(s, sb, "ListDir", body, E2B_FILES_MS, &rep, &status, err);
+    if (r < 0 && rep.body.overflow) {
+        free(rep.body.data);
+        res->files_truncated = true;
+        return 0;
+    }
+    json_t *j = r == 0 && status == 200 && rep.body.data
+                    ? json_loadb(rep.body.data, rep.body.len, JSON_ALLOW_NUL, NULL)
+                    : NULL;
+    char msg[200];
+    eb_http_message(&rep.body, msg, sizeof(msg));
+    free(rep.body.data);
+    if (r < 0)
+        return r;
+    if (status != 200)
+        return eb_error_set(err, -EIO, "ListDir %s: HTTP %ld: %s", E2B_WORKSPACE, status,
+                            msg[0] ? msg : "no message");
+    json_t *entries = json_object_get(j, "entries");
+    if (!json_is_object(j) || (entries && !json_is_array(entries))) {
+        json_decref(j);
+        return eb_error_set(err, -EPROTO, "ListDir %s: the reply is not a list of entries",
+                            E2B_WORKSPACE);
+    }
+    size_t n = json_array_size(entries), k = 0;
+    struct entry *e = n ? calloc(n, sizeof(*e)) : NULL;
+    if (n && !e) {
+        json_decref(j);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_array_get(entries, i);
+        const char *rel = relative(json_object_get(o, "path"));
+        uint64_t size;
+        if (!rel || !is_file(json_object_get(o, "type")) ||
+            !entry_size(json_object_get(o, "size"), &size))
+            continue;
+        e[k].rel = strdup(rel);
+        e[k].size = size;
+        if (!e[k].rel) {
+            r = -ENOMEM;
+            break;
+        }
+        k++;
+    }
+    json_decref(j);
+    if (k > 1)
+        qsort(e, k, sizeof(*e), cmp_entries);
+    size_t keep = k > EB_FILES_MAX ? EB_FILES_MAX : k;
+    if (r == 0 && keep) {
+        res->files = calloc(keep, sizeof(*res->files));
+        if (!res->files)
+            r = -ENOMEM;
+    }
+    for (size_t i = 0; r == 0 && i < keep; i++) {
+        struct execbox_file *f = &res->files[i];
+        const char *base = strrchr(e[i].rel, '/');
+        f->mime = strdup(eb_mime_from_name(base ? base + 1 : e[i].rel));
+        if (!f->mime) {
+            r = -ENOMEM;
+            break;
+        }
+        f->path = TAKE_PTR(e[i].rel);
+        f->size = e[i].size;
+        res->n_files++;
+    }
+    res->files_truncated = res->files_truncated || k > keep;
+    for (size_t i = 0; i < k; i++)
+        free(e[i].rel);
+    free(e);
+    if (r < 0)
+        return r;
+    size_t left = E2B_INLINE_TOTAL_MAX;
+    for (size_t i = 0; i < res->n_files; i++) {
+        struct execbox_file *f = &res->files[i];
+        if (strncmp(f->mime, "image/", 6) != 0 || f->size == 0 || f->size > inline_max ||
+            f->size > left)
+            continue;
+        uint64_t now = eb_now_ns();
+        if (now >= deadline)
+            return eb_error_set(err, -ETIMEDOUT, "reading the images took longer than %ld ms",
+                                E2B_FILES_MS);
+        r = fetch_image(s, sb, f, inline_max, (long)((deadline - now) / 1000000), err);
+        if (r < 0)
+            return r;
+        left -= f->data_len;
+    }
+    return 0;
+}
+
 /* ---- the execute stream -------------------------------------------------------------------- */
 
 struct stream {
@@ -546,20 +897,22 @@ static size_t stream_write(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
-static int execute_body(const struct eb_run *run, char **ret, struct execbox_error *err)
+/* The code interpreter's name of the run's language. */
+static const char *interpreter_language(const struct eb_run *run)
+{
+    return strcmp(run->lang->name, "javascript") == 0 ? "js"
+           : strcmp(run->lang->name, "bash") == 0     ? "bash"
+                                                      : "python";
+}
+
+static int execute_body(const struct eb_run *run, const char *ctx, char **ret,
+                        struct execbox_error *err)
 {
     json_t *code = json_stringn(run->code, run->code_len);
     if (!code)
         return eb_error_set(err, -EINVAL, "the e2b backend sends code as JSON: it must be UTF-8");
-    /* The code interpreter's language names; python is its default context. */
-    const char *lang = strcmp(run->lang->name, "javascript") == 0 ? "js"
-                       : strcmp(run->lang->name, "bash") == 0     ? "bash"
-                                                                  : NULL;
-    json_t *b = json_pack("{s:o, s:{}}", "code", code, "env_vars");
-    if (b && lang)
-        json_object_set_new(b, "language", json_string(lang));
-    char *j = b ? json_dumps(b, JSON_COMPACT) : NULL;
-    json_decref(b);
+    /* The context carries the language and the working directory. */
+    char *j = dump(json_pack("{s:o, s:s, s:{}}", "code", code, "context_id", ctx, "env_vars"));
     if (!j)
         return eb_error_set(err, -ENOMEM, "out of memory");
     *ret = j;
@@ -573,36 +926,22 @@ struct exec_outcome {
 
 /* Streams one execution until it ends, the deadline passes or the cancel fd fires. 0 with *o,
  * or -errno for a failure before the transfer could start. */
-static int execute(const struct e2b_state *s, const struct sandbox *sb, const struct eb_run *run,
-                   uint64_t deadline_ns, struct stream *st, struct exec_outcome *o,
-                   struct execbox_error *err)
+static int execute(const struct e2b_state *s, const struct sandbox *sb, const char *ctx,
+                   const struct eb_run *run, uint64_t deadline_ns, struct stream *st,
+                   struct exec_outcome *o, struct execbox_error *err)
 {
-    char url[1024], h_id[200], h_port[64], h_tok[300];
-    int n = s->sandbox[0] ? snprintf(url, sizeof(url), "%s/execute", s->sandbox)
-                          : snprintf(url, sizeof(url), "https://%d-%s.%s/execute", E2B_JUPYTER_PORT,
-                                     sb->id, sb->domain[0] ? sb->domain : s->domain);
-    if (n >= (int)sizeof(url))
-        return eb_error_set(err, -ENAMETOOLONG, "sandbox URL too long");
-    snprintf(h_id, sizeof(h_id), "E2b-Sandbox-Id: %s", sb->id);
-    snprintf(h_port, sizeof(h_port), "E2b-Sandbox-Port: %d", E2B_JUPYTER_PORT);
-    snprintf(h_tok, sizeof(h_tok), "X-Access-Token: %s", sb->token);
-    _cleanup_free_ char *body = NULL;
-    int r = execute_body(run, &body, err);
+    char url[2048];
+    int r = sandbox_url(s, sb, E2B_JUPYTER_PORT, "/execute", url, sizeof(url), err);
     if (r < 0)
         return r;
-    struct curl_slist *hdrs = NULL;
-    const char *list[] = {"Content-Type: application/json", h_id, h_port,
-                          sb->token[0] ? h_tok : NULL};
-    for (size_t i = 0; i < ARRAY_SIZE(list); i++) {
-        if (!list[i])
-            continue;
-        struct curl_slist *t = curl_slist_append(hdrs, list[i]);
-        if (!t) {
-            curl_slist_free_all(hdrs);
-            return eb_error_set(err, -ENOMEM, "out of memory");
-        }
-        hdrs = t;
-    }
+    _cleanup_free_ char *body = NULL;
+    r = execute_body(run, ctx, &body, err);
+    if (r < 0)
+        return r;
+    static const char *const ctype[] = {"Content-Type: application/json"};
+    struct curl_slist *hdrs = sandbox_headers(sb, E2B_JUPYTER_PORT, ctype, ARRAY_SIZE(ctype));
+    if (!hdrs)
+        return eb_error_set(err, -ENOMEM, "out of memory");
     CURLM *m = curl_multi_init();
     st->h = curl_easy_init();
     if (!m || !st->h) {
@@ -766,10 +1105,24 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     st.flood_at = lim > E2B_FLOOD_MIN ? lim : E2B_FLOOD_MIN;
     eb_capbuf_init(&st.buf[0], p->output_limit);
     eb_capbuf_init(&st.buf[1], p->output_limit);
-    uint64_t start = eb_now_ns();
     struct exec_outcome o = {0};
-    r = execute(s, &sb, run, start + (uint64_t)(p->timeout * 1e9), &st, &o, err);
+    char ctx[128];
+    r = prepare(s, &sb, interpreter_language(run), ctx, sizeof(ctx), err);
+    uint64_t start = eb_now_ns();
+    if (r == 0)
+        r = execute(s, &sb, ctx, run, start + (uint64_t)(p->timeout * 1e9), &st, &o, err);
     res->execution_time = (double)(eb_now_ns() - start) / 1e9;
+    /* The files, only once the code ran to its end: after a timeout or a cancel the code may
+     * still be writing. */
+    struct execbox_error lerr = {0, ""};
+    int lr = 0;
+    if (r == 0 && !o.timed_out && !o.cancelled && !st.flooded && !st.nomem && st.status == 200 &&
+        !st.bad_line && !st.unexpected && o.cr == CURLE_OK && st.ended) {
+        lr = list_files(s, &sb, run->req->inline_files_max, res, &lerr);
+        if (lr < 0)
+            lr = eb_error_prefix(&lerr, lr, "E2B sandbox '%s': the files in %s", sb.id,
+                                 E2B_WORKSPACE);
+    }
     /* The sandbox goes on every path out, before anything else can fail. */
     struct execbox_error derr = {0, ""};
     int dr = delete_sandbox(s, &sb, &derr);
@@ -814,6 +1167,11 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
         r = apply_error(&st, res);
     } else {
         res->exit_code = 0;
+    }
+    if (r >= 0 && lr < 0) {
+        r = lr;
+        if (err)
+            *err = lerr;
     }
     if (r >= 0 && dr < 0) {
         r = dr;

@@ -41,7 +41,10 @@ static const struct eb_language pyodide_python = {
     .filename = "main.py",
     /* V8 reserves address space for WebAssembly memories that it never touches. */
     .memory_rlimit = RLIMIT_DATA,
-    .warm_bootstrap = NULL,
+    /* Not a program: the jail's warm argv is `INTERPRETER ARGS -c BOOTSTRAP CODE STDIN PRELOAD`,
+     * and runner.mjs takes `-c warm` as its warm mode (load Pyodide, wait for the go byte on fd
+     * 3, run CODE once). */
+    .warm_bootstrap = "warm",
 };
 
 struct pyodide {
@@ -138,20 +141,59 @@ static int pyodide_open(const struct execbox_executor_options *o,
     return 0;
 }
 
+static int refuse(const struct execbox_policy *policy, const struct eb_language *lang,
+                  struct execbox_error *err)
+{
+    if (strcmp(lang->name, "python") != 0)
+        return eb_error_set(err, -ENOTSUP, "the pyodide backend runs python only, not %s",
+                            lang->name);
+    if (policy->rootfs[0])
+        return eb_error_set(err, -ENOTSUP,
+                            "the pyodide backend has no --rootfs: its root is the host's system "
+                            "directories and Pyodide");
+    return 0;
+}
+
 static int pyodide_run(void *state, const struct eb_run *run, struct execbox_result *res,
                        struct execbox_error *err)
 {
     struct pyodide *p = state;
-    if (strcmp(run->lang->name, "python") != 0)
-        return eb_error_set(err, -ENOTSUP, "the pyodide backend runs python only, not %s",
-                            run->lang->name);
-    if (run->policy->rootfs[0])
-        return eb_error_set(err, -ENOTSUP,
-                            "the pyodide backend has no --rootfs: its root is the host's system "
-                            "directories and Pyodide");
+    int rc = refuse(run->policy, run->lang, err);
+    if (rc < 0)
+        return rc;
     struct eb_run r = *run;
     r.lang = &pyodide_python;
     return eb_backend_jail.run(p->jail, &r, res, err);
+}
+
+/* Warm starts are the jail's own (lib/pool.c asks; each warm sandbox is a whole jail sandbox in
+ * which node has loaded Pyodide and waits; it serves one run and is destroyed). Node cannot
+ * fork a loaded runtime, so there is no template: every warm sandbox pays a full load, off the
+ * caller's path. */
+static int pyodide_warm_start(void *state, const struct execbox_policy *policy,
+                              const struct eb_language *lang, const char *preload,
+                              struct eb_warm **ret, struct execbox_error *err)
+{
+    struct pyodide *p = state;
+    int r = refuse(policy, lang, err);
+    if (r < 0)
+        return r;
+    return eb_backend_jail.warm_start(p->jail, policy, &pyodide_python, preload, ret, err);
+}
+
+static int pyodide_warm_run(void *state, struct eb_warm *w, const struct eb_run *run,
+                            struct execbox_result *res, struct execbox_error *err)
+{
+    struct pyodide *p = state;
+    struct eb_run r = *run;
+    r.lang = &pyodide_python;
+    return eb_backend_jail.warm_run(p->jail, w, &r, res, err);
+}
+
+static void pyodide_warm_discard(void *state, struct eb_warm *w)
+{
+    struct pyodide *p = state;
+    eb_backend_jail.warm_discard(p->jail, w);
 }
 
 const struct eb_backend_ops eb_backend_pyodide = {
@@ -160,6 +202,9 @@ const struct eb_backend_ops eb_backend_pyodide = {
     .open = pyodide_open,
     .run = pyodide_run,
     .close = pyodide_close,
+    .warm_start = pyodide_warm_start,
+    .warm_run = pyodide_warm_run,
+    .warm_discard = pyodide_warm_discard,
     /* No network "allow": the jail's proxy would be the only way out, but nothing in Pyodide
      * can use it (Python's sockets are Emscripten's, os.environ is not node's, and node's
      * fetch ignores HTTP_PROXY), so the executor refuses it rather than pretend. */

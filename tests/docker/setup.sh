@@ -3,7 +3,12 @@
 # The docker backend's test engine: podman's Docker-compatible service on a private socket.
 #   setup.sh start STATE_DIR   starts it (runc, cgroupfs, explicit ulimits), makes sure the test
 #                              image exists, and prints the DOCKER_HOST to use
-#   setup.sh stop STATE_DIR    stops it and removes its run state
+#   setup.sh start-runsc STATE_DIR  after start: a second service on the same storage whose
+#                              default runtime is gVisor's runsc (podman's Docker API ignores a
+#                              per-container runtime), with runsc's --network=none (its default,
+#                              sandbox, refuses podman's netns) and --platform=ptrace; prints its
+#                              DOCKER_HOST, or exits 77 without runsc
+#   setup.sh stop STATE_DIR    stops both and removes the run state
 # Exit 77 (skip) with the reason only where podman itself cannot run. The image is built once
 # per machine (debootstrap, see build-image.sh) and kept, with podman's storage, under
 # $EXECBOX_TEST_CACHE (default /var/cache/execbox-test), so repeated runs start in seconds.
@@ -39,6 +44,10 @@ podman_cmd() {
 skip() { echo "docker test engine: $*" >&2; exit 77; }
 
 stop() {
+    if [[ -s $state/runsc.pid ]]; then
+        kill -TERM "$(cat "$state/runsc.pid")" 2>/dev/null || true
+        rm -f "$state/runsc.pid"
+    fi
     if [[ -s $state/pid ]]; then
         pid=$(cat "$state/pid")
         kill -TERM "$pid" 2>/dev/null || true
@@ -56,6 +65,30 @@ stop() {
 
 if [[ $cmd == stop ]]; then
     stop
+    exit 0
+fi
+
+if [[ $cmd == start-runsc ]]; then
+    command -v runsc >/dev/null || skip "runsc is not installed (scripts/deps/gvisor.apt)"
+    [[ -s $state/driver ]] || { echo "docker test engine: start-runsc needs start first" >&2; exit 1; }
+    driver=$(cat "$state/driver")
+    sed 's/^runtime = "runc"$/runtime = "runsc"/' "$state/containers.conf" >"$state/runsc.conf"
+    printf '[engine.runtimes]\nrunsc = ["%s"]\n' "$(command -v runsc)" >>"$state/runsc.conf"
+    sock=$state/runsc.sock
+    rm -f "$sock"
+    mapfile -t args < <(podman_args)
+    args=("${args[@]/#runc/$(command -v runsc)}")
+    setsid bash -c 'exec "$@"' _ env CONTAINERS_CONF="$state/runsc.conf" podman "${args[@]}" \
+        --runtime-flag network=none --runtime-flag platform=ptrace \
+        system service --time 0 "unix://$sock" </dev/null >"$state/runsc-service.log" 2>&1 &
+    echo $! >"$state/runsc.pid"
+    for _ in $(seq 100); do
+        curl -sf --max-time 2 --unix-socket "$sock" http://d/_ping >/dev/null && break
+        sleep 0.1
+    done
+    curl -sf --max-time 2 --unix-socket "$sock" http://d/_ping >/dev/null ||
+        { tail -n 5 "$state/runsc-service.log" >&2; skip "podman's service with runsc did not come up"; }
+    echo "unix://$sock"
     exit 0
 fi
 
@@ -88,6 +121,7 @@ if ! podman_cmd info >"$state/info-$driver.log" 2>&1; then
         skip "podman cannot run here: $(tail -n 3 "$state/info.log")"
 fi
 
+echo "$driver" >"$state/driver"
 sock=$state/podman.sock
 rm -f "$sock"
 mapfile -t args < <(podman_args)

@@ -323,6 +323,39 @@ class DockerTests(Tests):
         assert p.stdout == "", p.stdout
         assert_none_left()
 
+    def test_runsc_as_the_engines_runtime(self):
+        """`--runtime runsc` works where runsc is the engine's own runtime: a second podman
+        service on the same storage (setup.sh start-runsc: runsc as podman's default, with
+        runsc's --network=none and --platform=ptrace). The code sees gVisor's kernel, the walls
+        still hold, and no container is left."""
+        if not shutil.which("runsc"):
+            raise SkipTest("runsc is not installed (scripts/deps/gvisor.apt)")
+        p = subprocess.run(["bash", SETUP, "start-runsc", STATE], capture_output=True,
+                           text=True, timeout=120)
+        if p.returncode == 77:
+            raise SkipTest(p.stderr.strip())
+        assert p.returncode == 0, p.stderr
+        host = p.stdout.strip().splitlines()[-1]
+        code = ("import os, socket\n"
+                "print(open('/proc/version').read().split()[2])\n"
+                "try:\n    open('/usr/x', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
+                "try:\n    socket.create_connection(('10.0.2.2', 80), timeout=2)\n"
+                "except OSError as e:\n    print('net', type(e).__name__)\n"
+                "open('out.txt', 'w').write('x')\n")
+        r, p = common.run_json(["-b", "docker", "--docker-host", host, "--runtime", "runsc",
+                                "-c", code])
+        assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+        kernel, ro, net = r["stdout"].splitlines()
+        assert kernel != os.uname().release, f"the host's kernel {kernel}: not under gVisor"
+        assert ro in ("ro 30", "ro 13"), ro  # EROFS (or EACCES as nobody)
+        assert net.startswith("net "), net
+        assert [f["path"] for f in r["files"]] == ["out.txt"], r["files"]
+        # The same engine refuses another runtime it does not run.
+        p = run(["run", "-b", "docker", "--docker-host", host, "--runtime", "runc", "-c",
+                 "print(1)"])
+        assert p.returncode == 125 and "runc" in p.stderr, (p.returncode, p.stderr)
+        assert_none_left()
+
     def test_zz_no_container_left(self):
         assert_none_left()
 

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
 """The e2b backend end to end against the scripted E2B of tests/fakes/fake_e2b.py on loopback
 (E2B_API_URL and E2B_SANDBOX_URL point there, as E2B's SDKs allow): what execbox sends, the
-result record it makes of the NDJSON stream, every error E2B can answer, and that the sandbox is
-deleted on every path out. The real E2B service is not reachable from here and is not tested."""
+result record it makes of the NDJSON stream and of envd's file listing, every error E2B can
+answer, and that the sandbox is deleted on every path out. The real E2B service is not reachable
+from here and is not tested."""
+import base64
+import json
 import math
 import os
 import signal
@@ -32,12 +35,37 @@ class E2BTests(Tests):
         self.fake.create_429 = 0
         self.fake.create_status = None
         self.fake.execute_mode = None
+        self.fake.files_mode = None
         self.fake.requests.clear()
 
     def e2b(self, *args, env=None, **kw):
         self.reset()
         r, p = common.run_json(["-b", "e2b"] + list(args), env=env or self.env, **kw)
         return r, p
+
+    def mcp_call(self, code, inline="64K"):
+        """One execute_python call through `execbox mcp -b e2b --inline-images SIZE` (the surface
+        that asks for images inline): the tools/call result."""
+        self.reset()
+        msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "e2b-test", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                 "params": {"name": "execute_python", "arguments": {"code": code}}}]
+        p = subprocess.run([common.EXECBOX, "mcp", "-b", "e2b", "--inline-images", inline],
+                           input="".join(json.dumps(m) + "\n" for m in msgs), env=self.env,
+                           capture_output=True, text=True, timeout=60)
+        replies = {m.get("id"): m for m in map(json.loads, p.stdout.splitlines())}
+        check(2 in replies and "result" in replies[2], (p.stdout[-2000:], p.stderr[-2000:]))
+        return replies[2]["result"]
+
+    def rpcs(self, name):
+        return [q for q in self.fake.requests
+                if q["path"] == "/filesystem.Filesystem/" + name]
+
+    def downloads(self):
+        return [q["path"] for q in self.fake.requests if q["path"].startswith("/files?")]
 
     def creates(self):
         return [q for q in self.fake.requests if q["path"] == "/sandboxes"]
@@ -164,6 +192,178 @@ class E2BTests(Tests):
     def test_utf8(self):
         r, _ = self.e2b("-c", "print('h\u00e9llo \u2603')")
         eq(r["stdout"], "h\u00e9llo \u2603\n")
+
+    # ---- the files a run left --------------------------------------------------------------
+
+    PNG = "b'\\x89PNG\\r\\n\\x1a\\n' + bytes(range(40))"
+
+    def test_files_listed(self):
+        code = ("import os\n"
+                "print(os.getcwd())\n"
+                "open('out.txt', 'w').write('hello')\n"
+                "os.makedirs('sub/d')\n"
+                "open('sub/d/data.csv', 'w').write('a,b\\n1,2\\n')\n"
+                f"open('plot.png', 'wb').write({self.PNG})\n"
+                "open('.hidden', 'w').write('h')\n"
+                "os.symlink('out.txt', 'link.txt')\n"
+                "os.symlink('/etc', 'etc')\n")
+        r, p = self.e2b("-c", code)
+        eq(r["exit_code"], 0, p.stderr)
+        eq(r["stdout"].strip().endswith("/home/user/workspace"), True, r["stdout"])
+        eq(r["files"], [
+            {"path": ".hidden", "size": 1, "mime": "application/octet-stream"},
+            {"path": "out.txt", "size": 5, "mime": "text/plain"},
+            {"path": "plot.png", "size": 48, "mime": "image/png"},
+            {"path": "sub/d/data.csv", "size": 8, "mime": "text/csv"},
+        ], "files: the run's own, no symlink, not the template's README.txt or .bashrc")
+        check("files_truncated" not in r or r["files_truncated"] is False, r)
+        eq(self.downloads(), [], "no image is read unless the caller asks for them inline")
+        # What went over the wire: the working directory made as the code interpreter's user,
+        # a context working there, the execute in it, the listing, then the delete.
+        mk = self.rpcs("MakeDir")
+        eq(len(mk), 1, "MakeDir calls")
+        eq(mk[0]["body"], {"path": "/home/user/workspace"})
+        for q in mk + self.rpcs("ListDir"):
+            eq(q["headers"]["e2b-sandbox-port"], "49983")
+            eq(q["headers"]["connect-protocol-version"], "1")
+            eq(q["headers"]["authorization"], "Basic dXNlcjo=")
+            check(q["headers"].get("x-access-token"), "no access token sent to envd")
+            check("x-api-key" not in q["headers"], "the API key must not go to the sandbox")
+        ctx = [q for q in self.fake.requests if q["path"] == "/contexts"]
+        eq(len(ctx), 1, "contexts")
+        eq(ctx[0]["body"], {"language": "python", "cwd": "/home/user/workspace"})
+        eq(ctx[0]["headers"]["e2b-sandbox-port"], "49999")
+        ex = [q for q in self.fake.requests if q["path"] == "/execute"][0]
+        check(ex["body"].get("context_id"), ex["body"])
+        check("language" not in ex["body"], "context_id and language are exclusive")
+        ls = self.rpcs("ListDir")
+        eq(len(ls), 1, "ListDir calls")
+        eq(ls[0]["body"], {"path": "/home/user/workspace", "depth": 9})
+        order = [q["path"] if q["method"] != "DELETE" else "DELETE" for q in self.fake.requests]
+        eq(order[-2:], ["/filesystem.Filesystem/ListDir", "DELETE"], "listed before the delete")
+        self.assert_deleted()
+
+    def test_files_other_languages(self):
+        # The context carries the language (the fake runs every cell as Python).
+        for lang, name in (("bash", "bash"), ("javascript", "js")):
+            r, p = self.e2b("-l", lang, "-c", "1")
+            eq(r["exit_code"], 0, p.stderr)
+            eq([q["body"]["language"] for q in self.fake.requests if q["path"] == "/contexts"],
+               [name])
+
+    def test_files_caps(self):
+        # 300 files: the first 256 by path, and files_truncated; files 8 directories down are
+        # listed, 9 down are not (as lib/workspace.c lists a jail's).
+        code = ("import os\n"
+                "for i in range(300):\n"
+                "    open(f'f{i:03d}.txt', 'w').write('x')\n"
+                "os.makedirs('a/b/c/d/e/f/g/h/i')\n"
+                "open('a/b/c/d/e/f/g/h/in8.txt', 'w').write('8')\n"
+                "open('a/b/c/d/e/f/g/h/i/in9.txt', 'w').write('9')\n")
+        r, p = self.e2b("-c", code)
+        eq(r["exit_code"], 0, p.stderr)
+        eq(len(r["files"]), 256)
+        eq(r["files_truncated"], True)
+        eq(r["files"][0]["path"], "a/b/c/d/e/f/g/h/in8.txt")
+        check(all("in9" not in f["path"] for f in r["files"]), "listed 9 directories down")
+        eq(r["files"][-1]["path"], "f254.txt")
+        self.assert_deleted()
+
+    def test_files_inline_images(self):
+        code = ("import os\n"
+                f"open('plot.png', 'wb').write({self.PNG})\n"
+                f"open('big.png', 'wb').write({self.PNG} + bytes(70000))\n"
+                "open('fake.png', 'w').write('not a png')\n"
+                "open('notes.txt', 'w').write('n')\n")
+        res = self.mcp_call(code)
+        eq(res["isError"], False, res)
+        images = [c for c in res["content"] if c["type"] == "image"]
+        want = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode()
+        eq(images, [{"type": "image", "data": want, "mimeType": "image/png"}],
+           "plot.png inline; big.png over --inline-images; fake.png not a PNG")
+        eq([f["path"] for f in res["structuredContent"]["files"]],
+           ["big.png", "fake.png", "notes.txt", "plot.png"])
+        eq(sorted(self.downloads()),
+           ["/files?path=%2Fhome%2Fuser%2Fworkspace%2Ffake.png&username=user",
+            "/files?path=%2Fhome%2Fuser%2Fworkspace%2Fplot.png&username=user"],
+           "only images within --inline-images are read")
+        q = [q for q in self.fake.requests if q["path"].startswith("/files?")][0]
+        eq(q["method"], "GET")
+        eq(q["headers"]["e2b-sandbox-port"], "49983")
+        check(q["headers"].get("x-access-token"), "no access token on the download")
+        self.assert_deleted()
+
+    def test_files_download_gone(self):
+        # A file gone between the listing and the download (404) stays listed, without data.
+        self.fake.files_mode = "download404"
+        res = self.run_mcp_kept(f"open('plot.png', 'wb').write({self.PNG})\n")
+        eq(res["isError"], False, res)
+        eq([c["type"] for c in res["content"]], ["text"])
+        eq([f["path"] for f in res["structuredContent"]["files"]], ["plot.png"])
+        self.assert_deleted()
+
+    def run_mcp_kept(self, code):
+        """mcp_call without resetting the fake's knobs."""
+        mode = self.fake.files_mode
+        orig = self.reset
+        self.reset = lambda: (orig(), setattr(self.fake, "files_mode", mode))
+        try:
+            return self.mcp_call(code)
+        finally:
+            self.reset = orig
+
+    def files_failure(self, mode, words, mcp=False):
+        code = f"print('ran')\nopen('plot.png', 'wb').write({self.PNG})\n"
+        self.reset()
+        self.fake.files_mode = mode
+        if mcp:
+            res = self.run_mcp_kept(code)
+            r = res["structuredContent"]
+        else:
+            r, p = common.run_json(["-b", "e2b", "-c", code], env=self.env)
+            eq(p.returncode, 125, f"{mode}: {p.stderr}")
+        eq(r["error"]["name"], "SandboxError", mode)
+        for w in words:
+            check(w in r["stderr"], f"{mode}: {w!r} not in {r['stderr']!r}")
+        self.assert_deleted()
+        return r
+
+    def test_files_errors(self):
+        # Before the code runs: nothing ran.
+        for mode, words in (("exists", ["already has /home/user/workspace"]),
+                            ("mkdir500", ["making /home/user/workspace", "500", "disk full"]),
+                            ("context500", ["code context", "500", "kernel failed"])):
+            r = self.files_failure(mode, words)
+            check("ran" not in r["stdout"], f"{mode}: the code ran")
+            eq([q for q in self.fake.requests if q["path"] == "/execute"], [], mode)
+        # After: the output stays, the listing's failure is the run's error.
+        for mode, words, mcp in (("list500", ["ListDir", "500", "I/O error"], False),
+                                 ("listgarbage", ["not a list of entries"], False),
+                                 ("download500", ["GET /files", "500", "I/O error"], True)):
+            r = self.files_failure(mode, words, mcp)
+            eq(r["stdout"], "ran\n", mode)
+
+    def test_files_listing_too_large(self):
+        self.reset()
+        self.fake.files_mode = "listflood"
+        r, p = common.run_json(["-b", "e2b", "-c", "open('a.txt', 'w').write('a')"],
+                               env=self.env)
+        eq(r["exit_code"], 0, p.stderr)
+        eq(r["files"], [])
+        eq(r["files_truncated"], True)
+        self.assert_deleted()
+
+    def test_files_bad_entries(self):
+        # Entries outside the directory, with '.', '..' or empty segments, a NUL, of another
+        # type or with a size that is no uint64 are not listed; numbers are read as numbers.
+        self.reset()
+        self.fake.files_mode = "badentries"
+        r, p = common.run_json(["-b", "e2b", "-c", "open('ok.txt', 'w').write('ok')"],
+                               env=self.env)
+        eq(r["exit_code"], 0, p.stderr)
+        eq(r["files"], [{"path": "num.txt", "size": 7, "mime": "text/plain"},
+                        {"path": "ok.txt", "size": 2, "mime": "text/plain"}])
+        self.assert_deleted()
 
     # ---- errors E2B can answer ------------------------------------------------------------
 

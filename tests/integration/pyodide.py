@@ -184,6 +184,43 @@ print("spawned")
         left = subprocess.run(["pgrep", "-f", f"1000.{marker}"], capture_output=True, text=True)
         eq(left.stdout.strip(), "", "a process spawned through js outlived the run")
 
+    # ---- warm starts ------------------------------------------------------------------------
+
+    def test_warm_pool(self):
+        """`serve --pool 1`: each run is served by a sandbox in which node loaded Pyodide ahead
+        of time, and each is fresh (no interpreter state, /tmp or /workspace of the run before
+        it), gets its own stdin, and fails exactly as a cold run does."""
+        from serve import Server
+        with Server("-b", "pyodide", "--pool", "1", "-t", T) as s:
+            def ready():
+                deadline = time.time() + 180
+                while s.metrics().get("execbox_pool_ready", 0) < 1:
+                    check(time.time() < deadline, "no warm sandbox within 180 s")
+                    time.sleep(0.2)
+
+            code = ("import sys, os\n"
+                    "print(hasattr(sys, 'execbox_mark'), os.path.exists('/tmp/mark'),"
+                    " os.listdir('.'))\n"
+                    "sys.execbox_mark = 1\n"
+                    "open('/tmp/mark', 'w').write('x')\n"
+                    "open('left.txt', 'w').write('x')\n"
+                    "print(input())\n")
+            for i in range(3):
+                ready()
+                st, _, r = s.execute({"code": code, "stdin": f"run {i}\n"}, timeout=120)
+                eq(st, 200, r)
+                eq(r["stdout"], f"False False []\nrun {i}\n", f"warm run {i}: {r['stderr']}")
+                eq([f["path"] for f in r["files"]], ["left.txt"])
+            bad = "def f():\n    raise ValueError('warm')\nf()\n"
+            ready()
+            st, _, warm = s.execute({"code": bad}, timeout=120)
+            m = s.metrics()
+            eq(m['execbox_pool_runs_total{sandbox="warm"}'], 4, "runs served warm")
+            eq(m['execbox_pool_runs_total{sandbox="cold"}'], 0, "runs served cold")
+        cold, _ = py(bad)
+        for k in ("exit_code", "stdout", "stderr", "error"):
+            eq(warm[k], cold[k], f"warm vs cold {k}")
+
     def test_refusals(self):
         p = run(["run", "-b", "pyodide", "-l", "javascript", "-c", "1"])
         eq(p.returncode, 125)

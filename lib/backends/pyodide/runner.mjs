@@ -11,18 +11,26 @@
 // Offline: only the standard library in the npm package is available; a package Pyodide would
 // fetch from its CDN (micropip among them) fails to import with a message saying so.
 //
+// Warm start (the jail's warm argv, lib/backends/pyodide.c): Pyodide is loaded and everything
+// up to the program made ready, then the runner waits for one byte on fd 3; the program and its
+// stdin are files that arrive meanwhile. Then it runs exactly as a cold start would, once: a
+// warm runner serves one run and exits, like every other sandbox.
+//
 // Usage: node runner.mjs PROGRAM.py
+//        node runner.mjs -c warm PROGRAM.py STDIN_FILE PRELOAD
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pyodideDir = path.join(here, "node_modules", "pyodide");
-const program = process.argv[2];
-if (!program) {
-    fs.writeSync(2, "usage: node runner.mjs PROGRAM.py\n");
+const warm = process.argv[2] === "-c";
+const program = warm ? process.argv[4] : process.argv[2];
+if (!program || (warm && (process.argv[3] !== "warm" || process.argv.length !== 7))) {
+    fs.writeSync(2, "usage: node runner.mjs PROGRAM.py | -c warm PROGRAM.py STDIN PRELOAD\n");
     process.exit(2);
 }
+let stdinFd = 0;
 
 // Raw byte streams: what Python writes reaches our fds unchanged (no line buffering, no
 // re-encoding), and stdin is read as bytes on demand.
@@ -44,7 +52,7 @@ function writeAll(fd, buf) {
 function readStdin(buf) {
     for (;;) {
         try {
-            return fs.readSync(0, buf, 0, buf.length, null);
+            return fs.readSync(stdinFd, buf, 0, buf.length, null);
         } catch (e) {
             if (e.code === "EOF") return 0;
             if (e.code !== "EAGAIN") throw e;
@@ -93,5 +101,31 @@ for (const p of Object.values(lock.packages || {}))
 py.globals.set("_execbox_offline", py.toPy([...offline]));
 py.globals.set("_execbox_unvendored", py.toPy([...unvendored]));
 py.globals.set("_execbox_program", program);
-const rc = py.runPython(fs.readFileSync(path.join(here, "main.py"), "utf8"));
+const main = fs.readFileSync(path.join(here, "main.py"), "utf8");
+
+if (warm) {
+    // The preload: standard-library modules only (offline), failures ignored, as Python's own
+    // warm start does.
+    py.globals.set("_execbox_preload", process.argv[6]);
+    py.runPython(
+        "_m = None\nfor _m in filter(None, _execbox_preload.split(',')):\n" +
+            "    try:\n        __import__(_m)\n    except Exception:\n        pass\n" +
+            "del _m, _execbox_preload\n",
+    );
+    // The go byte; EOF means the sandbox is being discarded unused.
+    const go = Buffer.alloc(1);
+    for (;;) {
+        try {
+            if (fs.readSync(3, go, 0, 1, null) !== 1) process.exit(0);
+            break;
+        } catch (e) {
+            if (e.code === "EOF") process.exit(0);
+            if (e.code !== "EAGAIN") throw e;
+            Atomics.wait(nap, 0, 0, 1);
+        }
+    }
+    fs.closeSync(3);
+    stdinFd = fs.openSync(process.argv[5], "r");
+}
+const rc = py.runPython(main);
 process.exitCode = rc;
