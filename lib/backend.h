@@ -36,6 +36,8 @@ struct eb_session_box {
 struct eb_box_stats {
     int64_t cpu_ns; /* -1 unknown */
     uint64_t peak_memory, oom_kills;
+    uint64_t files; /* what its tmpfs hold now (charged to its memory) */
+    uint64_t cap;   /* its memory cgroup's cap, 0 when none */
 };
 
 struct eb_backend_ops {

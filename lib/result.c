@@ -88,6 +88,17 @@ const char *execbox_killed_reason_name(enum execbox_killed_reason k)
     return NULL;
 }
 
+const char *eb_oom_files_detail(char *buf, size_t size, uint64_t files, uint64_t cap)
+{
+    if (!cap || files < cap / 8)
+        return NULL;
+    snprintf(buf, size,
+             "files in /tmp and /workspace are held in memory and count against it: "
+             "%" PRIu64 " MiB of the %" PRIu64 " MiB cap were files",
+             files >> 20, cap >> 20);
+    return buf;
+}
+
 int eb_result_apply_oom(struct execbox_result *r, const struct execbox_policy *p,
                         uint64_t oom_kills, const char *detail)
 {

@@ -30,6 +30,10 @@ int eb_result_apply_oom(struct execbox_result *r, const struct execbox_policy *p
 /* Adds a name to r->degraded. */
 int eb_result_add_degraded(struct execbox_result *r, const char *wall);
 
+/* For eb_result_apply_oom: when files (bytes held by /tmp, /dev/shm, a fresh /workspace) were a
+ * large share of the memory cgroup's cap, a sentence saying so in buf; NULL otherwise. */
+const char *eb_oom_files_detail(char *buf, size_t size, uint64_t files, uint64_t cap);
+
 /* A jansson object of the record. */
 json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags);
 

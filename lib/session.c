@@ -487,8 +487,13 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     else
         res->cpu_time = -1;
     res->peak_memory_bytes = after.peak_memory;
-    if (eb_result_apply_oom(res, &s->policy, after.oom_kills - before.oom_kills,
-                            "the session's memory cap covers its state and the running cell") < 0)
+    char detail[384], files[256];
+    const char *why = eb_oom_files_detail(files, sizeof(files), after.files, after.cap);
+    snprintf(detail, sizeof(detail),
+             "the session's memory cap covers its state and the running "
+             "cell%s%s",
+             why ? "; " : "", why ? why : "");
+    if (eb_result_apply_oom(res, &s->policy, after.oom_kills - before.oom_kills, detail) < 0)
         return eb_error_set(err, -ENOMEM, "out of memory");
     if (read_results(res_fd, res) < 0)
         return eb_error_set(err, -ENOMEM, "out of memory");

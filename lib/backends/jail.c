@@ -1428,6 +1428,19 @@ out:
     return r;
 }
 
+/* What the sandbox's tmpfs hold now (charged to its memory cgroup): the cgroup's shmem, or the
+ * fresh workspace's use when that is more. */
+static uint64_t sandbox_files(const struct eb_warm *sb, const struct eb_cgroup_stats *st)
+{
+    uint64_t files = st->shmem;
+    struct statfs fs;
+    if (sb->ws_fd >= 0 && fstatfs(sb->ws_fd, &fs) == 0) {
+        uint64_t ws = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
+        files = ws > files ? ws : files;
+    }
+    return files;
+}
+
 /* Supervises a started sandbox to the end and fills res: output, status, the cgroup's CPU,
  * peak memory and OOM count, the files left in /workspace. */
 static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct execbox_result *res,
@@ -1457,20 +1470,10 @@ static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct e
             res->peak_memory_bytes = st.peak_memory;
         /* Files in /tmp, /dev/shm and a fresh /workspace are memory too (tmpfs): when an OOM
          * kill came while they held a large share, say so, so the cause is not misread. */
-        char detail[256] = "";
-        uint64_t files = st.shmem;
-        struct statfs fs;
-        if (sb->ws_fd >= 0 && fstatfs(sb->ws_fd, &fs) == 0) {
-            uint64_t ws = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
-            files = ws > files ? ws : files;
-        }
-        uint64_t cap = pol->memory + sb->files_budget;
-        if (files >= cap / 8)
-            snprintf(detail, sizeof(detail),
-                     "files in /tmp and /workspace are held in memory and count against it: "
-                     "%" PRIu64 " MiB of the %" PRIu64 " MiB cap were files",
-                     files >> 20, cap >> 20);
-        int o = eb_result_apply_oom(res, pol, st.oom_kills, detail[0] ? detail : NULL);
+        char detail[256];
+        const char *why = eb_oom_files_detail(detail, sizeof(detail), sandbox_files(sb, &st),
+                                              pol->memory + sb->files_budget);
+        int o = eb_result_apply_oom(res, pol, st.oom_kills, why);
         if (o < 0)
             r = o;
     }
@@ -2105,6 +2108,8 @@ static void jail_session_stats(struct eb_warm *sb, struct eb_box_stats *ret)
     ret->cpu_ns = st.cpu_ns;
     ret->peak_memory = st.peak_memory;
     ret->oom_kills = st.oom_kills;
+    ret->files = sandbox_files(sb, &st);
+    ret->cap = sb->policy.memory + sb->files_budget;
 }
 
 static void jail_session_kill(struct eb_warm *sb)

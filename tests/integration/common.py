@@ -11,13 +11,37 @@ SOURCE = os.environ.get("EXECBOX_SOURCE") or os.path.join(os.path.dirname(__file
 SKIP = 77
 
 
+def session_fits(args):
+    """Whether a `run` can go through a session cell (EXECBOX_TEST_SESSION=1): Python, no host
+    workspace, no network allow-list, not another backend."""
+    a = list(args)
+    for i, x in enumerate(a):
+        nxt = a[i + 1] if i + 1 < len(a) else ""
+        if x in ("-l", "--language") and nxt not in ("python", "py", "python3"):
+            return False
+        if x.startswith("--language=") and x.split("=", 1)[1] not in ("python", "py", "python3"):
+            return False
+        if x in ("-b", "--backend") and nxt != "jail":
+            return False
+        if x in ("-w", "--workspace", "--network", "--allow-host") or \
+                x.startswith(("--workspace=", "--backend=", "--network=")):
+            return False
+        if x.endswith((".js", ".sh")) and not x.startswith("-"):
+            return False
+    return True
+
+
 def run(args, input=None, timeout=120, env=None):
     """Runs `execbox ARGS...`; returns CompletedProcess with text stdout/stderr. With
     EXECBOX_TEST_WARM=1 every `run` goes through a warm sandbox (`run --warm`), so that a suite
-    proves the same behaviour through the pool."""
+    proves the same behaviour through the pool; with EXECBOX_TEST_SESSION=1 every Python `run`
+    that a session can take runs as a session cell (`run --rich`)."""
     args = list(args)
     if os.environ.get("EXECBOX_TEST_WARM") == "1" and args[:1] == ["run"]:
         args = ["run", "--warm"] + args[1:]
+    if os.environ.get("EXECBOX_TEST_SESSION") == "1" and args[:1] == ["run"] and \
+            session_fits(args):
+        args = ["run", "--rich"] + args[1:]
     return subprocess.run([EXECBOX] + list(args), input=input, capture_output=True,
                           timeout=timeout, env=env, text=isinstance(input, str) or input is None)
 
