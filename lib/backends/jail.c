@@ -51,6 +51,7 @@
 
 #include "../backend.h"
 #include "../error.h"
+#include "../jail/cache.h"
 #include "../jail/cgroup.h"
 #include "../jail/landlock.h"
 #include "../jail/mounts.h"
@@ -135,9 +136,45 @@ static void probe_cgroup(struct eb_cgroup_root *r)
     free(self);
 }
 
+/* The jail's stage directory (staged /etc, the root's mount point, the probe cache): root's
+ * under /run/execbox, an ordinary user's in $TMPDIR. prepare_cache makes it and checks it is
+ * ours. */
+static void stage_path(char *buf, size_t n)
+{
+    if (geteuid() == 0)
+        snprintf(buf, n, "/run/execbox/jail");
+    else
+        snprintf(buf, n, "%s/execbox-jail-%u", eb_tmp_dir(), (unsigned)geteuid());
+}
+
+static int probe_live(struct execbox_check *c);
+
+/* `execbox check`: every wall asked of the kernel now; the report is kept for the next runs
+ * (best effort, only into a stage directory that exists and is ours: see cache.h). */
 static int probe(const struct execbox_executor_options *o, struct execbox_check *c)
 {
     (void)o;
+    int r = probe_live(c);
+    char dir[EXECBOX_PATH_MAX];
+    stage_path(dir, sizeof(dir));
+    (void)eb_probe_cache_store(dir, c);
+    return r;
+}
+
+/* An executor's open (`execbox run`): the cached report when it is ours, under the same key
+ * and younger than EB_PROBE_CACHE_TTL; else a live probe (which refreshes it). Forking the
+ * privilege probe's child and reading a dozen kernel files cost ~0.2 ms a start. */
+static int probe_open(const struct execbox_executor_options *o, struct execbox_check *c)
+{
+    char dir[EXECBOX_PATH_MAX];
+    stage_path(dir, sizeof(dir));
+    if (eb_probe_cache_load(dir, EB_PROBE_CACHE_TTL, c) == 0)
+        return c->usable ? 0 : -ENOTSUP;
+    return probe(o, c);
+}
+
+static int probe_live(struct execbox_check *c)
+{
     bool root = geteuid() == 0;
     bool userns = access("/proc/self/ns/user", F_OK) == 0 &&
                   read_long("/proc/sys/user/max_user_namespaces", 1) > 0;
@@ -397,14 +434,9 @@ static void remove_stale(struct jail *j, bool force)
  * does not copy /etc each time. It must be owned by us and writable by nobody else. */
 static int prepare_cache(struct jail *j, struct execbox_error *err)
 {
-    if (geteuid() == 0) {
-        if (mkdir("/run/execbox", 0755) < 0 && errno != EEXIST)
-            return eb_error_set(err, -errno, "mkdir /run/execbox: %s", execbox_strerror(-errno));
-        snprintf(j->cache, sizeof(j->cache), "/run/execbox/jail");
-    } else {
-        snprintf(j->cache, sizeof(j->cache), "%s/execbox-jail-%u", eb_tmp_dir(),
-                 (unsigned)geteuid());
-    }
+    if (geteuid() == 0 && mkdir("/run/execbox", 0755) < 0 && errno != EEXIST)
+        return eb_error_set(err, -errno, "mkdir /run/execbox: %s", execbox_strerror(-errno));
+    stage_path(j->cache, sizeof(j->cache));
     struct stat st;
     char marker[EXECBOX_PATH_MAX + 16];
     snprintf(marker, sizeof(marker), "%s/.staged", j->cache);
@@ -2018,6 +2050,7 @@ int eb_jail_bind_ro(void *state, const char *src, const char *dst, struct execbo
 const struct eb_backend_ops eb_backend_jail = {
     .name = "jail",
     .probe = probe,
+    .probe_open = probe_open,
     .open = jail_open,
     .run = jail_run,
     .close = jail_close,
