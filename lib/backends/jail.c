@@ -54,6 +54,7 @@
 #include "../jail/cache.h"
 #include "../jail/cgroup.h"
 #include "../jail/landlock.h"
+#include "../jail/mntpin.h"
 #include "../jail/mounts.h"
 #include "../jail/netns.h"
 #include "../jail/ns.h"
@@ -76,6 +77,7 @@
 #define EXITING_MAX 64
 #define EB_TPL_MAX 16 /* live templates per executor (policy, language, preload); more run cold */
 #define STAGE_VERSION "execbox-stage-3\n" /* bump when the staged files change */
+#define MNTNS_PIN_DIR "/run/execbox/mntns"  /* root: pinned prepared mount namespaces */
 
 struct jail {
     struct eb_userns userns;
@@ -85,13 +87,13 @@ struct jail {
     char cache[EXECBOX_PATH_MAX]; /* staged /etc and the mount point of new roots */
     char rootdir[EXECBOX_PATH_MAX];
     struct eb_mount_plan sys; /* shared by every run without a rootfs */
-    /* Root: the prepared mount namespace holding sys's root (see mounts.h), made at this
-     * executor's second run (see run_mntns); -1 before, or when it cannot be made (then each
-     * run builds its root in a copy of the host's table). Its runs mount their own proc
-     * (proc_plan) and dyn. Set once under mntns_lock, closed at close. */
+    /* Root: the prepared mount namespace holding sys's root (see mounts.h), the host's pin
+     * (mntpin.h) or one made for this executor, opened at its first run (see run_mntns); -1
+     * before, or when it cannot be made (then each run builds its root in a copy of the host's
+     * table). Its runs mount their own proc (proc_plan) and dyn. Set once under mntns_lock,
+     * closed at close. */
     pthread_mutex_t mntns_lock;
     int mntns_fd;
-    unsigned mntns_asks;
     bool mntns_failed;
     struct eb_mount_plan proc_plan;
     unsigned id; /* random per executor: two executors in one process never share a name */
@@ -389,6 +391,8 @@ static void remove_stale(struct jail *j, bool force)
     if (!due && !force)
         return;
     eb_cgroup_remove_stale(&j->cg, CG_PREFIX);
+    if (j->userns.root_mode)
+        eb_mntns_pin_sweep(MNTNS_PIN_DIR, EB_MNTNS_PIN_MAX_AGE);
     DIR *d = opendir(eb_tmp_dir());
     if (d) {
         struct dirent *e;
@@ -577,19 +581,21 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
 
 /* ---- one run ------------------------------------------------------------------------------- */
 
-/* The prepared mount namespace for a run (root, host system directories), or -1. Made at the
- * second run of this executor: making it costs what it saves (one copy of the host's mount
- * table, in the helper), so a one-shot run builds its root the direct way, and every run after
- * the first copies a table of a dozen mounts, whatever the host's count. It lives as long as
- * the executor, never beyond: nothing of it is left on the host. */
+/* The prepared mount namespace for a run (root, host system directories), or -1: the one
+ * pinned on the host for every execbox process (mntpin.h), made by the first run that finds
+ * none. So even a one-shot `execbox run` copies a table of a dozen mounts, whatever the host's
+ * count; only the run that makes the pin copies the host's table (once, in the helper). This
+ * executor keeps its fd until it closes, as it did the namespace it made itself before pins. */
 static int run_mntns(struct jail *j)
 {
     if (!j->userns.root_mode)
         return -1;
     pthread_mutex_lock(&j->mntns_lock);
-    if (j->mntns_fd < 0 && !j->mntns_failed && j->mntns_asks++ >= 1) {
+    if (j->mntns_fd < 0 && !j->mntns_failed) {
         const struct eb_mount_plan *plans[] = {&j->sys};
-        if (eb_mount_ns_prepare(j->rootdir, plans, 1, &j->mntns_fd, NULL) < 0)
+        bool pinned;
+        if (eb_mntns_pin_open(MNTNS_PIN_DIR, j->rootdir, plans, 1, EB_MNTNS_PIN_MAX_AGE,
+                              &j->mntns_fd, &pinned, NULL) < 0)
             j->mntns_failed = true;
     }
     int fd = j->mntns_fd;
