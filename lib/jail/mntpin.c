@@ -86,8 +86,36 @@ static int parse_name(const char *name, char key[17], long *ret_made)
     return 0;
 }
 
-/* dir itself: our tmpfs, the root of a mount (not a directory in some other tmpfs), root's,
- * mode 0700. Anything else is not used: -EPERM (-ENOTDIR: not a mount yet). */
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U /* Linux 6.8: never reused */
+#endif
+
+/* The id of the mount dfd is the root of (the unique one where the kernel has it), or 0 when
+ * dfd is not a mount's root. */
+static unsigned long long mount_root_id(int dfd, struct statx *stx)
+{
+    if (statx(dfd, "", AT_EMPTY_PATH, STATX_MODE | STATX_UID | STATX_MNT_ID | STATX_MNT_ID_UNIQUE,
+              stx) < 0 ||
+        !(stx->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+        !(stx->stx_attributes & STATX_ATTR_MOUNT_ROOT) ||
+        !(stx->stx_mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE)))
+        return 0;
+    return (unsigned long long)stx->stx_mnt_id;
+}
+
+/* The marker naming the mount the pins were made in: ".mnt-<id>". A new mount namespace gets
+ * a copy of our tmpfs (same files, another mount id) but none of the pins (the kernel copies
+ * no mount-namespace file into a new namespace, and refuses to bind one on the copy): there
+ * the pins' mount points are empty files of another namespace, neither to use nor to remove
+ * (removing a file removes the mounts on it in every namespace). */
+static void marker_name(unsigned long long id, char *buf, size_t n)
+{
+    snprintf(buf, n, ".mnt-%llu", id);
+}
+
+/* dir itself, ours in this mount namespace: the root of a tmpfs mount (not a directory in some
+ * other file system), root's, mode 0700, with the marker of this very mount. -EPERM: something
+ * we must not use; -ENOTDIR: not a mount of ours here (yet). */
 static int open_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -95,14 +123,19 @@ static int open_dir(const char *dir)
         return -errno;
     struct statx stx;
     struct statfs fs;
+    char marker[48];
+    unsigned long long id = mount_root_id(fd, &stx);
     int r = 0;
-    if (statx(fd, "", AT_EMPTY_PATH, STATX_MODE | STATX_UID, &stx) < 0 || fstatfs(fd, &fs) < 0)
-        r = -errno;
-    else if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
-             !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+    if (id == 0 || fstatfs(fd, &fs) < 0 || fs.f_type != TMPFS_MAGIC)
         r = -ENOTDIR;
-    else if (fs.f_type != TMPFS_MAGIC || stx.stx_uid != 0 || (stx.stx_mode & 07777) != 0700)
+    else if (stx.stx_uid != 0 || (stx.stx_mode & 07777) != 0700)
         r = -EPERM;
+    else {
+        struct stat st;
+        marker_name(id, marker, sizeof(marker));
+        if (fstatat(fd, marker, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+            r = -ENOTDIR;
+    }
     if (r < 0) {
         close(fd);
         return r;
@@ -183,7 +216,8 @@ static void sweep_locked(const char *dir, int dfd, const char *key, double max_a
     int n_live = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strncmp(e->d_name, ".mnt-", 5) == 0)
             continue;
         char k[17];
         long made;
@@ -252,6 +286,8 @@ static int make_dir(const char *dir)
         return -errno;
     if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
         return -EPERM;
+    /* (On top of a copy of another namespace's pins tmpfs, if there is one: ours is private to
+     * this namespace and dies with it.) */
     /* A tmpfs of our own for the pins: a mount namespace file may be bound only on a mount
      * that does not propagate (the bind would otherwise reach namespaces that must not hold
      * it, and the kernel refuses that), and this keeps them off /run's own propagation and out
@@ -259,8 +295,26 @@ static int make_dir(const char *dir)
     if (mount("execbox-mntns", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
               "mode=0700,size=64k,nr_inodes=64") < 0)
         return -errno;
-    if (mount(NULL, dir, NULL, MS_PRIVATE, NULL) < 0) {
-        int e = -errno;
+    int e = 0;
+    if (mount(NULL, dir, NULL, MS_PRIVATE, NULL) < 0)
+        e = -errno;
+    int fd = e < 0 ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct statx stx;
+    unsigned long long id = fd < 0 ? 0 : mount_root_id(fd, &stx);
+    if (e == 0 && id == 0)
+        e = fd < 0 ? -errno : -EIO;
+    if (e == 0) {
+        char marker[48];
+        marker_name(id, marker, sizeof(marker));
+        int m = openat(fd, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (m < 0)
+            e = -errno;
+        else
+            close(m);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (e < 0) {
         (void)umount2(dir, MNT_DETACH);
         return e;
     }
