@@ -77,7 +77,8 @@
 #define EXITING_MAX 64
 #define EB_TPL_MAX 16 /* live templates per executor (policy, language, preload); more run cold */
 #define STAGE_VERSION "execbox-stage-3\n" /* bump when the staged files change */
-#define MNTNS_PIN_DIR "/run/execbox/mntns"  /* root: pinned prepared mount namespaces */
+/* Root: the pinned prepared mount namespaces (mntpin.h). */
+#define MNTNS_PIN_DIR "/run/execbox/mntns"
 
 struct jail {
     struct eb_userns userns;
