@@ -11,9 +11,10 @@
 #
 # Then the same on a host with MOUNTS (default 2000) extra mounts, made in a private mount
 # namespace of this benchmark (the host's table is untouched): a sandbox whose mount namespace
-# copies the host's pays ~2.4 us per mount. A one-shot `execbox run` copies it once, as the floor
-# does; an executor's later runs (a server, a pool: execbox_poolbench here) copy the jail's small
-# prepared namespace instead, whatever the host's count.
+# copies the host's pays ~2.4 us per mount, as bwrap and the floor do. Every execbox run as root,
+# a one-shot `execbox run` included, joins the jail's prepared namespace pinned on the host
+# (lib/jail/mntpin.h) and copies its dozen mounts instead, whatever the host's count; so do an
+# executor's runs (a server, a pool: execbox_poolbench here).
 #
 # Needs bwrap (scripts/deps/bench.apt) and root for the mount part. Usage:
 #   bench/jail.sh [BUILD_DIR]      (default build-release; RUNS=200 MOUNTS=2000)
@@ -202,7 +203,7 @@ def executor_p50(ns, n=20):
 
 try:
     v = {}
-    for n in ("bare", "execbox", "floor"):
+    for n in ("bare", "execbox", "bwrap", "floor"):
         v[n] = (cmds[n], host_ns)
         v[f"{n} +{n_mounts}"] = (cmds[n], many_ns)
     mm = bench(v, max(runs // 2, 20))
@@ -216,9 +217,11 @@ finally:
     meter.close()
 table(f"with {n_mounts} extra mounts ({total} in all), median of {max(runs // 2, 20)} rounds", mm,
       "bare")
-for n in ("execbox", "floor"):
+for n in ("execbox", "bwrap", "floor"):
     d = mm[f"{n} +{n_mounts}"][0] - mm[n][0]
-    print(f"{n}: {d:+.2f} ms with {n_mounts} extra mounts ({d * 1e3 / n_mounts:+.2f} us a mount)")
+    dc = mm[f"{n} +{n_mounts}"][1] - mm[n][1]
+    print(f"{n}: {d:+.2f} ms wall, {dc:+.2f} ms cpu with {n_mounts} extra mounts "
+          f"({d * 1e3 / n_mounts:+.2f} us a mount)")
 eh, em = statistics.median(ex_host), statistics.median(ex_many)
 print(f"one executor, 20 cold runs (execbox_poolbench p50, median of 7): {eh:.2f} ms, with "
       f"{n_mounts} extra mounts {em:.2f} ms ({em - eh:+.2f} ms)")

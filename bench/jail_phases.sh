@@ -5,7 +5,7 @@
 # RUNS runs, with bare `python3 -B -c pass` traced the same way for the interpreter's own share.
 #   start      the execbox binary is exec'd (sched_process_exec)
 #   pool       its netns pool thread starts (clone3): loading the binary and its libraries, main,
-#              option parsing, the jail's probe
+#              option parsing, the jail's probe (from its cache: lib/jail/cache.h)
 #   clone      the sandbox's init is cloned (clone3): stage check, filter, cgroup, pipes, plans
 #   exec       the guest execs python: init's mounts, ids, privileges, the guest's fork,
 #              Landlock, seccomp

@@ -45,6 +45,10 @@ struct eb_backend_ops {
     /* Fills report (backend name preset) with each wall and whether it works here. Returns 0,
      * or -ENOTSUP when the backend cannot run at all (report.usable false, a wall says why). */
     int (*probe)(const struct execbox_executor_options *o, struct execbox_check *report);
+    /* Optional: what an executor's open uses instead of probe(): the same report, possibly
+     * from a cache the backend keeps (it must be as trustworthy as a live probe). `execbox
+     * check` (execbox_check_backend) always calls probe(). */
+    int (*probe_open)(const struct execbox_executor_options *o, struct execbox_check *report);
     /* Prepares per-executor state after a successful probe. */
     int (*open)(const struct execbox_executor_options *o, const struct execbox_check *report,
                 void **ret_state, struct execbox_error *err);

@@ -86,7 +86,7 @@ int execbox_executor_new(const struct execbox_executor_options *opts, struct exe
         return eb_error_set(err, -ENOMEM, "out of memory");
     ex->ops = ops;
     snprintf(ex->report.backend, sizeof(ex->report.backend), "%s", ops->name);
-    ops->probe(&o, &ex->report);
+    (ops->probe_open ? ops->probe_open : ops->probe)(&o, &ex->report);
     if (!ex->report.usable) {
         const char *why = "it cannot run on this machine";
         for (size_t i = 0; i < ex->report.n_walls; i++)

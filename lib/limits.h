@@ -10,6 +10,12 @@
 /* The jail's start-up sweep of what killed execbox processes left runs at most this often per
  * host (seconds): it reads $TMPDIR and the cgroup tree, too much for every cold start. */
 #define EB_SWEEP_INTERVAL 10
+/* An `execbox run` trusts the jail's cached wall probe for at most this long (seconds; its key
+ * must match too: lib/jail/cache.h); `execbox check` always probes live and refreshes it. */
+#define EB_PROBE_CACHE_TTL 60.0
+/* A pinned prepared mount namespace (lib/jail/mntpin.h) serves new runs for at most this long
+ * (seconds): a host directory's mounts changed meanwhile reach runs within it. */
+#define EB_MNTNS_PIN_MAX_AGE 600.0
 #define EB_MEMORY_MIN (4ULL << 20)
 #define EB_CPUS_MAX 1024.0
 #define EB_PIDS_MAX 1000000U

@@ -51,8 +51,10 @@
 
 #include "../backend.h"
 #include "../error.h"
+#include "../jail/cache.h"
 #include "../jail/cgroup.h"
 #include "../jail/landlock.h"
+#include "../jail/mntpin.h"
 #include "../jail/mounts.h"
 #include "../jail/netns.h"
 #include "../jail/ns.h"
@@ -76,6 +78,8 @@
 #define EXITING_MAX 64
 #define EB_TPL_MAX 16 /* live templates per executor (policy, language, preload); more run cold */
 #define STAGE_VERSION "execbox-stage-3\n" /* bump when the staged files change */
+/* Root: the pinned prepared mount namespaces (mntpin.h). */
+#define MNTNS_PIN_DIR "/run/execbox/mntns"
 
 struct jail {
     struct eb_userns userns;
@@ -85,13 +89,13 @@ struct jail {
     char cache[EXECBOX_PATH_MAX]; /* staged /etc and the mount point of new roots */
     char rootdir[EXECBOX_PATH_MAX];
     struct eb_mount_plan sys; /* shared by every run without a rootfs */
-    /* Root: the prepared mount namespace holding sys's root (see mounts.h), made at this
-     * executor's second run (see run_mntns); -1 before, or when it cannot be made (then each
-     * run builds its root in a copy of the host's table). Its runs mount their own proc
-     * (proc_plan) and dyn. Set once under mntns_lock, closed at close. */
+    /* Root: the prepared mount namespace holding sys's root (see mounts.h), the host's pin
+     * (mntpin.h) or one made for this executor, opened at its first run (see run_mntns); -1
+     * before, or when it cannot be made (then each run builds its root in a copy of the host's
+     * table). Its runs mount their own proc (proc_plan) and dyn. Set once under mntns_lock,
+     * closed at close. */
     pthread_mutex_t mntns_lock;
     int mntns_fd;
-    unsigned mntns_asks;
     bool mntns_failed;
     struct eb_mount_plan proc_plan;
     unsigned id; /* random per executor: two executors in one process never share a name */
@@ -136,9 +140,45 @@ static void probe_cgroup(struct eb_cgroup_root *r)
     free(self);
 }
 
+/* The jail's stage directory (staged /etc, the root's mount point, the probe cache): root's
+ * under /run/execbox, an ordinary user's in $TMPDIR. prepare_cache makes it and checks it is
+ * ours. */
+static void stage_path(char *buf, size_t n)
+{
+    if (geteuid() == 0)
+        snprintf(buf, n, "/run/execbox/jail");
+    else
+        snprintf(buf, n, "%s/execbox-jail-%u", eb_tmp_dir(), (unsigned)geteuid());
+}
+
+static int probe_live(struct execbox_check *c);
+
+/* `execbox check`: every wall asked of the kernel now; the report is kept for the next runs
+ * (best effort, only into a stage directory that exists and is ours: see cache.h). */
 static int probe(const struct execbox_executor_options *o, struct execbox_check *c)
 {
     (void)o;
+    int r = probe_live(c);
+    char dir[EXECBOX_PATH_MAX];
+    stage_path(dir, sizeof(dir));
+    (void)eb_probe_cache_store(dir, c);
+    return r;
+}
+
+/* An executor's open (`execbox run`): the cached report when it is ours, under the same key
+ * and younger than EB_PROBE_CACHE_TTL; else a live probe (which refreshes it). Forking the
+ * privilege probe's child and reading a dozen kernel files cost ~0.2 ms a start. */
+static int probe_open(const struct execbox_executor_options *o, struct execbox_check *c)
+{
+    char dir[EXECBOX_PATH_MAX];
+    stage_path(dir, sizeof(dir));
+    if (eb_probe_cache_load(dir, EB_PROBE_CACHE_TTL, c) == 0)
+        return c->usable ? 0 : -ENOTSUP;
+    return probe(o, c);
+}
+
+static int probe_live(struct execbox_check *c)
+{
     bool root = geteuid() == 0;
     bool userns = access("/proc/self/ns/user", F_OK) == 0 &&
                   read_long("/proc/sys/user/max_user_namespaces", 1) > 0;
@@ -353,6 +393,8 @@ static void remove_stale(struct jail *j, bool force)
     if (!due && !force)
         return;
     eb_cgroup_remove_stale(&j->cg, CG_PREFIX);
+    if (j->userns.root_mode)
+        eb_mntns_pin_sweep(MNTNS_PIN_DIR, EB_MNTNS_PIN_MAX_AGE);
     DIR *d = opendir(eb_tmp_dir());
     if (d) {
         struct dirent *e;
@@ -398,14 +440,9 @@ static void remove_stale(struct jail *j, bool force)
  * does not copy /etc each time. It must be owned by us and writable by nobody else. */
 static int prepare_cache(struct jail *j, struct execbox_error *err)
 {
-    if (geteuid() == 0) {
-        if (mkdir("/run/execbox", 0755) < 0 && errno != EEXIST)
-            return eb_error_set(err, -errno, "mkdir /run/execbox: %s", execbox_strerror(-errno));
-        snprintf(j->cache, sizeof(j->cache), "/run/execbox/jail");
-    } else {
-        snprintf(j->cache, sizeof(j->cache), "%s/execbox-jail-%u", eb_tmp_dir(),
-                 (unsigned)geteuid());
-    }
+    if (geteuid() == 0 && mkdir("/run/execbox", 0755) < 0 && errno != EEXIST)
+        return eb_error_set(err, -errno, "mkdir /run/execbox: %s", execbox_strerror(-errno));
+    stage_path(j->cache, sizeof(j->cache));
     struct stat st;
     char marker[EXECBOX_PATH_MAX + 16];
     snprintf(marker, sizeof(marker), "%s/.staged", j->cache);
@@ -546,19 +583,21 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
 
 /* ---- one run ------------------------------------------------------------------------------- */
 
-/* The prepared mount namespace for a run (root, host system directories), or -1. Made at the
- * second run of this executor: making it costs what it saves (one copy of the host's mount
- * table, in the helper), so a one-shot run builds its root the direct way, and every run after
- * the first copies a table of a dozen mounts, whatever the host's count. It lives as long as
- * the executor, never beyond: nothing of it is left on the host. */
+/* The prepared mount namespace for a run (root, host system directories), or -1: the one
+ * pinned on the host for every execbox process (mntpin.h), made by the first run that finds
+ * none. So even a one-shot `execbox run` copies a table of a dozen mounts, whatever the host's
+ * count; only the run that makes the pin copies the host's table (once, in the helper). This
+ * executor keeps its fd until it closes, as it did the namespace it made itself before pins. */
 static int run_mntns(struct jail *j)
 {
     if (!j->userns.root_mode)
         return -1;
     pthread_mutex_lock(&j->mntns_lock);
-    if (j->mntns_fd < 0 && !j->mntns_failed && j->mntns_asks++ >= 1) {
+    if (j->mntns_fd < 0 && !j->mntns_failed) {
         const struct eb_mount_plan *plans[] = {&j->sys};
-        if (eb_mount_ns_prepare(j->rootdir, plans, 1, &j->mntns_fd, NULL) < 0)
+        bool pinned;
+        if (eb_mntns_pin_open(MNTNS_PIN_DIR, j->rootdir, plans, 1, EB_MNTNS_PIN_MAX_AGE,
+                              &j->mntns_fd, &pinned, NULL) < 0)
             j->mntns_failed = true;
     }
     int fd = j->mntns_fd;
@@ -2142,6 +2181,7 @@ int eb_jail_bind_ro(void *state, const char *src, const char *dst, struct execbo
 const struct eb_backend_ops eb_backend_jail = {
     .name = "jail",
     .probe = probe,
+    .probe_open = probe_open,
     .open = jail_open,
     .run = jail_run,
     .close = jail_close,

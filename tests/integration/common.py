@@ -2,6 +2,7 @@
 """Shared helpers for integration tests: run the built `execbox` and parse its JSON."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -29,6 +30,38 @@ def session_fits(args):
         if x.endswith((".js", ".sh")) and not x.startswith("-"):
             return False
     return True
+
+
+# What execbox leaves mounted on the host by design (docs/jail.md, "Prepared mount namespace";
+# lib/jail/mntpin.h): its pins' own tmpfs and at most PINS_MAX nsfs files of mount namespaces
+# in it, "<16 hex>.<ms>". Anything else of ours mounted on the host is a leak.
+PIN_DIR = "/run/execbox/mntns"
+PINS_MAX = 4  # EB_MNTNS_PINS_MAX
+_PIN_RE = re.compile(r"^/run/execbox/mntns/[0-9a-f]{16}\.[0-9]+$")
+
+
+def split_pins(mountinfo_lines):
+    """(pins, rest): the mountinfo lines that are exactly the documented pin (the tmpfs at
+    PIN_DIR, mode 0700, and mount-namespace files in it), and all the others."""
+    pins, rest = [], []
+    for line in mountinfo_lines:
+        f = line.split()
+        fstype = f[f.index("-") + 1]
+        if (f[4] == PIN_DIR and fstype == "tmpfs" and "mode=700" in f[-1]) or (
+                _PIN_RE.match(f[4]) and fstype == "nsfs" and f[3].startswith("mnt:[")):
+            pins.append(line)
+        else:
+            rest.append(line)
+    return pins, rest
+
+
+def check_pins(pins):
+    """The pin is bounded: at most PINS_MAX namespaces, every one in our tmpfs."""
+    ns = [p for p in pins if p.split()[4] != PIN_DIR]
+    if len(ns) > PINS_MAX:
+        raise AssertionError(f"more than {PINS_MAX} pinned mount namespaces: {ns}")
+    if ns and not any(p.split()[4] == PIN_DIR for p in pins):
+        raise AssertionError(f"pinned namespaces outside execbox's tmpfs: {ns}")
 
 
 def run(args, input=None, timeout=120, env=None):

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: MIT
 """The jail's cold path does no avoidable work: Python inside compiles no bytecode at start
-(the staged /etc keeps its sources' mtimes), and what the run leaves for after its result
-(cgroup, workspace, namespaces) is gone afterwards even when the process exits at once."""
+(the staged /etc keeps its sources' mtimes), `run` trusts a cached wall probe only when it is
+its own (`check` always probes live), and what the run leaves for after its result (cgroup,
+workspace, namespaces) is gone afterwards even when the process exits at once."""
 import glob
+import json
 import os
+import resource
+import tempfile
 import subprocess
 import sys
 import time
@@ -12,6 +16,27 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import EXECBOX, SKIP, Tests, run_json  # noqa: E402
 
 J = ["-b", "jail"]
+
+
+def stage_dir():
+    if os.geteuid() == 0:
+        return "/run/execbox/jail"
+    return os.path.join(os.environ.get("TMPDIR") or "/tmp", f"execbox-jail-{os.geteuid()}")
+
+
+# The probe cache's key holds the caller's hard limits: runs with this odd RLIMIT_CORE maximum
+# share a cache entry with no other execbox on this machine (a parallel test or another user of
+# the stage never takes our tampered file: theirs has another key, so it misses).
+CORE_HARD = 4096 * 1237
+
+
+def own_key():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, CORE_HARD))
+
+
+def keyed(args):
+    return subprocess.run([EXECBOX] + args, capture_output=True, text=True, timeout=120,
+                          preexec_fn=own_key)
 
 
 def jail(code, *args):
@@ -39,6 +64,102 @@ class JailColdStart(Tests):
                "could not create" in ln or ln.startswith("# created ")]
         assert not bad, "\n".join(bad)
 
+
+    def test_run_trusts_only_its_own_probe_cache(self):
+        probe = os.path.join(stage_dir(), ".probe")
+        usable_at = 32  # struct execbox_check: backend[32], then usable (lib/jail/cache.c)
+
+        def poisoned(tamper=None):
+            """Probes live with our key (`check` stores its report) until the cache holds our
+            report, then says the jail is not usable here in it; tamper then changes the file.
+            Another execbox storing its report in between (a parallel test) is retried."""
+            for _ in range(10):
+                r = keyed(["check", "-b", "jail"])
+                assert "status: ready" in r.stdout, r.stdout
+                st = os.lstat(probe)
+                assert st.st_uid == os.geteuid() and (st.st_mode & 0o7777) == 0o600, oct(st.st_mode)
+                with open(probe, "r+b") as f:
+                    data = bytearray(f.read())
+                    if str(CORE_HARD).encode() not in data:
+                        continue  # not ours any more
+                    assert data[usable_at] == 1
+                    data[usable_at] = 0
+                    f.seek(0)
+                    f.write(data)
+                if tamper:
+                    tamper()
+                return
+            raise AssertionError("the probe cache never held our report")
+
+        # Ours, valid and young: trusted (the run refuses, as a probe saying so would make it).
+        for _ in range(5):
+            poisoned()
+            r = keyed(["run", "-b", "jail", "-c", "pass"])
+            if r.returncode != 0:
+                break
+        assert r.returncode == 125 and "not usable" in r.stderr, (r.returncode, r.stderr)
+        # `check` asks the kernel, whatever the cache says, and puts the truth back.
+        poisoned()
+        c = keyed(["check", "-b", "jail"])
+        assert "status: ready" in c.stdout, c.stdout
+        r = keyed(["run", "-b", "jail", "-c", "pass"])
+        assert r.returncode == 0, r.stderr
+
+        # Not ours in any way: ignored, the run probes live.
+        def chmod():
+            os.chmod(probe, 0o644)
+
+        def chown():
+            os.chown(probe, 65534, 65534)
+
+        def symlink():
+            fd, other = tempfile.mkstemp(dir=stage_dir())
+            os.close(fd)
+            os.rename(probe, other)
+            os.symlink(other, probe)
+            self.cleanup_link = other
+
+        def hardlink():
+            other = probe + ".link"
+            os.link(probe, other)
+            self.cleanup_link = other
+
+        tampers = [chmod, symlink, hardlink] + ([chown] if os.geteuid() == 0 else [])
+        for t in tampers:
+            self.cleanup_link = None
+            try:
+                poisoned(t)
+                r = keyed(["run", "-b", "jail", "-c", "pass"])
+                assert r.returncode == 0, (t.__name__, r.stderr)
+            finally:
+                if self.cleanup_link:
+                    os.unlink(self.cleanup_link)
+        st = os.lstat(probe)  # replaced by the live probe's report
+        assert st.st_uid == os.geteuid() and (st.st_mode & 0o7777) == 0o600 and st.st_nlink == 1
+
+    def test_a_host_with_2000_extra_mounts(self):
+        # A host with thousands of mounts (a Kubernetes node), made in a private mount namespace
+        # of this test: the sandbox still works and sees only its own dozen mounts (whether the
+        # cost of a run grows with the host's count is bench/jail.sh's to measure). As root the
+        # run joins the jail's prepared namespace, so it copies none of them.
+        if os.geteuid() != 0:
+            print("  (skipped: needs root to mount)")
+            return
+        script = ("set -e\n"
+                  "mount --make-rprivate /\n"
+                  "mount -t tmpfs -o size=1m,nr_inodes=65536 tmpfs /mnt\n"
+                  "for i in $(seq 2000); do mkdir /mnt/m$i; "
+                  "mount -t tmpfs -o size=4k tmpfs /mnt/m$i; done\n"
+                  "wc -l < /proc/self/mountinfo >&2\n"
+                  'exec "$@"\n')
+        code = "print(sum(1 for _ in open('/proc/self/mountinfo')))"
+        p = subprocess.run(["unshare", "-m", "bash", "-c", script, "-", EXECBOX, "run", "--json",
+                            "-b", "jail", "-c", code], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-1500:]
+        assert int(p.stderr.split()[0]) > 2000, p.stderr
+        res = json.loads(p.stdout)
+        assert res["exit_code"] == 0, res["stderr"]
+        assert int(res["stdout"]) < 30, res["stdout"]
 
     def test_nothing_left_when_killed_right_after_the_result(self):
         # The parent hands the result back before init's exit (which tears the namespaces
