@@ -443,7 +443,7 @@ struct execbox_session_options {
 
 /* Starts a session (with the executor's pool_preload imported, forked from its template when
  * there is one). -ENOTSUP (with the reason) when the backend, language or policy cannot have
- * sessions. Free with execbox_session_free(). */
+ * sessions. Free with execbox_session_free(), before the executor. */
 int execbox_session_new(struct execbox_executor *ex, const struct execbox_session_options *o,
                         struct execbox_session **ret, struct execbox_error *err);
 
