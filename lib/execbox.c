@@ -32,6 +32,20 @@ void eb_executor_parts(struct execbox_executor *ex, const struct eb_backend_ops 
     *ret_preload = ex->preload;
 }
 
+int eb_request_sizes(const struct execbox_request *req, size_t *ret_code_len,
+                     struct execbox_error *err)
+{
+    size_t code_len = req->code_len ? req->code_len : strlen(req->code);
+    if (code_len > EXECBOX_CODE_MAX)
+        return eb_error_set(err, -E2BIG, "code is %zu bytes, more than the maximum of %u", code_len,
+                            EXECBOX_CODE_MAX);
+    if (req->stdin_data && req->stdin_len > EXECBOX_STDIN_MAX)
+        return eb_error_set(err, -E2BIG, "stdin is %zu bytes, more than the maximum of %u",
+                            req->stdin_len, EXECBOX_STDIN_MAX);
+    *ret_code_len = code_len;
+    return 0;
+}
+
 int eb_executor_add_degraded(const struct execbox_executor *ex, struct execbox_result *res)
 {
     if (ex->degraded)
@@ -160,13 +174,10 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
                             "unknown language '%s' (supported: python, "
                             "javascript, bash)",
                             req->language);
-    size_t code_len = req->code_len ? req->code_len : strlen(req->code);
-    if (code_len > EXECBOX_CODE_MAX)
-        return eb_error_set(err, -E2BIG, "code is %zu bytes, more than the maximum of %u", code_len,
-                            EXECBOX_CODE_MAX);
-    if (req->stdin_data && req->stdin_len > EXECBOX_STDIN_MAX)
-        return eb_error_set(err, -E2BIG, "stdin is %zu bytes, more than the maximum of %u",
-                            req->stdin_len, EXECBOX_STDIN_MAX);
+    size_t code_len;
+    int cr = eb_request_sizes(req, &code_len, err);
+    if (cr < 0)
+        return cr;
     struct execbox_policy policy;
     if (req->policy)
         policy = *req->policy;

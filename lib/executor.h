@@ -9,6 +9,11 @@
 void eb_executor_parts(struct execbox_executor *ex, const struct eb_backend_ops **ret_ops,
                        void **ret_state, const char **ret_preload);
 
+/* The request's code length (code_len, or strlen), checked with its stdin against
+ * EXECBOX_CODE_MAX and EXECBOX_STDIN_MAX: 0, or -E2BIG with err set. */
+int eb_request_sizes(const struct execbox_request *req, size_t *ret_code_len,
+                     struct execbox_error *err);
+
 /* Names in res the walls this executor runs without (allow_degraded). */
 int eb_executor_add_degraded(const struct execbox_executor *ex, struct execbox_result *res);
 

@@ -533,13 +533,10 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
     if (req->language && eb_language_find(req->language) != s->lang)
         return eb_error_set(err, -EINVAL, "this session runs %s, not '%s'", s->lang->name,
                             req->language);
-    size_t code_len = req->code_len ? req->code_len : strlen(req->code);
-    if (code_len > EXECBOX_CODE_MAX)
-        return eb_error_set(err, -E2BIG, "code is %zu bytes, more than the maximum of %u", code_len,
-                            EXECBOX_CODE_MAX);
-    if (req->stdin_data && req->stdin_len > EXECBOX_STDIN_MAX)
-        return eb_error_set(err, -E2BIG, "stdin is %zu bytes, more than the maximum of %u",
-                            req->stdin_len, EXECBOX_STDIN_MAX);
+    size_t code_len;
+    int cr = eb_request_sizes(req, &code_len, err);
+    if (cr < 0)
+        return cr;
     /* A cell may ask for less time or output than the session has, nothing else. */
     struct execbox_policy pol = s->policy;
     if (req->policy) {
