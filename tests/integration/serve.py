@@ -784,7 +784,11 @@ class ServeTests(Tests):
             t = [threading.Thread(target=one, args=(i,)) for i in range(2)]
             for x in t:
                 x.start()
-            wait_for(lambda: s.metrics()["execbox_queue_depth"] == 1, what="one queued")
+            # One running and one queued: a queue of one alone may be the first request before
+            # the worker took it, with the second not yet sent.
+            wait_for(lambda: (lambda m: m["execbox_queue_depth"] == 1 and
+                              m["execbox_sandboxes_in_flight"] == 1)(s.metrics()),
+                     what="one running and one queued")
             s.proc.send_signal(signal.SIGTERM)
             wait_for(lambda: any(e.get("event") == "draining" for e in s.log_lines()),
                      what="draining")
