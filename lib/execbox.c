@@ -174,7 +174,7 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
                             "unknown language '%s' (supported: python, "
                             "javascript, bash)",
                             req->language);
-    size_t code_len;
+    size_t code_len = 0;
     int cr = eb_request_sizes(req, &code_len, err);
     if (cr < 0)
         return cr;

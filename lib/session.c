@@ -533,7 +533,7 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
     if (req->language && eb_language_find(req->language) != s->lang)
         return eb_error_set(err, -EINVAL, "this session runs %s, not '%s'", s->lang->name,
                             req->language);
-    size_t code_len;
+    size_t code_len = 0;
     int cr = eb_request_sizes(req, &code_len, err);
     if (cr < 0)
         return cr;
