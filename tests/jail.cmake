@@ -24,10 +24,17 @@ foreach(t jail_walls jail_syscalls jail_work)
   set_tests_properties(integration.${t}_warm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR};EXECBOX_BUILD=${PROJECT_BINARY_DIR};EXECBOX_TEST_WARM=1")
 endforeach()
-# Both walls suites force a re-stage of the shared /etc stage (unlinking its marker): never at
+# And once more with every Python run a session can take run as a session cell (`run --rich`:
+# a session of one cell, the state a fork of the template): the walls hold inside a cell too.
+foreach(t jail_walls jail_syscalls jail_work)
+  add_test(NAME integration.${t}_session COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/${t}.py)
+  set_tests_properties(integration.${t}_session PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR};EXECBOX_BUILD=${PROJECT_BINARY_DIR};EXECBOX_TEST_SESSION=1")
+endforeach()
+# The walls suites force a re-stage of the shared /etc stage (unlinking its marker): never at
 # the same time as each other.
 set_tests_properties(integration.jail_walls integration.jail_walls_warm
-                     PROPERTIES RESOURCE_LOCK execbox_etc_stage)
+                     integration.jail_walls_session PROPERTIES RESOURCE_LOCK execbox_etc_stage)
 
 # Templates: warm runs forked from one interpreter (isolation between live forks, uniqueness,
 # generations, failures), through `execbox serve --pool` on loopback.
