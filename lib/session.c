@@ -367,8 +367,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     int r = 0;
     bool broken = false;
     if (req->n_files) {
-        r = eb_ws_place(s->box.ws_fd, req->files, req->n_files, pol->file_size, pol->workspace_size,
-                        err);
+        r = eb_ws_place(s->box.ws_fd, req, pol, err);
         if (r < 0)
             return r;
     }
@@ -555,6 +554,9 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
         pol.timeout = want.timeout;
         pol.output_limit = want.output_limit;
     }
+    int fr = eb_input_files_check(req, &pol, err);
+    if (fr < 0)
+        return fr;
     bool no = false;
     if (!atomic_compare_exchange_strong(&s->busy, &no, true))
         return eb_error_set(err, -EBUSY, "a cell is running in this session");

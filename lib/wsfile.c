@@ -248,23 +248,12 @@ int eb_ws_remove(int dirfd, const char *path, struct execbox_error *err)
     return 0;
 }
 
-int eb_ws_place(int dirfd, const struct execbox_input_file *files, size_t n, uint64_t file_max,
-                uint64_t total_max, struct execbox_error *err)
+int eb_ws_place(int dirfd, const struct execbox_request *req, const struct execbox_policy *pol,
+                struct execbox_error *err)
 {
-    if (n > EXECBOX_INPUT_FILES_MAX)
-        return eb_error_set(err, -E2BIG, "%zu input files, more than %d", n,
-                            EXECBOX_INPUT_FILES_MAX);
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        total += files[i].len;
-        if (total_max && total > total_max)
-            return eb_error_set(err, -EFBIG,
-                                "the input files add up to more than the workspace "
-                                "size of %llu bytes",
-                                (unsigned long long)total_max);
-    }
-    for (size_t i = 0; i < n; i++) {
-        int r = eb_ws_write(dirfd, files[i].path, files[i].data, files[i].len, file_max, err);
+    for (size_t i = 0; i < req->n_files; i++) {
+        int r = eb_ws_write(dirfd, req->files[i].path, req->files[i].data, req->files[i].len,
+                            pol->file_size, err);
         if (r < 0)
             return r;
     }
@@ -324,5 +313,5 @@ int eb_input_files_place_at(const char *dir, const struct execbox_request *req,
     if (fd < 0)
         return eb_error_set(err, -errno, "open the workspace '%s': %s", dir,
                             execbox_strerror(-errno));
-    return eb_ws_place(fd, req->files, req->n_files, pol->file_size, 0, err);
+    return eb_ws_place(fd, req, pol, err);
 }

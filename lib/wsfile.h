@@ -28,10 +28,9 @@ int eb_ws_read(int dirfd, const char *path, size_t max, char **ret_data, size_t 
 /* Removes the file, symlink or empty directory at path. */
 int eb_ws_remove(int dirfd, const char *path, struct execbox_error *err);
 
-/* Writes a request's input files: at most EXECBOX_INPUT_FILES_MAX, each at most file_max,
- * together at most total_max bytes (0: no limit). */
-int eb_ws_place(int dirfd, const struct execbox_input_file *files, size_t n, uint64_t file_max,
-                uint64_t total_max, struct execbox_error *err);
+/* Writes a request's input files (checked first with eb_input_files_check) beneath dirfd. */
+int eb_ws_place(int dirfd, const struct execbox_request *req, const struct execbox_policy *pol,
+                struct execbox_error *err);
 
 /* Checks a request's input files before anything runs: count, paths, each within file_size,
  * together within workspace_size (a fresh workspace). -EINVAL, -E2BIG or -EFBIG with err set. */

@@ -7,7 +7,8 @@ target_link_libraries(test_runner PRIVATE execbox Threads::Threads PkgConfig::CM
 add_test(NAME unit.runner COMMAND test_runner)
 set_tests_properties(unit.runner PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
-add_executable(test_sessions unit/test_sessions.c ${PROJECT_SOURCE_DIR}/src/common/sessions.c)
+add_executable(test_sessions unit/test_sessions.c ${PROJECT_SOURCE_DIR}/src/common/sessions.c
+               ${PROJECT_SOURCE_DIR}/src/common/io.c)
 target_include_directories(test_sessions PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_link_libraries(test_sessions PRIVATE execbox Threads::Threads m PkgConfig::CMOCKA)
 add_test(NAME unit.sessions COMMAND test_sessions)

@@ -1225,11 +1225,9 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         /* The caller's input files, before the guest exists: through the fresh workspace's
          * mount, or into the host directory (pinned), owned as its root is. */
         if (sb->ws_root >= 0)
-            r = eb_ws_place(sb->ws_root, run->req->files, run->req->n_files, pol->file_size, 0,
-                            err);
+            r = eb_ws_place(sb->ws_root, run->req, pol, err);
         else if (sb->ws_fd >= 0)
-            r = eb_ws_place(sb->ws_fd, run->req->files, run->req->n_files, pol->file_size,
-                            pol->workspace_size, err);
+            r = eb_ws_place(sb->ws_fd, run->req, pol, err);
         else
             r = eb_input_files_place_at(sb->ws_host, run->req, pol, err);
         if (r < 0)
@@ -1983,6 +1981,38 @@ static void jail_warm_stats(void *state, struct execbox_pool_stats *ret)
     pthread_mutex_unlock(&j->tpl_lock);
 }
 
+/* A sandbox waiting for its code (session: for cells, its fd 3 a socket): forked from the
+ * template of (policy, language, preload) where there is one, a fork and not an interpreter
+ * start; else started warm from nothing. */
+static int warm_sandbox(struct jail *j, const struct execbox_policy *policy,
+                        const struct eb_language *lang, const char *preload, bool session,
+                        struct eb_warm **ret, struct execbox_error *err)
+{
+    if (lang->template_bootstrap && !j->no_templates) {
+        struct execbox_error terr = {0, ""};
+        struct tpl *t = tpl_acquire(j, policy, lang, preload, &terr);
+        if (!t) {
+            if (err)
+                *err = terr;
+            return terr.code < 0 ? terr.code : -EIO;
+        }
+        return tpl_fork(j, t, policy, session, ret, err);
+    }
+    struct eb_warm *sb = malloc(sizeof(*sb));
+    if (!sb)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    sandbox_init(sb, j, policy, lang);
+    sb->session = session;
+    int r = sandbox_start(sb, preload ? preload : "", NULL, NULL, err);
+    if (r < 0) {
+        sandbox_destroy(sb);
+        free(sb);
+        return r;
+    }
+    *ret = sb;
+    return 0;
+}
+
 static int jail_warm_start(void *state, const struct execbox_policy *policy,
                            const struct eb_language *lang, const char *preload,
                            struct eb_warm **ret, struct execbox_error *err)
@@ -1998,32 +2028,7 @@ static int jail_warm_start(void *state, const struct execbox_policy *policy,
         return eb_error_set(err, -ENOTSUP,
                             "runs with a host workspace, or without root, are "
                             "not kept warm");
-    /* network "allow" needs the proxy socket placed in the run's namespace before the fork is
-     * walled: not done for template runs yet, so those start warm from nothing. */
-    if (lang->template_bootstrap && !j->no_templates && policy->network != EXECBOX_NETWORK_ALLOW) {
-        /* Forked from the template of (policy, language, preload): a fork, not an interpreter
-         * start. */
-        struct execbox_error terr = {0, ""};
-        struct tpl *t = tpl_acquire(j, policy, lang, preload, &terr);
-        if (!t) {
-            if (err)
-                *err = terr;
-            return terr.code < 0 ? terr.code : -EIO;
-        }
-        return tpl_fork(j, t, policy, false, ret, err);
-    }
-    struct eb_warm *sb = malloc(sizeof(*sb));
-    if (!sb)
-        return eb_error_set(err, -ENOMEM, "out of memory");
-    sandbox_init(sb, j, policy, lang);
-    int r = sandbox_start(sb, preload ? preload : "", NULL, NULL, err);
-    if (r < 0) {
-        sandbox_destroy(sb);
-        free(sb);
-        return r;
-    }
-    *ret = sb;
-    return 0;
+    return warm_sandbox(j, policy, lang, preload, false, ret, err);
 }
 
 static void jail_warm_discard(void *state, struct eb_warm *sb)
@@ -2043,8 +2048,7 @@ static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *r
     int r = eb_warm_deliver(sb->code_fd, run->lang->filename, run->code, run->code_len,
                             run->req->stdin_data, run->req->stdin_len, err);
     if (r == 0 && run->req->n_files)
-        r = eb_ws_place(sb->ws_fd, run->req->files, run->req->n_files, run->policy->file_size,
-                        run->policy->workspace_size, err);
+        r = eb_ws_place(sb->ws_fd, run->req, run->policy, err);
     if (r == 0) {
         struct eb_cgroup_stats st;
         eb_cgroup_stats(&sb->cg, &st);
@@ -2092,31 +2096,9 @@ static int jail_session_start(void *state, const struct execbox_policy *policy,
                             "sessions have no network: network 'allow' is for "
                             "one-shot runs");
     struct eb_warm *sb = NULL;
-    int r;
-    if (lang->template_bootstrap && !j->no_templates) {
-        struct execbox_error terr = {0, ""};
-        struct tpl *t = tpl_acquire(j, policy, lang, preload, &terr);
-        if (!t) {
-            if (err)
-                *err = terr;
-            return terr.code < 0 ? terr.code : -EIO;
-        }
-        r = tpl_fork(j, t, policy, true, &sb, err);
-        if (r < 0)
-            return r;
-    } else {
-        sb = malloc(sizeof(*sb));
-        if (!sb)
-            return eb_error_set(err, -ENOMEM, "out of memory");
-        sandbox_init(sb, j, policy, lang);
-        sb->session = true;
-        r = sandbox_start(sb, preload ? preload : "", NULL, NULL, err);
-        if (r < 0) {
-            sandbox_destroy(sb);
-            free(sb);
-            return r;
-        }
-    }
+    int r = warm_sandbox(j, policy, lang, preload, true, &sb, err);
+    if (r < 0)
+        return r;
     /* The kernel names the sender of each message we receive (lib/session.c learns the state's
      * and the cells' pids so): on before the interpreter may send its first one. */
     int one = 1;

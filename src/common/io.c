@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -118,4 +119,27 @@ int cli_read_path(const char *path, size_t max, char **ret, size_t *ret_len)
     int r = cli_read_fd(fd, max, ret, ret_len);
     close(fd);
     return r;
+}
+
+void cli_iso_time(const struct timespec *ts, unsigned digits, char *buf, size_t size)
+{
+    struct timespec now;
+    if (!ts) {
+        clock_gettime(CLOCK_REALTIME, &now);
+        ts = &now;
+    }
+    struct tm tm;
+    char t[32];
+    if (!gmtime_r(&ts->tv_sec, &tm) || strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        snprintf(t, sizeof(t), "1970-01-01T00:00:00");
+    if (digits == 0) {
+        snprintf(buf, size, "%sZ", t);
+        return;
+    }
+    if (digits > 9)
+        digits = 9;
+    long frac = ts->tv_nsec;
+    for (unsigned i = digits; i < 9; i++)
+        frac /= 10;
+    snprintf(buf, size, "%s.%0*ldZ", t, (int)digits, frac);
 }

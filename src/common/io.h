@@ -25,4 +25,9 @@ int cli_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
 /* Reads a file (or "-" for stdin) as above. */
 int cli_read_path(const char *path, size_t max, char **ret, size_t *ret_len);
 
+/* ts (NULL: now) as ISO 8601 UTC, "2026-12-01T18:00:00Z", with digits (0 to 9) of the
+ * fraction of a second before the Z. */
+struct timespec;
+void cli_iso_time(const struct timespec *ts, unsigned digits, char *buf, size_t size);
+
 #endif

@@ -4,6 +4,8 @@
  * one thread that ends, frees and expires them, sleeping until the next expiry is due. */
 #include "sessions.h"
 
+#include "io.h"
+
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -54,10 +56,8 @@ static double unix_now(void)
 
 void sess_iso_time(double unix_seconds, char *buf, size_t size)
 {
-    time_t t = (time_t)floor(unix_seconds);
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, size, "1970-01-01T00:00:00Z");
+    struct timespec ts = {.tv_sec = (time_t)floor(unix_seconds)};
+    cli_iso_time(&ts, 0, buf, size);
 }
 
 /* 128 random bits as unpadded base64url. */

@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/io.h"
 #include "request.h"
 
 /* The working directory a context reports: the session's, /workspace. */
@@ -586,17 +587,6 @@ struct stream {
     size_t pend_len[2];
 };
 
-static void iso_now(char *buf, size_t n)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char t[32];
-    strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, n, "%s.%06ldZ", t, ts.tv_nsec / 1000);
-}
-
 /* Sends one object as a line; takes the reference. */
 static bool send_line(struct stream *st, json_t *o, bool force)
 {
@@ -622,7 +612,7 @@ static bool send_line(struct stream *st, json_t *o, bool force)
 static void send_log(struct stream *st, int k, const char *text, size_t len, bool force)
 {
     char t[48];
-    iso_now(t, sizeof(t));
+    cli_iso_time(NULL, 6, t, sizeof(t));
     send_line(st,
               json_pack("{s:s, s:s%, s:s}", "type", k ? "stderr" : "stdout", "text", text, len,
                         "timestamp", t),

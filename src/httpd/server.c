@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/io.h"
 #include "common/runner.h"
 #include "common/sessions.h"
 #include "e2b.h"
@@ -178,22 +179,11 @@ static uint64_t now_ns(void)
 
 /* ---- logging ----------------------------------------------------------------------------- */
 
-static void iso_time(char *buf, size_t n)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char t[32];
-    strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, n, "%s.%03ldZ", t, ts.tv_nsec / 1000000);
-}
-
 /* One JSON object as one line, in one write(2) so that lines from threads never interleave. */
 static void log_object(json_t *o)
 {
     char t[48];
-    iso_time(t, sizeof(t));
+    cli_iso_time(NULL, 3, t, sizeof(t));
     json_object_set_new(o, "time", json_string(t));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(o);
