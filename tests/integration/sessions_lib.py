@@ -118,7 +118,7 @@ class SessionTests(Tests):
         assert d.run(s, "x")["results"][0]["text"] == "2"
         d.close()
 
-    def test_busy_and_policy_bounds(self):
+    def test_cell_may_not_ask_for_more_than_its_session(self):
         d = Driver()
         s = d.new(policy={"timeout": 2})
         r = d(op="run", s=s, code="pass", timeout=5)
