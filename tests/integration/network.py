@@ -17,6 +17,7 @@ import threading
 import time
 import zipfile
 import hashlib
+import atexit
 import base64
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -87,6 +88,7 @@ def enter_private_hosts():
         os.execvpe("unshare", ["unshare", "--mount", "--propagation", "private", sys.executable,
                                os.path.abspath(__file__)] + sys.argv[1:], env)
     d = tempfile.mkdtemp(prefix="execbox-nettest-")
+    atexit.register(shutil.rmtree, d, True)  # the binds are this namespace's only
     with open(os.path.join(d, "hosts"), "w") as f:
         f.write("127.0.0.1 localhost\n")
         for n, ip in HOSTS.items():
@@ -541,6 +543,7 @@ print(ok[0])
                           capture_output=True).returncode != 0:
             raise SkipTest("Debian's python3-pip is not installed")
         root = tempfile.mkdtemp(prefix="execbox-index-")
+        atexit.register(shutil.rmtree, root, True)
         whl = "tinypkg-1.0-py3-none-any.whl"
         files = {
             "tinypkg/__init__.py": b"VALUE = 42\n",
