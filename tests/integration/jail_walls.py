@@ -347,11 +347,13 @@ class JailWalls(Tests):
         ws = os.path.join(tempfile.gettempdir(), f"execbox-ws-{dead.pid}-XyZ123")
         os.mkdir(ws, 0o700)  # as execbox makes them: ours, private
         os.chmod(ws, 0o700)
-        force_sweep()
         open(os.path.join(ws, "f"), "w").close()
         try:
             with open(os.path.join(cg, "cgroup.procs"), "w") as f:
                 f.write(str(orphan.pid))
+            # Every leftover is in place before the sweep is due again: whichever execbox
+            # starts next (ours, or a parallel test's) must sweep them all.
+            force_sweep()
             ok(jail("print(1)"))
             assert orphan.wait(timeout=5) == -9, "the leftover's process was killed"
             assert not os.path.exists(cg), "the leftover cgroup was removed"
