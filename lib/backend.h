@@ -8,9 +8,12 @@
 
 #include "execbox/execbox.h"
 #include "lang.h"
+#include "proc.h"
 
-/* A backend's sandbox started ahead of time (opaque to the pool). */
+/* A backend's sandbox (opaque to the executor), and a backend's template: a walled process that
+ * sandboxes are forked from. */
 struct eb_warm;
+struct eb_tplbox;
 
 /* One run as the executor hands it to a backend: validated and resolved. */
 struct eb_run {
@@ -26,10 +29,45 @@ struct eb_run {
  * cells on sock (see lib/lang/python_session.py), its init told that no single process's exit
  * ends it. */
 struct eb_session_box {
-    struct eb_warm *w; /* the backend's */
-    int sock;          /* our end of the session's SOCK_SEQPACKET socket, owned by the caller, with
-                          SO_PASSCRED on since before the interpreter could send on it */
-    int ws_fd;         /* the workspace directory, for file calls (the backend's, borrowed) */
+    int sock;  /* our end of the session's SOCK_SEQPACKET socket, owned by the caller, with
+                  SO_PASSCRED on since before the interpreter could send on it */
+    int ws_fd; /* the workspace directory, for file calls (the backend's, borrowed) */
+};
+
+/* What the executor asks a backend's start() for. */
+struct eb_start {
+    const struct execbox_policy *policy; /* resolved */
+    const struct eb_language *lang;
+    /* A cold start: the run the sandbox is made for. The backend may place its program, stdin
+     * and input files while it builds the sandbox; deliver() then only lets it go. NULL: a warm
+     * start, the sandbox made as far as it can be without the code (interpreter up, preload
+     * imported), waiting for deliver(). */
+    const struct eb_run *run;
+    const char *preload;   /* warm: the modules imported ahead ("" none) */
+    struct eb_tplbox *tpl; /* warm: fork the sandbox from this template (the executor keeps it
+                              alive until the sandbox is destroyed) */
+    /* warm, for a session: the sandbox serves cells instead of one program; filled in. */
+    struct eb_session_box *session;
+};
+
+/* How a run ended, as wait() reports it. The executor alone turns this into the result's
+ * exit_code, signal, timed_out, killed_reason, error, cpu_time, peak_memory_bytes, OOM verdict
+ * and files (eb_wait_to_result), the same way for every backend. */
+struct eb_wait {
+    struct eb_outcome oc; /* the exit, deadline, cancel, flood, set-up failure (proc.h) */
+    /* The sandbox's own counters for the run (a cgroup's), each better than the rusage in oc:
+     * cpu_ns -1 means use oc's rusage, -2 unknown; peak_memory likewise (bytes). */
+    int64_t cpu_ns;
+    int64_t peak_memory;
+    uint64_t oom_kills; /* OOM kills the sandbox recorded during the run */
+    char oom_why[256];  /* what a MemoryLimit message adds ("" nothing) */
+    int ws_fd;          /* the workspace to list for the result (the executor closes it), -1 none */
+    bool files_listed;  /* the backend listed the files itself (res->files; from inside) */
+    /* res is a whole result another executor made (the remote backend): nothing is mapped. */
+    bool final;
+    /* The sandbox was gone before anything of the run was seen (a warm one lost with its
+     * template): nothing ran, so the executor may run the request cold. */
+    bool lost;
 };
 
 /* A session sandbox's counters (its cgroup's). */
@@ -52,23 +90,53 @@ struct eb_backend_ops {
     /* Prepares per-executor state after a successful probe. */
     int (*open)(const struct execbox_executor_options *o, const struct execbox_check *report,
                 void **ret_state, struct execbox_error *err);
-    /* Runs one request; thread-safe on one state. Fills res (output, status, times). Returns
-     * 0, or -errno when the sandbox itself failed (the executor turns that into a
-     * SandboxError result); everything the run created is gone either way. */
-    int (*run)(void *state, const struct eb_run *run, struct execbox_result *res,
-               struct execbox_error *err);
     void (*close)(void *state);
 
-    /* Optional warm starts (lib/pool.c). warm_start sets up a whole sandbox for (policy,
-     * language, preload) up to the point where the interpreter waits for its code; warm_run
-     * hands it one run's code and stdin and supervises it exactly as run() does, deadline from
-     * run->start_ns, and always consumes w; warm_discard destroys an unused one. */
-    int (*warm_start)(void *state, const struct execbox_policy *policy,
-                      const struct eb_language *lang, const char *preload, struct eb_warm **ret,
-                      struct execbox_error *err);
-    int (*warm_run)(void *state, struct eb_warm *w, const struct eb_run *run,
-                    struct execbox_result *res, struct execbox_error *err);
-    void (*warm_discard)(void *state, struct eb_warm *w);
+    /*
+     * The sandbox lifecycle; the executor owns it (lib/execbox.c): a cold run is start (with the
+     * run) -> deliver -> wait -> destroy on the caller's thread; a pooled run takes a sandbox
+     * started warm ahead of time (lib/pool.c) and does deliver -> wait -> destroy; a template's
+     * sandboxes are warm starts forked from a template the executor keeps (lib/template.c). All
+     * four are thread-safe on one state.
+     *
+     * start: builds a sandbox for s. 0 with *ret, or -errno with err set (-ENOTSUP: this
+     * backend cannot make that kind of start, e.g. warm with a host workspace; the executor
+     * then runs cold). Nothing is left behind on failure.
+     */
+    int (*start)(void *state, const struct eb_start *s, struct eb_warm **ret,
+                 struct execbox_error *err);
+    /* Hands the sandbox the run's program, stdin and input files (what a cold start did not
+     * place already) and lets it go: the deadline counts from run->start_ns. -EPIPE: the
+     * sandbox was gone before it got the code (nothing ran: the executor may run it cold). */
+    int (*deliver)(void *state, struct eb_warm *w, const struct eb_run *run,
+                   struct execbox_error *err);
+    /* Supervises the run to its end: the output into res under the policy's output_limit
+     * (calling req->on_output as bytes arrive), the deadline, req->cancel, the kill of
+     * everything in the sandbox on either; then fills ret. Sets nothing else of res but
+     * execution_time and egress (and, with ret->final or ret->files_listed, what those say). 0, or
+     * -errno when the sandbox itself failed (the executor makes that a SandboxError result). */
+    int (*wait)(void *state, struct eb_warm *w, const struct eb_run *run,
+                struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err);
+    /* Removes the sandbox and everything in it (running or not). Accepts NULL. */
+    void (*destroy)(void *state, struct eb_warm *w);
+    /* start() accepts warm starts (s->run NULL): the executor may keep a pool. */
+    bool warm;
+
+    /* Optional templates (lib/template.c): template_start makes one for (policy, language,
+     * preload), ready to fork sandboxes from (start with s->tpl); template_stop kills it (the
+     * executor calls it once no sandbox of it is left); template_alive says whether it can
+     * still fork; template_memory is what it holds (bytes, for /metrics and `execbox check`). */
+    int (*template_start)(void *state, const struct execbox_policy *policy,
+                          const struct eb_language *lang, const char *preload,
+                          struct eb_tplbox **ret, struct execbox_error *err);
+    void (*template_stop)(void *state, struct eb_tplbox *t);
+    bool (*template_alive)(struct eb_tplbox *t);
+    uint64_t (*template_memory)(struct eb_tplbox *t);
+
+    /* Transitional (removed once every backend has the lifecycle above): a backend without
+     * start() runs whole requests here; the executor maps nothing for it. */
+    int (*run)(void *state, const struct eb_run *run, struct execbox_result *res,
+               struct execbox_error *err);
 
     /* Places a request's input files (execbox_request.files) in /workspace before the code
      * runs; without it the executor refuses requests that have some. */
@@ -79,19 +147,11 @@ struct eb_backend_ops {
     /* Optional, for `execbox check` only (not probed at every open: it may cost a namespace):
      * adds a wall saying whether network "allow" works here. */
     void (*check_network)(struct execbox_check *report);
-    /* Optional: fills the template fields of the pool's counters. */
-    void (*warm_stats)(void *state, struct execbox_pool_stats *ret);
-
-    /* Optional sessions (lib/session.c): session_start sets up a sandbox for (policy, language,
-     * preload) as warm_start does, then turns it into a session's (its interpreter serves cells
-     * on ret->sock); session_stats reads its counters; session_kill kills everything in it now
-     * (thread-safe, also while a cell is supervised); session_destroy removes it. */
-    int (*session_start)(void *state, const struct execbox_policy *policy,
-                         const struct eb_language *lang, const char *preload,
-                         struct eb_session_box *ret, struct execbox_error *err);
+    /* Optional sessions (lib/session.c; the sandbox is a warm start with s->session):
+     * session_stats reads its counters; session_kill kills everything in it now (thread-safe,
+     * also while a cell is supervised). */
     void (*session_stats)(struct eb_warm *w, struct eb_box_stats *ret);
     void (*session_kill)(struct eb_warm *w);
-    void (*session_destroy)(void *state, struct eb_warm *w);
 };
 
 const struct eb_backend_ops *eb_backend_find(const char *name);

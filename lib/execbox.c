@@ -12,7 +12,9 @@
 #include "policy.h"
 #include "pool.h"
 #include "result.h"
+#include "template.h"
 #include "util.h"
+#include "workspace.h"
 #include "wsfile.h"
 
 struct execbox_executor {
@@ -20,9 +22,128 @@ struct execbox_executor {
     void *state;
     struct execbox_check report;
     bool degraded;
-    struct eb_pool *pool; /* NULL without a warm pool */
-    char preload[256];    /* pool_preload: what sessions import ahead too */
+    struct eb_pool *pool;      /* NULL without a warm pool */
+    struct eb_templates *tpls; /* NULL without templates */
+    char preload[256];         /* pool_preload: what sessions import ahead too */
 };
+
+int eb_sandbox_start(struct execbox_executor *ex, const struct eb_start *s, struct eb_sandbox *ret,
+                     struct execbox_error *err)
+{
+    struct eb_start st = *s;
+    ret->w = NULL;
+    ret->tpl = NULL;
+    if (!st.preload)
+        st.preload = "";
+    if (!st.run && !ex->ops->warm)
+        return eb_error_set(err, -ENOTSUP, "the %s backend has no warm starts", ex->ops->name);
+    if (!st.run && ex->tpls && st.lang->template_bootstrap) {
+        struct execbox_error terr = {0, ""};
+        ret->tpl = eb_template_acquire(ex->tpls, st.policy, st.lang, st.preload, &terr);
+        if (!ret->tpl && terr.code != -ENOTSUP) {
+            if (err)
+                *err = terr;
+            return terr.code < 0 ? terr.code : -EIO;
+        }
+        /* -ENOTSUP: no template for this policy here; the backend's own warm start says
+         * whether it can start one from nothing. */
+        st.tpl = ret->tpl ? eb_template_box(ret->tpl) : NULL;
+    }
+    int r = ex->ops->start(ex->state, &st, &ret->w, err);
+    if (r < 0) {
+        ret->w = NULL;
+        /* A template that cannot fork (it died, or is out of step) forks no more. */
+        if (ret->tpl && r != -ENOMEM && r != -ENOTSUP)
+            eb_template_retire(ex->tpls, ret->tpl);
+        if (ret->tpl)
+            eb_template_release(ex->tpls, ret->tpl);
+        ret->tpl = NULL;
+    }
+    return r;
+}
+
+void eb_sandbox_destroy(struct execbox_executor *ex, struct eb_sandbox *sb)
+{
+    if (sb->w)
+        ex->ops->destroy(ex->state, sb->w);
+    if (sb->tpl)
+        eb_template_release(ex->tpls, sb->tpl);
+    sb->w = NULL;
+    sb->tpl = NULL;
+}
+
+/* How a run ended, made into its result: the one mapping for every backend (exit, deadline,
+ * cancel, output flood, set-up failure; the sandbox's own CPU and memory counters over the
+ * rusage; the one OOM rule; the files left in /workspace). Closes w->ws_fd. */
+static int wait_to_result(const struct eb_run *run, struct eb_wait *w, struct execbox_result *res)
+{
+    int r = 0;
+    if (!w->final) {
+        r = eb_outcome_to_result(&w->oc, run->policy, res);
+        if (r == 0) {
+            if (w->cpu_ns >= 0)
+                res->cpu_time = (double)w->cpu_ns / 1e9;
+            else if (w->cpu_ns == -2)
+                res->cpu_time = -1;
+            if (w->peak_memory >= 0)
+                res->peak_memory_bytes = (uint64_t)w->peak_memory;
+            else if (w->peak_memory == -2)
+                res->peak_memory_bytes = 0;
+            int o = eb_result_apply_oom(res, run->policy, w->oom_kills,
+                                        w->oom_why[0] ? w->oom_why : NULL);
+            if (o < 0)
+                r = o;
+        }
+        if (r == 0 && w->ws_fd >= 0 && !w->files_listed)
+            r = eb_workspace_list(w->ws_fd, run->req->inline_files_max, res);
+    }
+    eb_close(&w->ws_fd);
+    return r;
+}
+
+/* Delivers the run to a started sandbox, waits for its end and maps it; the caller destroys
+ * the sandbox. -EPIPE: the sandbox was gone before anything ran. */
+static int deliver_and_wait(const struct eb_backend_ops *ops, void *state, struct eb_warm *sb,
+                            const struct eb_run *run, struct execbox_result *res,
+                            struct execbox_error *err)
+{
+    struct eb_wait w;
+    memset(&w, 0, sizeof(w));
+    w.cpu_ns = -1;
+    w.peak_memory = -1;
+    w.ws_fd = -1;
+    int r = ops->deliver(state, sb, run, err);
+    if (r == 0)
+        r = ops->wait(state, sb, run, res, &w, err);
+    if (r == 0 && w.lost)
+        r = -EPIPE;
+    if (r == 0)
+        r = wait_to_result(run, &w, res);
+    else
+        eb_close(&w.ws_fd);
+    return r;
+}
+
+static int run_sandbox(struct execbox_executor *ex, struct eb_sandbox *sb, const struct eb_run *run,
+                       struct execbox_result *res, struct execbox_error *err)
+{
+    int r = deliver_and_wait(ex->ops, ex->state, sb->w, run, res, err);
+    eb_sandbox_destroy(ex, sb);
+    return r;
+}
+
+int eb_backend_run_cold(const struct eb_backend_ops *ops, void *state, const struct eb_run *run,
+                        struct execbox_result *res, struct execbox_error *err)
+{
+    struct eb_start st = {.policy = run->policy, .lang = run->lang, .run = run};
+    struct eb_warm *w = NULL;
+    int r = ops->start(state, &st, &w, err);
+    if (r == 0) {
+        r = deliver_and_wait(ops, state, w, run, res, err);
+        ops->destroy(state, w);
+    }
+    return r;
+}
 
 void eb_executor_parts(struct execbox_executor *ex, const struct eb_backend_ops **ret_ops,
                        void **ret_state, const char **ret_preload)
@@ -134,8 +255,16 @@ int execbox_executor_new(const struct execbox_executor_options *opts, struct exe
             return r;
         }
     }
+    if (ops->template_start && !o.no_templates) {
+        int r = eb_templates_new(ops, ex->state, o.template_max_runs, o.template_max_age, &ex->tpls,
+                                 err);
+        if (r < 0) {
+            execbox_executor_free(ex);
+            return r;
+        }
+    }
     if (o.pool_size > 0) {
-        int r = eb_pool_new(ops, ex->state, &o, &ex->pool, err);
+        int r = eb_pool_new(ex, ops, &o, &ex->pool, err);
         if (r < 0) {
             execbox_executor_free(ex);
             return r;
@@ -154,6 +283,7 @@ struct execbox_executor *execbox_executor_free(struct execbox_executor *ex)
 {
     if (ex) {
         eb_pool_free(ex->pool);
+        eb_templates_free(ex->tpls);
         if (ex->ops->close)
             ex->ops->close(ex->state);
         free(ex);
@@ -205,29 +335,37 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
         .start_ns = eb_now_ns(),
     };
     struct execbox_error berr = {0, ""};
-    struct eb_warm *w = NULL;
+    struct eb_sandbox sb = {0};
+    bool pooled = false;
     /* Runs with network "allow" are always cold: each gets its own namespace and proxy. */
     if (ex->pool && lang->warm_bootstrap && policy.network == EXECBOX_NETWORK_NONE)
-        w = eb_pool_take(ex->pool, &policy, lang);
+        pooled = eb_pool_take(ex->pool, &policy, lang, &sb);
     int r;
     if (policy.network == EXECBOX_NETWORK_ALLOW && !ex->ops->network_allow) {
+        eb_sandbox_destroy(ex, &sb);
         r = eb_error_set(&berr, -ENOTSUP,
                          "network 'allow' is not available with the '%s' backend: it cannot "
                          "enforce an allow-list (use the jail backend, or network 'none')",
                          ex->ops->name);
-    } else if (w) {
-        r = ex->ops->warm_run(ex->state, w, &run, res, &berr);
-        if (r == -EPIPE) {
-            /* The warm sandbox died before it got the code: nothing ran, so run cold. */
-            execbox_result_free(res);
-            res = eb_result_new(ex->ops->name, lang->name);
-            if (!res)
-                return eb_error_set(err, -ENOMEM, "out of memory");
-            eb_error_clear(&berr);
-            r = ex->ops->run(ex->state, &run, res, &berr);
-        }
-    } else {
+    } else if (!ex->ops->start) {
         r = ex->ops->run(ex->state, &run, res, &berr);
+    } else {
+        r = pooled ? run_sandbox(ex, &sb, &run, res, &berr) : -EPIPE;
+        if (r == -EPIPE) {
+            /* Not pooled, or the warm sandbox died before it got the code (nothing ran): a cold
+             * start, made for this run. */
+            if (pooled) {
+                execbox_result_free(res);
+                res = eb_result_new(ex->ops->name, lang->name);
+                if (!res)
+                    return eb_error_set(err, -ENOMEM, "out of memory");
+                eb_error_clear(&berr);
+            }
+            struct eb_start st = {.policy = &policy, .lang = lang, .run = &run};
+            r = eb_sandbox_start(ex, &st, &sb, &berr);
+            if (r == 0)
+                r = run_sandbox(ex, &sb, &run, res, &berr);
+        }
     }
     if (r == -ENOMEM) {
         execbox_result_free(res);
@@ -242,14 +380,14 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
             return eb_error_set(err, -ENOMEM, "out of memory");
         }
     }
-    if (strcmp(lang->name, "python") == 0 && eb_parse_python_error(res) < 0) {
+    if (lang->parse_error && lang->parse_error(res) < 0) {
         execbox_result_free(res);
         return eb_error_set(err, -ENOMEM, "out of memory");
     }
-    if (ex->degraded)
-        for (size_t i = 0; i < ex->report.n_walls; i++)
-            if (!ex->report.walls[i].ok && ex->report.walls[i].required)
-                eb_result_add_degraded(res, ex->report.walls[i].name);
+    if (eb_executor_add_degraded(ex, res) < 0) {
+        execbox_result_free(res);
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    }
     *ret = res;
     return 0;
 }
@@ -282,6 +420,6 @@ void execbox_executor_pool_stats(struct execbox_executor *ex, struct execbox_poo
     memset(ret, 0, sizeof(*ret));
     if (ex && ex->pool)
         eb_pool_stats(ex->pool, ret);
-    if (ex && ex->pool && ex->ops->warm_stats)
-        ex->ops->warm_stats(ex->state, ret);
+    if (ex && ex->pool && ex->tpls)
+        eb_templates_stats(ex->tpls, ret);
 }

@@ -5,6 +5,28 @@
 
 #include "backend.h"
 
+/* A sandbox as the executor holds it: the backend's, and the template it was forked from (a
+ * reference the executor drops when the sandbox is destroyed). */
+struct eb_sandbox {
+    struct eb_warm *w;
+    struct eb_template *tpl;
+};
+
+/* Starts a sandbox through ex's backend: a warm start (s->run NULL) forks it from the
+ * template of (policy, language, preload) when the backend and the language have templates
+ * and the executor keeps them. 0, or -errno with err set. */
+int eb_sandbox_start(struct execbox_executor *ex, const struct eb_start *s, struct eb_sandbox *ret,
+                     struct execbox_error *err);
+
+/* Destroys a sandbox (sb->w NULL: nothing) and drops its template's reference. */
+void eb_sandbox_destroy(struct execbox_executor *ex, struct eb_sandbox *sb);
+
+/* One cold run straight through a backend's lifecycle (start with the run, deliver, wait, the
+ * executor's mapping, destroy), without an executor: for tests of a backend. Same contract as
+ * run_sandbox's caller: 0 with res filled, or -errno when the sandbox failed. */
+int eb_backend_run_cold(const struct eb_backend_ops *ops, void *state, const struct eb_run *run,
+                        struct execbox_result *res, struct execbox_error *err);
+
 /* The executor's backend, its state and the preload its warm sandboxes import (borrowed). */
 void eb_executor_parts(struct execbox_executor *ex, const struct eb_backend_ops **ret_ops,
                        void **ret_state, const char **ret_preload);

@@ -9,20 +9,31 @@
 #include <string.h>
 
 #include "execbox/execbox.h"
+#include "result.h"
 #include "util.h"
 
 static const struct eb_language languages[] = {
     /* -B: never write .pyc files into a read-only or shared tree. */
-    {"python",
-     "/usr/bin/python3",
-     {"-B", NULL},
-     "main.py",
-     RLIMIT_AS,
-     eb_python_warm_bootstrap,
-     eb_python_template_bootstrap},
-    {"javascript", "/usr/bin/node", {NULL}, "main.js", RLIMIT_DATA, NULL, NULL},
+    {.name = "python",
+     .interpreter = "/usr/bin/python3",
+     .args = {"-B", NULL},
+     .filename = "main.py",
+     .memory_rlimit = RLIMIT_AS,
+     .warm_bootstrap = eb_python_warm_bootstrap,
+     .template_bootstrap = eb_python_template_bootstrap,
+     .sessions = true,
+     .parse_error = eb_parse_python_error},
+    {.name = "javascript",
+     .interpreter = "/usr/bin/node",
+     .args = {NULL},
+     .filename = "main.js",
+     .memory_rlimit = RLIMIT_DATA},
     /* --noprofile --norc: no host start-up files run before the code. */
-    {"bash", "/bin/bash", {"--noprofile", "--norc", NULL}, "main.sh", RLIMIT_AS, NULL, NULL},
+    {.name = "bash",
+     .interpreter = "/bin/bash",
+     .args = {"--noprofile", "--norc", NULL},
+     .filename = "main.sh",
+     .memory_rlimit = RLIMIT_AS},
 };
 
 static const char *const language_names[] = {"python", "javascript", "bash", NULL};

@@ -4,8 +4,11 @@
 #ifndef EB_LANG_H
 #define EB_LANG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/resource.h>
+
+#include "execbox/execbox.h"
 
 struct eb_language {
     const char *name;        /* "python" */
@@ -23,6 +26,11 @@ struct eb_language {
      * per request through the template helper (see lib/lang/python_template.py); NULL where the
      * language has none. */
     const char *template_bootstrap;
+    /* Sessions: the template bootstrap can also serve cells (lib/lang/python_session.py). */
+    bool sessions;
+    /* Fills the result's error from what the program wrote (a traceback); NULL: none. 0 or
+     * -ENOMEM. */
+    int (*parse_error)(struct execbox_result *r);
 };
 
 /* The bootstraps, embedded from lib/lang/ (lang_blobs.c). */

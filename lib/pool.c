@@ -32,7 +32,7 @@ struct pair {
     uint64_t gen; /* bumped whenever the slot is given to another pair */
     struct execbox_policy policy;
     const struct eb_language *lang;
-    struct eb_warm *ready[POOL_MAX];
+    struct eb_sandbox ready[POOL_MAX];
     uint64_t born[POOL_MAX];
     unsigned n;
     unsigned starting;
@@ -48,8 +48,7 @@ struct eb_pool {
     pthread_t threads[POOL_THREADS_MAX]; /* fillers: one per core, at most the pool size */
     unsigned n_threads;
     bool stop;
-    const struct eb_backend_ops *ops;
-    void *state;
+    struct execbox_executor *ex;
     unsigned size;
     uint64_t idle_ns;
     char preload[512];
@@ -79,7 +78,7 @@ static struct pair *find_pair(struct eb_pool *p, const struct execbox_policy *po
 /* A slot for a new pair: a free one, else the least recently wanted idle one (its sandboxes
  * move to *evicted for the caller to destroy outside the lock). */
 static struct pair *new_pair(struct eb_pool *p, const struct execbox_policy *pol,
-                             const struct eb_language *lang, struct eb_warm **evicted,
+                             const struct eb_language *lang, struct eb_sandbox *evicted,
                              unsigned *n_evicted)
 {
     struct pair *victim = NULL;
@@ -105,16 +104,16 @@ static struct pair *new_pair(struct eb_pool *p, const struct execbox_policy *pol
     return victim;
 }
 
-static void discard_all(struct eb_pool *p, struct eb_warm **list, unsigned n)
+static void discard_all(struct eb_pool *p, struct eb_sandbox *list, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
-        p->ops->warm_discard(p->state, list[i]);
+        eb_sandbox_destroy(p->ex, &list[i]);
 }
 
 static void *pool_thread(void *arg)
 {
     struct eb_pool *p = arg;
-    struct eb_warm *expired[POOL_PAIRS * POOL_MAX];
+    struct eb_sandbox expired[POOL_PAIRS * POOL_MAX];
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
         uint64_t now = eb_now_ns();
@@ -163,9 +162,10 @@ static void *pool_thread(void *arg)
             uint64_t gen = fill->gen;
             fill->starting++;
             pthread_mutex_unlock(&p->mu);
-            struct eb_warm *w = NULL;
+            struct eb_sandbox w = {0};
             struct execbox_error err = {0, ""};
-            int r = p->ops->warm_start(p->state, &pol, lang, p->preload, &w, &err);
+            struct eb_start st = {.policy = &pol, .lang = lang, .preload = p->preload};
+            int r = eb_sandbox_start(p->ex, &st, &w, &err);
             pthread_mutex_lock(&p->mu);
             fill->starting--;
             if (r < 0) {
@@ -175,7 +175,7 @@ static void *pool_thread(void *arg)
                 fill->retry_at = r == -ENOTSUP ? UINT64_MAX : eb_now_ns() + POOL_RETRY_NS;
             } else if (fill->gen != gen || !fill->used || fill->n >= POOL_MAX || p->stop) {
                 pthread_mutex_unlock(&p->mu);
-                p->ops->warm_discard(p->state, w);
+                eb_sandbox_destroy(p->ex, &w);
                 pthread_mutex_lock(&p->mu);
             } else {
                 fill->ready[fill->n] = w;
@@ -200,11 +200,11 @@ static void *pool_thread(void *arg)
     return NULL;
 }
 
-int eb_pool_new(const struct eb_backend_ops *ops, void *state,
+int eb_pool_new(struct execbox_executor *ex, const struct eb_backend_ops *ops,
                 const struct execbox_executor_options *o, struct eb_pool **ret,
                 struct execbox_error *err)
 {
-    if (!ops->warm_start || !ops->warm_run || !ops->warm_discard)
+    if (!ops->warm)
         return eb_error_set(err, -ENOTSUP, "backend '%s' cannot keep warm sandboxes", ops->name);
     if (o->pool_size > POOL_MAX)
         return eb_error_set(err, -EINVAL, "pool size %u is above the maximum of %d", o->pool_size,
@@ -223,8 +223,7 @@ int eb_pool_new(const struct eb_backend_ops *ops, void *state,
     struct eb_pool *p = calloc(1, sizeof(*p));
     if (!p)
         return eb_error_set(err, -ENOMEM, "out of memory");
-    p->ops = ops;
-    p->state = state;
+    p->ex = ex;
     p->size = o->pool_size;
     p->idle_ns = (uint64_t)((o->pool_idle > 0 ? o->pool_idle : POOL_IDLE_DEFAULT) * 1e9);
     memcpy(p->preload, pre, strlen(pre) + 1);
@@ -278,7 +277,7 @@ void eb_pool_free(struct eb_pool *p)
 }
 
 static struct pair *want(struct eb_pool *p, const struct execbox_policy *pol,
-                         const struct eb_language *lang, struct eb_warm **evicted,
+                         const struct eb_language *lang, struct eb_sandbox *evicted,
                          unsigned *n_evicted)
 {
     struct pair *q = find_pair(p, pol, lang);
@@ -290,17 +289,18 @@ static struct pair *want(struct eb_pool *p, const struct execbox_policy *pol,
     return q;
 }
 
-struct eb_warm *eb_pool_take(struct eb_pool *p, const struct execbox_policy *pol,
-                             const struct eb_language *lang)
+bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *pol,
+                  const struct eb_language *lang, struct eb_sandbox *ret)
 {
-    struct eb_warm *evicted[POOL_MAX];
+    struct eb_sandbox evicted[POOL_MAX];
     unsigned n_evicted = 0;
-    struct eb_warm *w = NULL;
+    bool got = false;
     pthread_mutex_lock(&p->mu);
     struct pair *q = want(p, pol, lang, evicted, &n_evicted);
     if (q && q->n > 0) {
         /* The oldest: the one closest to expiring. */
-        w = q->ready[0];
+        *ret = q->ready[0];
+        got = true;
         memmove(q->ready, q->ready + 1, (q->n - 1) * sizeof(q->ready[0]));
         memmove(q->born, q->born + 1, (q->n - 1) * sizeof(q->born[0]));
         q->n--;
@@ -310,13 +310,13 @@ struct eb_warm *eb_pool_take(struct eb_pool *p, const struct execbox_policy *pol
     }
     pthread_mutex_unlock(&p->mu);
     discard_all(p, evicted, n_evicted);
-    return w;
+    return got;
 }
 
 int eb_pool_prewarm(struct eb_pool *p, const struct execbox_policy *pol,
                     const struct eb_language *lang, struct execbox_error *err)
 {
-    struct eb_warm *evicted[POOL_MAX];
+    struct eb_sandbox evicted[POOL_MAX];
     unsigned n_evicted = 0;
     pthread_mutex_lock(&p->mu);
     struct pair *q = want(p, pol, lang, evicted, &n_evicted);

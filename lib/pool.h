@@ -3,23 +3,23 @@
 #ifndef EB_POOL_H
 #define EB_POOL_H
 
-#include "backend.h"
+#include "executor.h"
 
 struct eb_pool;
 
-/* Starts a pool over a backend that has warm ops. Background threads (one per core, at most
- * 4 and at most the pool size) fill it. */
-int eb_pool_new(const struct eb_backend_ops *ops, void *state,
+/* Starts a pool of ex's warm sandboxes (its backend's ops: warm starts). Background threads (one
+ * per core, at most 4 and at most the pool size) fill it through eb_sandbox_start. */
+int eb_pool_new(struct execbox_executor *ex, const struct eb_backend_ops *ops,
                 const struct execbox_executor_options *o, struct eb_pool **ret,
                 struct execbox_error *err);
 
 /* Stops the thread and destroys every warm sandbox. Accepts NULL. */
 void eb_pool_free(struct eb_pool *p);
 
-/* A ready sandbox for (policy, lang), or NULL (the caller runs cold). Either way the pair is
- * marked wanted, so the pool keeps it filled until it goes unused for the idle time. */
-struct eb_warm *eb_pool_take(struct eb_pool *p, const struct execbox_policy *policy,
-                             const struct eb_language *lang);
+/* A ready sandbox for (policy, lang) in *ret (true), or false (the caller runs cold). Either way
+ * the pair is marked wanted, so the pool keeps it filled until it goes unused for the idle time. */
+bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *policy,
+                  const struct eb_language *lang, struct eb_sandbox *ret);
 
 /* Marks the pair wanted now. */
 int eb_pool_prewarm(struct eb_pool *p, const struct execbox_policy *policy,

@@ -517,6 +517,14 @@ int eb_outcome_to_result(const struct eb_outcome *o, const struct execbox_policy
         res->killed_reason = EXECBOX_KILLED_CANCELLED;
         return eb_result_set_error(res, "Cancelled", "the run was cancelled by the caller", "");
     }
+    if (o->flooded) {
+        res->exit_code = 128 + SIGKILL;
+        res->signal = SIGKILL;
+        res->killed_reason = EXECBOX_KILLED_OUTPUT_LIMIT;
+        snprintf(msg, sizeof(msg), "the program wrote more than %" PRIu64 " bytes and was killed",
+                 o->flood_at);
+        return eb_result_set_error(res, "OutputLimit", msg, "");
+    }
     if (o->setup_failed)
         return eb_result_sandbox_error(res, o->setup_err.msg);
     if (!o->got_exit) {

@@ -130,6 +130,10 @@ struct eb_outcome {
     bool timed_out;
     bool cancelled;
     bool setup_failed; /* an EB_MSG_ERROR arrived */
+    /* The backend stopped a flood of output at its source (an engine that stores every byte)
+     * after flood_at bytes. */
+    bool flooded;
+    uint64_t flood_at;
     struct execbox_error setup_err;
     int init_status;   /* init's own wait status */
     bool init_running; /* exit_msg_ends: init was not reaped yet (c->pidfd still valid) */

@@ -60,6 +60,7 @@ struct execbox_session {
     struct execbox_executor *ex;
     const struct eb_language *lang;
     struct execbox_policy policy;
+    struct eb_sandbox sbx; /* the sandbox (executor's) */
     struct eb_session_box box;
     bool rollback;
     double idle, lifetime;
@@ -210,8 +211,8 @@ static void end_session(struct execbox_session *s)
     bool was = s->ended;
     s->ended = true;
     pthread_mutex_unlock(&s->lock);
-    if (!was && s->box.w)
-        s->ops->session_kill(s->box.w);
+    if (!was && s->sbx.w)
+        s->ops->session_kill(s->sbx.w);
 }
 
 int execbox_session_new(struct execbox_executor *ex, const struct execbox_session_options *o,
@@ -225,7 +226,7 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
     const struct eb_language *lang = eb_language_find(opt.language);
     if (!lang)
         return eb_error_set(err, -EINVAL, "unknown language '%s'", opt.language);
-    if (strcmp(lang->name, "python") != 0)
+    if (!lang->sessions)
         return eb_error_set(err, -ENOTSUP, "sessions are for python only, not %s", lang->name);
     if (opt.idle_timeout < 0 || opt.max_lifetime < 0)
         return eb_error_set(err, -EINVAL, "idle_timeout and max_lifetime must not be negative");
@@ -234,7 +235,7 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
         return eb_error_set(err, -ENOMEM, "out of memory");
     const char *preload;
     eb_executor_parts(ex, &s->ops, &s->state, &preload);
-    if (!s->ops->session_start) {
+    if (!s->ops->session_stats || !s->ops->warm) {
         int r = eb_error_set(err, -ENOTSUP, "the %s backend has no sessions (the jail has)",
                              s->ops->name);
         free(s);
@@ -253,9 +254,10 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
     s->box.ws_fd = -1;
     s->oom_adj = geteuid() == 0;
     pthread_mutex_init(&s->lock, NULL);
-    int r = s->ops->session_start(s->state, &s->policy, lang, preload, &s->box, err);
+    struct eb_start st = {
+        .policy = &s->policy, .lang = lang, .preload = preload, .session = &s->box};
+    int r = eb_sandbox_start(ex, &st, &s->sbx, err);
     if (r < 0) {
-        s->box.w = NULL;
         execbox_session_free(s);
         return r;
     }
@@ -436,7 +438,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     }
     set_oom_adj(s, pid, 1000);
     struct eb_box_stats before = {.cpu_ns = -1};
-    s->ops->session_stats(s->box.w, &before);
+    s->ops->session_stats(s->sbx.w, &before);
     if ((r = send_msg(s->box.sock, "{\"t\": \"go\"}", NULL, 0)) < 0) {
         eb_error_set(&serr, r, "start the cell: %s", execbox_strerror(r));
         broken = true;
@@ -480,7 +482,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     if (eb_outcome_to_result(&oc, pol, res) < 0)
         return eb_error_set(err, -ENOMEM, "out of memory");
     struct eb_box_stats after = {.cpu_ns = -1};
-    s->ops->session_stats(s->box.w, &after);
+    s->ops->session_stats(s->sbx.w, &after);
     if (before.cpu_ns >= 0 && after.cpu_ns >= before.cpu_ns)
         res->cpu_time = (double)(after.cpu_ns - before.cpu_ns) / 1e9;
     else
@@ -582,7 +584,7 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
         _cleanup_close_ int wfd = openat(s->box.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (wfd >= 0 && eb_workspace_list(wfd, req->inline_files_max, res) < 0)
             r = eb_error_set(err, -ENOMEM, "out of memory");
-        if (r == 0 && (eb_parse_python_error(res) < 0 || eb_executor_add_degraded(s->ex, res) < 0))
+        if (r == 0 && (s->lang->parse_error(res) < 0 || eb_executor_add_degraded(s->ex, res) < 0))
             r = eb_error_set(err, -ENOMEM, "out of memory");
     }
     touch(s);
@@ -612,9 +614,9 @@ void execbox_session_info(struct execbox_session *s, struct execbox_session_info
     ret->alive = !s->ended && !gone && now_wall() < ret->expires_at;
     pthread_mutex_unlock(&s->lock);
     ret->busy = atomic_load(&s->busy);
-    if (s->box.w) {
+    if (s->sbx.w) {
         struct eb_box_stats st = {.cpu_ns = -1};
-        s->ops->session_stats(s->box.w, &st);
+        s->ops->session_stats(s->sbx.w, &st);
         ret->memory_bytes = st.peak_memory;
     }
 }
@@ -694,8 +696,7 @@ struct execbox_session *execbox_session_free(struct execbox_session *s)
 {
     if (!s)
         return NULL;
-    if (s->box.w)
-        s->ops->session_destroy(s->state, s->box.w);
+    eb_sandbox_destroy(s->ex, &s->sbx);
     eb_close(&s->box.sock);
     eb_close(&s->state_pidfd);
     pthread_mutex_destroy(&s->lock);

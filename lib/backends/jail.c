@@ -76,7 +76,6 @@
 #define SHM_SIZE (16U << 20) /* /dev/shm: POSIX semaphores and shared memory */
 #define NETNS_POOL 2
 #define EXITING_MAX 64
-#define EB_TPL_MAX 16 /* live templates per executor (policy, language, preload); more run cold */
 #define STAGE_VERSION "execbox-stage-3\n" /* bump when the staged files change */
 /* Root: the pinned prepared mount namespaces (mntpin.h). */
 #define MNTNS_PIN_DIR "/run/execbox/mntns"
@@ -104,16 +103,10 @@ struct jail {
     char mpl_file[96];          /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
     char *mpl_data;             /* its prebuilt contents, copied into each run's /tmp */
     size_t mpl_len;
-    /* Templates (see "templates" below): the live ones, and what every one is handed. */
-    pthread_mutex_t tpl_lock;       /* the list, the counters and every template's refs */
-    pthread_mutex_t tpl_start_lock; /* one template starts at a time */
-    struct tpl *tpls[EB_TPL_MAX];
-    size_t n_tpls;
+    /* Templates (see "templates" below; lib/template.c keeps them): what every one is handed,
+     * made once (under tpl_start_lock). */
+    pthread_mutex_t tpl_start_lock;
     int tpl_blob_fds[4]; /* sealed memfds: helper module, init program, seccomp, font list */
-    bool no_templates;
-    unsigned tpl_max_runs;
-    double tpl_max_age;
-    uint64_t tpl_started, tpl_retired;
 };
 
 /* ---- probe ---------------------------------------------------------------------------------- */
@@ -517,15 +510,14 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
 }
 
 static void reap_exiting(bool block_oldest);
-static void tpl_close_all(struct jail *j);
 
 static void jail_close(void *state)
 {
     struct jail *j = state;
     if (!j)
         return;
-    tpl_close_all(j);
-    pthread_mutex_destroy(&j->tpl_lock);
+    for (int i = 0; i < 4; i++)
+        eb_close(&j->tpl_blob_fds[i]);
     pthread_mutex_destroy(&j->tpl_start_lock);
     eb_netns_pool_free(j->pool);
     eb_close(&j->mntns_fd);
@@ -545,13 +537,9 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     eb_userns_prepare(&j->userns);
     pthread_mutex_init(&j->mntns_lock, NULL);
     j->mntns_fd = -1;
-    pthread_mutex_init(&j->tpl_lock, NULL);
     pthread_mutex_init(&j->tpl_start_lock, NULL);
     for (int i = 0; i < 4; i++)
         j->tpl_blob_fds[i] = -1;
-    j->no_templates = o && o->no_templates;
-    j->tpl_max_runs = o && o->template_max_runs ? o->template_max_runs : EB_TPL_MAX_RUNS;
-    j->tpl_max_age = o && o->template_max_age > 0 ? o->template_max_age : EB_TPL_MAX_AGE;
     if (getrandom(&j->id, sizeof(j->id), 0) != sizeof(j->id))
         j->id = (unsigned)(uintptr_t)j ^ (unsigned)eb_now_ns();
     /* Root only (see netns.h). Started first, so that even a one-shot run finds a namespace
@@ -933,7 +921,8 @@ struct eb_warm {
     struct stat ws_st;     /* its owner and mode before the run, restored after it */
     char ws_host[EXECBOX_PATH_MAX];
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
-    struct tpl *tpl;        /* a run forked from this template, which it keeps alive; else NULL */
+    struct eb_tplbox *tpl;  /* forked from this template (the executor keeps it alive), or NULL */
+    bool cold;              /* started with its run: the program is in place and running */
     bool session; /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/session.c) */
     uint64_t guest_bytes; /* what the guest wrote, all streams */
 };
@@ -1478,64 +1467,46 @@ static uint64_t sandbox_files(const struct eb_warm *sb, const struct eb_cgroup_s
     return files;
 }
 
-/* Supervises a started sandbox to the end and fills res: output, status, the cgroup's CPU,
- * peak memory and OOM count, the files left in /workspace. */
-static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct execbox_result *res,
-                          struct eb_outcome *ret_oc, struct execbox_error *err)
+/* Supervises a started sandbox to the end: the output into res, then how it ended with the
+ * cgroup's CPU, peak memory and OOM count, and the workspace to list. */
+static int jail_wait(void *state, struct eb_warm *sb, const struct eb_run *run,
+                     struct execbox_result *res, struct eb_wait *w, struct execbox_error *err)
 {
+    (void)state;
     const struct execbox_policy *pol = run->policy;
-    struct eb_outcome oc;
-    int r = eb_supervise(&sb->child, run->req, pol, run->start_ns, res, &oc, err);
-    if (ret_oc)
-        *ret_oc = oc;
+    int r = eb_supervise(&sb->child, run->req, pol, run->start_ns, res, &w->oc, err);
     sb->guest_bytes = res->stdout_bytes + res->stderr_bytes; /* before any message of ours */
     sb->child.pid = -1; /* reaped, or left its cgroup and is exiting: */
-    if (oc.init_running)
+    if (w->oc.init_running)
         defer_reap(&sb->child.pidfd);
     sb->k.pidfd = sb->child.pidfd;
     /* The run is over: so is its way out; what it did goes into the result. */
     eb_proxy_stop(sb->proxy, res);
     sb->proxy = NULL;
-    struct eb_cgroup_stats st;
-    eb_cgroup_stats(&sb->cg, &st);
-    if (r == 0)
-        r = eb_outcome_to_result(&oc, pol, res);
-    if (r == 0 && sb->j->cg.version) {
+    if (sb->j->cg.version) {
+        struct eb_cgroup_stats st;
+        eb_cgroup_stats(&sb->cg, &st);
         if (st.cpu_ns >= 0)
-            res->cpu_time = (double)(st.cpu_ns - sb->cpu_base_ns) / 1e9;
+            w->cpu_ns = st.cpu_ns - sb->cpu_base_ns;
         if (st.peak_memory)
-            res->peak_memory_bytes = st.peak_memory;
+            w->peak_memory = (int64_t)st.peak_memory;
+        w->oom_kills = st.oom_kills;
         /* Files in /tmp, /dev/shm and a fresh /workspace are memory too (tmpfs): when an OOM
          * kill came while they held a large share, say so, so the cause is not misread. */
-        char detail[256];
-        const char *why = eb_oom_files_detail(detail, sizeof(detail), sandbox_files(sb, &st),
-                                              pol->memory + sb->files_budget);
-        int o = eb_result_apply_oom(res, pol, st.oom_kills, why);
-        if (o < 0)
-            r = o;
+        if (!eb_oom_files_detail(w->oom_why, sizeof(w->oom_why), sandbox_files(sb, &st),
+                                 pol->memory + sb->files_budget))
+            w->oom_why[0] = '\0';
     }
-    if (r == 0) {
-        _cleanup_close_ int wfd = -1;
-        if (sb->ws_fd >= 0)
-            wfd = openat(sb->ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        else if (sb->ws_host[0])
-            wfd = open(sb->ws_host, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (wfd >= 0)
-            r = eb_workspace_list(wfd, run->req->inline_files_max, res);
-    }
-    return r;
-}
-
-static int jail_run(void *state, const struct eb_run *run, struct execbox_result *res,
-                    struct execbox_error *err)
-{
-    struct eb_warm sb;
-    reap_exiting(false);
-    sandbox_init(&sb, state, run->policy, run->lang);
-    int r = sandbox_start(&sb, NULL, run, NULL, err);
-    if (r == 0)
-        r = sandbox_finish(&sb, run, res, NULL, err);
-    sandbox_destroy(&sb);
+    if (sb->ws_fd >= 0)
+        w->ws_fd = openat(sb->ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    else if (sb->ws_host[0])
+        w->ws_fd = open(sb->ws_host, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    /* A fork whose init vanished without a report, before anything was seen of the run, was
+     * lost with its template (the guest cannot kill its init): nothing ran as far as anyone can
+     * tell, so the executor may run it cold, as when the go byte finds no reader. */
+    if (r == 0 && sb->tpl && !w->oc.got_exit && !w->oc.setup_failed && !w->oc.timed_out &&
+        !w->oc.cancelled && sb->guest_bytes == 0)
+        w->lost = true;
     return r;
 }
 
@@ -1562,17 +1533,14 @@ static int jail_run(void *state, const struct eb_run *run, struct execbox_result
 #define EB_TPL_START_TIMEOUT_MS 60000 /* the interpreter imports the preload */
 #define EB_TPL_FORK_TIMEOUT_MS 10000
 
-struct tpl {
+struct eb_tplbox {
     struct eb_warm sb;  /* the template's own sandbox: init (pid 1) and the interpreter */
     int sock;           /* our end of its request socket */
     pthread_mutex_t io; /* one request and its answer at a time */
     struct execbox_policy policy;
     const struct eb_language *lang;
     char preload[256];
-    uint64_t born_ns;
-    unsigned runs; /* runs forked: the generation bound counts these */
-    unsigned refs; /* 1 while listed, +1 per run not yet destroyed (under tpl_lock) */
-    bool retired;  /* unlisted: forks no more runs, ends with its last one */
+    atomic_bool broken; /* gone, or no longer in step with us: forks no more */
 };
 
 /* A sealed memfd holding len bytes of data. */
@@ -1625,7 +1593,7 @@ static int tpl_blobs(struct jail *j, struct execbox_error *err)
 }
 
 /* Waits up to timeout_ms for one answer from t (and its pidfd when ret_fd), 0 or -errno. */
-static int tpl_recv(struct tpl *t, struct eb_tpl_resp *resp, int *ret_fd, int timeout_ms,
+static int tpl_recv(struct eb_tplbox *t, struct eb_tpl_resp *resp, int *ret_fd, int timeout_ms,
                     struct execbox_error *err)
 {
     struct pollfd p = {.fd = t->sock, .events = POLLIN};
@@ -1672,7 +1640,7 @@ static int tpl_recv(struct tpl *t, struct eb_tpl_resp *resp, int *ret_fd, int ti
     return 0;
 }
 
-static void tpl_free(struct tpl *t)
+static void tpl_free(struct eb_tplbox *t)
 {
     sandbox_destroy(&t->sb); /* its init's death ends its pid namespace, the interpreter too */
     eb_close(&t->sock);
@@ -1680,49 +1648,16 @@ static void tpl_free(struct tpl *t)
     free(t);
 }
 
-/* Drops one reference; the last one of a retired template destroys it. */
-static void tpl_put(struct jail *j, struct tpl *t)
-{
-    pthread_mutex_lock(&j->tpl_lock);
-    bool last = --t->refs == 0;
-    pthread_mutex_unlock(&j->tpl_lock);
-    if (last)
-        tpl_free(t);
-}
-
-/* Under tpl_lock: unlists t (no new runs); the caller then drops the list's reference. */
-static void tpl_unlist_locked(struct jail *j, struct tpl *t)
-{
-    for (size_t i = 0; i < j->n_tpls; i++)
-        if (j->tpls[i] == t) {
-            j->tpls[i] = j->tpls[--j->n_tpls];
-            break;
-        }
-    t->retired = true;
-    j->tpl_retired++;
-}
-
-static void tpl_retire(struct jail *j, struct tpl *t)
-{
-    pthread_mutex_lock(&j->tpl_lock);
-    bool listed = !t->retired;
-    if (listed)
-        tpl_unlist_locked(j, t);
-    pthread_mutex_unlock(&j->tpl_lock);
-    if (listed)
-        tpl_put(j, t);
-}
-
 /* Starts a template for (policy, lang, preload): its sandbox, then its interpreter's imports,
  * until it says it is ready. */
 static int tpl_start(struct jail *j, const struct execbox_policy *policy,
-                     const struct eb_language *lang, const char *preload, struct tpl **ret,
+                     const struct eb_language *lang, const char *preload, struct eb_tplbox **ret,
                      struct execbox_error *err)
 {
     int r = tpl_blobs(j, err);
     if (r < 0)
         return r;
-    struct tpl *t = calloc(1, sizeof(*t));
+    struct eb_tplbox *t = calloc(1, sizeof(*t));
     if (!t)
         return eb_error_set(err, -ENOMEM, "out of memory");
     pthread_mutex_init(&t->io, NULL);
@@ -1760,94 +1695,17 @@ static int tpl_start(struct jail *j, const struct execbox_policy *policy,
         tpl_free(t);
         return r;
     }
-    t->born_ns = eb_now_ns();
-    t->refs = 1;
     *ret = t;
     return 0;
 }
 
-static bool tpl_matches(const struct tpl *t, const struct execbox_policy *policy,
-                        const struct eb_language *lang, const char *preload)
-{
-    return t->lang == lang && strcmp(t->preload, preload ? preload : "") == 0 &&
-           eb_policy_equal(&t->policy, policy);
-}
-
-/* Under tpl_lock: the listed template for the key, retiring it first when its generation is
- * over; NULL when none. */
-static struct tpl *tpl_find_locked(struct jail *j, const struct execbox_policy *policy,
-                                   const struct eb_language *lang, const char *preload,
-                                   struct tpl **ret_retired)
-{
-    for (size_t i = 0; i < j->n_tpls; i++) {
-        struct tpl *t = j->tpls[i];
-        if (!tpl_matches(t, policy, lang, preload))
-            continue;
-        if (t->runs >= j->tpl_max_runs ||
-            (double)(eb_now_ns() - t->born_ns) / 1e9 >= j->tpl_max_age) {
-            tpl_unlist_locked(j, t);
-            *ret_retired = t; /* the caller drops the list's reference, outside the lock */
-            return NULL;
-        }
-        return t;
-    }
-    return NULL;
-}
-
-/* A reference to the live template for the key, started when there is none (or its generation
- * is over), counted as one run. */
-static struct tpl *tpl_acquire(struct jail *j, const struct execbox_policy *policy,
-                               const struct eb_language *lang, const char *preload,
-                               struct execbox_error *err)
-{
-    struct tpl *retired = NULL, *t;
-    pthread_mutex_lock(&j->tpl_lock);
-    t = tpl_find_locked(j, policy, lang, preload, &retired);
-    if (t) {
-        t->refs++;
-        t->runs++;
-    }
-    pthread_mutex_unlock(&j->tpl_lock);
-    if (retired)
-        tpl_put(j, retired);
-    if (t)
-        return t;
-    pthread_mutex_lock(&j->tpl_start_lock);
-    pthread_mutex_lock(&j->tpl_lock);
-    retired = NULL;
-    t = tpl_find_locked(j, policy, lang, preload, &retired); /* another thread may have won */
-    bool full = j->n_tpls >= EB_TPL_MAX;
-    if (t) {
-        t->refs++;
-        t->runs++;
-    }
-    pthread_mutex_unlock(&j->tpl_lock);
-    if (retired)
-        tpl_put(j, retired);
-    if (!t && full)
-        eb_error_set(err, -EBUSY, "%d templates are live already", EB_TPL_MAX);
-    else if (!t && tpl_start(j, policy, lang, preload, &t, err) == 0) {
-        pthread_mutex_lock(&j->tpl_lock);
-        j->tpls[j->n_tpls++] = t;
-        j->tpl_started++;
-        t->refs++;
-        t->runs++;
-        pthread_mutex_unlock(&j->tpl_lock);
-    }
-    pthread_mutex_unlock(&j->tpl_start_lock);
-    return t;
-}
-
-/* Forks one run from t for policy (the same as t's), walled and waiting for its code; consumes
- * the caller's reference to t (the run keeps it until it is destroyed). */
-static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *pol, bool session,
-                    struct eb_warm **ret, struct execbox_error *err)
+/* Forks one run from t for policy (the same as t's), walled and waiting for its code. */
+static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_policy *pol,
+                    bool session, struct eb_warm **ret, struct execbox_error *err)
 {
     struct eb_warm *sb = malloc(sizeof(*sb));
-    if (!sb) {
-        tpl_put(j, t);
+    if (!sb)
         return eb_error_set(err, -ENOMEM, "out of memory");
-    }
     sandbox_init(sb, j, pol, t->lang);
     sb->tpl = t;
     sb->session = session;
@@ -1913,7 +1771,7 @@ static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *
         r = tpl_recv(t, &resp, &pidfd, EB_TPL_FORK_TIMEOUT_MS, err);
     pthread_mutex_unlock(&t->io);
     if (r < 0) {
-        tpl_retire(j, t); /* gone, or no longer in step with us */
+        atomic_store(&t->broken, true); /* gone, or no longer in step with us */
         goto out;
     }
     if (resp.code != 0 || pidfd < 0) {
@@ -1941,110 +1799,144 @@ out:
     if (r < 0) {
         sandbox_destroy(sb);
         free(sb);
-        tpl_put(j, t);
         return r;
     }
     *ret = sb;
     return 0;
 }
 
-/* Retires every template (jail_close): each ends with its last run. */
-static void tpl_close_all(struct jail *j)
+static void jail_template_stop(void *state, struct eb_tplbox *t)
 {
-    for (;;) {
-        pthread_mutex_lock(&j->tpl_lock);
-        struct tpl *t = j->n_tpls ? j->tpls[0] : NULL;
-        if (t)
-            tpl_unlist_locked(j, t);
-        pthread_mutex_unlock(&j->tpl_lock);
-        if (!t)
-            break;
-        tpl_put(j, t);
-    }
-    for (int i = 0; i < 4; i++)
-        eb_close(&j->tpl_blob_fds[i]);
+    (void)state;
+    tpl_free(t);
 }
 
-static void jail_warm_stats(void *state, struct execbox_pool_stats *ret)
+static bool jail_template_alive(struct eb_tplbox *t)
 {
-    struct jail *j = state;
-    pthread_mutex_lock(&j->tpl_lock);
-    ret->templates = (unsigned)j->n_tpls;
-    ret->templates_started = j->tpl_started;
-    ret->templates_retired = j->tpl_retired;
-    ret->template_memory_bytes = 0;
-    for (size_t i = 0; i < j->n_tpls; i++) {
-        struct eb_cgroup_stats st;
-        eb_cgroup_stats(&j->tpls[i]->sb.cg, &st);
-        ret->template_memory_bytes += st.peak_memory;
-    }
-    pthread_mutex_unlock(&j->tpl_lock);
+    if (atomic_load(&t->broken))
+        return false;
+    struct pollfd p = {.fd = t->sb.child.pidfd, .events = POLLIN};
+    return t->sb.child.pidfd >= 0 && poll(&p, 1, 0) == 0; /* its init still runs */
 }
 
-/* A sandbox waiting for its code (session: for cells, its fd 3 a socket): forked from the
- * template of (policy, language, preload) where there is one, a fork and not an interpreter
- * start; else started warm from nothing. */
-static int warm_sandbox(struct jail *j, const struct execbox_policy *policy,
-                        const struct eb_language *lang, const char *preload, bool session,
-                        struct eb_warm **ret, struct execbox_error *err)
+static uint64_t jail_template_memory(struct eb_tplbox *t)
 {
-    if (lang->template_bootstrap && !j->no_templates) {
-        struct execbox_error terr = {0, ""};
-        struct tpl *t = tpl_acquire(j, policy, lang, preload, &terr);
-        if (!t) {
-            if (err)
-                *err = terr;
-            return terr.code < 0 ? terr.code : -EIO;
-        }
-        return tpl_fork(j, t, policy, session, ret, err);
-    }
-    struct eb_warm *sb = malloc(sizeof(*sb));
-    if (!sb)
-        return eb_error_set(err, -ENOMEM, "out of memory");
-    sandbox_init(sb, j, policy, lang);
-    sb->session = session;
-    int r = sandbox_start(sb, preload ? preload : "", NULL, NULL, err);
-    if (r < 0) {
-        sandbox_destroy(sb);
-        free(sb);
-        return r;
-    }
-    *ret = sb;
-    return 0;
+    struct eb_cgroup_stats st;
+    eb_cgroup_stats(&t->sb.cg, &st);
+    return st.peak_memory;
 }
 
-static int jail_warm_start(void *state, const struct execbox_policy *policy,
-                           const struct eb_language *lang, const char *preload,
-                           struct eb_warm **ret, struct execbox_error *err)
+/* Why a warm start (a session's too) cannot be made for policy here, or 0. */
+static int warm_refuse(const struct jail *j, const struct execbox_policy *policy,
+                       const struct eb_language *lang, bool session, struct execbox_error *err)
 {
-    struct jail *j = state;
     if (!lang->warm_bootstrap)
-        return eb_error_set(err, -ENOTSUP, "%s cannot start warm", lang->name);
+        return eb_error_set(err, -ENOTSUP, session ? "%s has no sessions" : "%s cannot start warm",
+                            lang->name);
+    if (session && !j->userns.root_mode)
+        return eb_error_set(err, -ENOTSUP,
+                            "sessions need execbox to run as root (a private "
+                            "tmpfs workspace and the session's own cgroup)");
+    if (session && policy->workspace[0])
+        return eb_error_set(err, -ENOTSUP,
+                            "sessions have a fresh workspace of their own: a host "
+                            "workspace cannot be used");
+    if (policy->network == EXECBOX_NETWORK_ALLOW)
+        return eb_error_set(err, -ENOTSUP,
+                            session ? "sessions have no network: network 'allow' is for "
+                                      "one-shot runs"
+                                    : "runs with network 'allow' are not kept warm");
     /* A caller's workspace would stay handed to the sandbox while it waits, and without root
      * there is no private tmpfs for /code: both run cold. */
-    if (policy->network == EXECBOX_NETWORK_ALLOW)
-        return eb_error_set(err, -ENOTSUP, "runs with network 'allow' are not kept warm");
     if (policy->workspace[0] || !j->userns.root_mode)
         return eb_error_set(err, -ENOTSUP,
                             "runs with a host workspace, or without root, are "
                             "not kept warm");
-    return warm_sandbox(j, policy, lang, preload, false, ret, err);
+    return 0;
 }
 
-static void jail_warm_discard(void *state, struct eb_warm *sb)
+static int jail_template_start(void *state, const struct execbox_policy *policy,
+                               const struct eb_language *lang, const char *preload,
+                               struct eb_tplbox **ret, struct execbox_error *err)
 {
+    struct jail *j = state;
+    int r = warm_refuse(j, policy, lang, false, err);
+    if (r == 0 && !lang->template_bootstrap)
+        r = eb_error_set(err, -ENOTSUP, "%s has no template", lang->name);
+    return r < 0 ? r : tpl_start(j, policy, lang, preload, ret, err);
+}
+
+/* A session's sandbox: the init told first that the state moves from process to process, the
+ * interpreter then that it serves cells (lib/session.c). */
+static int session_begin(struct eb_warm *sb, struct eb_session_box *ret, struct execbox_error *err)
+{
+    /* The kernel names the sender of each message we receive (lib/session.c learns the state's
+     * and the cells' pids so): on before the interpreter may send its first one. */
+    int one = 1;
+    if (setsockopt(sb->go_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
+        return eb_error_set(err, -errno, "SO_PASSCRED: %s", execbox_strerror(-errno));
+    /* The init first, so that it knows before the interpreter could hand its state on. */
+    if (eb_write_all(sb->child.ctl_fd, "S", 1) < 0 || send(sb->go_fd, "s", 1, MSG_NOSIGNAL) != 1)
+        return eb_error_set(err, -EPIPE, "the session's sandbox died before it started");
+    /* The interpreter's own stdout and stderr are not read: it points them at /dev/null. */
+    eb_close(&sb->child.out_fd);
+    eb_close(&sb->child.err_fd);
+    ret->sock = TAKE_FD(sb->go_fd);
+    ret->ws_fd = sb->ws_fd;
+    return 0;
+}
+
+static void jail_destroy(void *state, struct eb_warm *sb)
+{
+    (void)state;
     if (sb) {
-        struct tpl *t = sb->tpl;
         sandbox_destroy(sb);
         free(sb);
-        if (t)
-            tpl_put(state, t);
     }
 }
 
-static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *run,
-                         struct execbox_result *res, struct execbox_error *err)
+/* A cold start builds the sandbox around its run (the program in its own /code, the input
+ * files in the workspace) and it runs at once; a warm one is forked from the template given,
+ * or started from nothing, and waits for its code (a session's: for cells, its fd 3 a socket). */
+static int jail_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+                      struct execbox_error *err)
 {
+    struct jail *j = state;
+    int r = 0;
+    if (s->run)
+        reap_exiting(false);
+    else if ((r = warm_refuse(j, s->policy, s->lang, s->session != NULL, err)) < 0)
+        return r;
+    struct eb_warm *sb = NULL;
+    if (s->tpl) {
+        r = tpl_fork(j, s->tpl, s->policy, s->session != NULL, &sb, err);
+    } else {
+        sb = malloc(sizeof(*sb));
+        if (!sb)
+            return eb_error_set(err, -ENOMEM, "out of memory");
+        sandbox_init(sb, j, s->policy, s->lang);
+        sb->session = s->session != NULL;
+        sb->cold = s->run != NULL;
+        r = sandbox_start(sb, s->run ? NULL : s->preload, s->run, NULL, err);
+    }
+    if (r == 0 && s->session)
+        r = session_begin(sb, s->session, err);
+    if (r < 0) {
+        jail_destroy(state, sb);
+        return r;
+    }
+    *ret = sb;
+    return 0;
+}
+
+/* Warm: writes the program and stdin into the waiting sandbox's /code, places the input
+ * files, and sends the go byte; cold: it is running already. */
+static int jail_deliver(void *state, struct eb_warm *sb, const struct eb_run *run,
+                        struct execbox_error *err)
+{
+    (void)state;
+    if (sb->cold)
+        return 0;
     int r = eb_warm_deliver(sb->code_fd, run->lang->filename, run->code, run->code_len,
                             run->req->stdin_data, run->req->stdin_len, err);
     if (r == 0 && run->req->n_files)
@@ -2056,71 +1948,10 @@ static int jail_warm_run(void *state, struct eb_warm *sb, const struct eb_run *r
         eb_close(&sb->code_fd);
         r = eb_warm_go(&sb->go_fd, err);
     }
-    struct eb_outcome oc;
-    if (r == 0)
-        r = sandbox_finish(sb, run, res, &oc, err);
-    /* A fork whose init vanished without a report, before anything was seen of the run, was
-     * lost with its template (the guest cannot kill its init): nothing ran as far as anyone can
-     * tell, so the caller may run it cold (-EPIPE), as when the go byte finds no reader. */
-    if (r == 0 && sb->tpl && !oc.got_exit && !oc.setup_failed && !oc.timed_out && !oc.cancelled &&
-        sb->guest_bytes == 0)
-        r = -EPIPE;
-    jail_warm_discard(state, sb);
     return r;
 }
 
 /* ---- sessions ------------------------------------------------------------------------------ */
-/*
- * A session's sandbox is a warm one (a fork of the template when there is one) whose fd 3 is a
- * socket rather than the go pipe. Its init is told first ('S' on the kill pipe) that the state
- * moves from process to process, so that the sandbox lives until its last process is gone or we
- * kill it; then the interpreter gets 's' instead of 'g' and serves cells (lib/session.c).
- */
-static int jail_session_start(void *state, const struct execbox_policy *policy,
-                              const struct eb_language *lang, const char *preload,
-                              struct eb_session_box *ret, struct execbox_error *err)
-{
-    struct jail *j = state;
-    if (!lang->warm_bootstrap)
-        return eb_error_set(err, -ENOTSUP, "%s has no sessions", lang->name);
-    if (!j->userns.root_mode)
-        return eb_error_set(err, -ENOTSUP,
-                            "sessions need execbox to run as root (a private "
-                            "tmpfs workspace and the session's own cgroup)");
-    if (policy->workspace[0])
-        return eb_error_set(err, -ENOTSUP,
-                            "sessions have a fresh workspace of their own: a host "
-                            "workspace cannot be used");
-    if (policy->network == EXECBOX_NETWORK_ALLOW)
-        return eb_error_set(err, -ENOTSUP,
-                            "sessions have no network: network 'allow' is for "
-                            "one-shot runs");
-    struct eb_warm *sb = NULL;
-    int r = warm_sandbox(j, policy, lang, preload, true, &sb, err);
-    if (r < 0)
-        return r;
-    /* The kernel names the sender of each message we receive (lib/session.c learns the state's
-     * and the cells' pids so): on before the interpreter may send its first one. */
-    int one = 1;
-    if (setsockopt(sb->go_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
-        r = eb_error_set(err, -errno, "SO_PASSCRED: %s", execbox_strerror(-errno));
-        jail_warm_discard(state, sb);
-        return r;
-    }
-    /* The init first, so that it knows before the interpreter could hand its state on. */
-    if (eb_write_all(sb->child.ctl_fd, "S", 1) < 0 || send(sb->go_fd, "s", 1, MSG_NOSIGNAL) != 1) {
-        r = eb_error_set(err, -EPIPE, "the session's sandbox died before it started");
-        jail_warm_discard(state, sb);
-        return r;
-    }
-    /* The interpreter's own stdout and stderr are not read: it points them at /dev/null. */
-    eb_close(&sb->child.out_fd);
-    eb_close(&sb->child.err_fd);
-    ret->w = sb;
-    ret->sock = TAKE_FD(sb->go_fd);
-    ret->ws_fd = sb->ws_fd;
-    return 0;
-}
 
 static void jail_session_stats(struct eb_warm *sb, struct eb_box_stats *ret)
 {
@@ -2165,17 +1996,19 @@ const struct eb_backend_ops eb_backend_jail = {
     .probe = probe,
     .probe_open = probe_open,
     .open = jail_open,
-    .run = jail_run,
     .close = jail_close,
-    .warm_start = jail_warm_start,
-    .warm_run = jail_warm_run,
-    .warm_discard = jail_warm_discard,
+    .start = jail_start,
+    .deliver = jail_deliver,
+    .wait = jail_wait,
+    .destroy = jail_destroy,
+    .warm = true,
+    .template_start = jail_template_start,
+    .template_stop = jail_template_stop,
+    .template_alive = jail_template_alive,
+    .template_memory = jail_template_memory,
     .network_allow = true,
     .check_network = check_network,
-    .warm_stats = jail_warm_stats,
     .input_files = true,
-    .session_start = jail_session_start,
     .session_stats = jail_session_stats,
     .session_kill = jail_session_kill,
-    .session_destroy = jail_warm_discard,
 };

@@ -154,57 +154,65 @@ static int refuse(const struct execbox_policy *policy, const struct eb_language 
     return 0;
 }
 
-static int pyodide_run(void *state, const struct eb_run *run, struct execbox_result *res,
-                       struct execbox_error *err)
+/* Every step is the jail's, with Pyodide's entry for python (node loading Pyodide, then the
+ * program). A warm sandbox is a whole jail sandbox in which node has loaded Pyodide and waits
+ * (lib/pool.c asks; it serves one run and is destroyed). Node cannot fork a loaded runtime, so
+ * there is no template: every warm sandbox pays a full load, off the caller's path. */
+static int pyodide_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+                         struct execbox_error *err)
 {
     struct pyodide *p = state;
-    int rc = refuse(run->policy, run->lang, err);
-    if (rc < 0)
-        return rc;
-    struct eb_run r = *run;
-    r.lang = &pyodide_python;
-    return eb_backend_jail.run(p->jail, &r, res, err);
-}
-
-/* Warm starts are the jail's own (lib/pool.c asks; each warm sandbox is a whole jail sandbox in
- * which node has loaded Pyodide and waits; it serves one run and is destroyed). Node cannot
- * fork a loaded runtime, so there is no template: every warm sandbox pays a full load, off the
- * caller's path. */
-static int pyodide_warm_start(void *state, const struct execbox_policy *policy,
-                              const struct eb_language *lang, const char *preload,
-                              struct eb_warm **ret, struct execbox_error *err)
-{
-    struct pyodide *p = state;
-    int r = refuse(policy, lang, err);
+    int r = refuse(s->policy, s->lang, err);
     if (r < 0)
         return r;
-    return eb_backend_jail.warm_start(p->jail, policy, &pyodide_python, preload, ret, err);
+    if (s->session)
+        return eb_error_set(err, -ENOTSUP, "the pyodide backend has no sessions");
+    struct eb_start st = *s;
+    struct eb_run run;
+    st.lang = &pyodide_python;
+    st.tpl = NULL;
+    if (s->run) {
+        run = *s->run;
+        run.lang = &pyodide_python;
+        st.run = &run;
+    }
+    return eb_backend_jail.start(p->jail, &st, ret, err);
 }
 
-static int pyodide_warm_run(void *state, struct eb_warm *w, const struct eb_run *run,
-                            struct execbox_result *res, struct execbox_error *err)
+static int pyodide_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+                           struct execbox_error *err)
 {
     struct pyodide *p = state;
     struct eb_run r = *run;
     r.lang = &pyodide_python;
-    return eb_backend_jail.warm_run(p->jail, w, &r, res, err);
+    return eb_backend_jail.deliver(p->jail, w, &r, err);
 }
 
-static void pyodide_warm_discard(void *state, struct eb_warm *w)
+static int pyodide_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+                        struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
 {
     struct pyodide *p = state;
-    eb_backend_jail.warm_discard(p->jail, w);
+    struct eb_run r = *run;
+    r.lang = &pyodide_python;
+    return eb_backend_jail.wait(p->jail, w, &r, res, ret, err);
+}
+
+static void pyodide_destroy(void *state, struct eb_warm *w)
+{
+    struct pyodide *p = state;
+    eb_backend_jail.destroy(p->jail, w);
 }
 
 const struct eb_backend_ops eb_backend_pyodide = {
     .name = "pyodide",
     .probe = probe,
     .open = pyodide_open,
-    .run = pyodide_run,
     .close = pyodide_close,
-    .warm_start = pyodide_warm_start,
-    .warm_run = pyodide_warm_run,
-    .warm_discard = pyodide_warm_discard,
+    .start = pyodide_start,
+    .deliver = pyodide_deliver,
+    .wait = pyodide_wait,
+    .destroy = pyodide_destroy,
+    .warm = true,
     /* No network "allow": the jail's proxy would be the only way out, but nothing in Pyodide
      * can use it (Python's sockets are Emscripten's, os.environ is not node's, and node's
      * fetch ignores HTTP_PROXY), so the executor refuses it rather than pretend. */

@@ -52,6 +52,7 @@ struct eb_warm {
     struct run_paths paths;
     struct eb_child child;
     int go_fd; /* warm: write end of the guest's fd 3 */
+    bool cold; /* started with its run: the program is in place and running */
 };
 
 static int make_paths(const struct execbox_policy *pol, const struct eb_language *lang,
@@ -205,59 +206,18 @@ out:
     return r;
 }
 
-/* Supervises a started sandbox to the end, fills res, lists the workspace. */
-static int sandbox_finish(struct eb_warm *sb, const struct eb_run *run, struct execbox_result *res,
-                          struct execbox_error *err)
+/* Supervises a started sandbox to the end: the output into res, the outcome, the workspace. */
+static int sub_wait(void *state, struct eb_warm *sb, const struct eb_run *run,
+                    struct execbox_result *res, struct eb_wait *w, struct execbox_error *err)
 {
-    struct eb_outcome oc;
-    int r = eb_supervise(&sb->child, run->req, run->policy, run->start_ns, res, &oc, err);
+    (void)state;
+    int r = eb_supervise(&sb->child, run->req, run->policy, run->start_ns, res, &w->oc, err);
     sb->child.pid = -1; /* reaped by eb_supervise */
-    if (r == 0)
-        r = eb_outcome_to_result(&oc, run->policy, res);
-    if (r == 0) {
-        _cleanup_close_ int wfd =
-            open(sb->paths.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (wfd >= 0)
-            r = eb_workspace_list(wfd, run->req->inline_files_max, res);
-    }
+    w->ws_fd = open(sb->paths.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     return r;
 }
 
-static int run(void *state, const struct eb_run *run, struct execbox_result *res,
-               struct execbox_error *err)
-{
-    (void)state;
-    struct eb_warm sb;
-    sandbox_init(&sb);
-    int r = sandbox_start(run->policy, run->lang, NULL, run, &sb, err);
-    if (r == 0)
-        r = sandbox_finish(&sb, run, res, err);
-    sandbox_destroy(&sb);
-    return r;
-}
-
-static int warm_start(void *state, const struct execbox_policy *policy,
-                      const struct eb_language *lang, const char *preload, struct eb_warm **ret,
-                      struct execbox_error *err)
-{
-    (void)state;
-    if (!lang->warm_bootstrap)
-        return eb_error_set(err, -ENOTSUP, "%s cannot start warm", lang->name);
-    struct eb_warm *sb = malloc(sizeof(*sb));
-    if (!sb)
-        return eb_error_set(err, -ENOMEM, "out of memory");
-    sandbox_init(sb);
-    int r = sandbox_start(policy, lang, preload ? preload : "", NULL, sb, err);
-    if (r < 0) {
-        sandbox_destroy(sb);
-        free(sb);
-        return r;
-    }
-    *ret = sb;
-    return 0;
-}
-
-static void warm_discard(void *state, struct eb_warm *sb)
+static void sub_destroy(void *state, struct eb_warm *sb)
 {
     (void)state;
     if (sb) {
@@ -266,9 +226,37 @@ static void warm_discard(void *state, struct eb_warm *sb)
     }
 }
 
-static int warm_run(void *state, struct eb_warm *sb, const struct eb_run *run,
-                    struct execbox_result *res, struct execbox_error *err)
+/* Cold: the sandbox made around its run, which starts at once; warm: the interpreter imports
+ * the preload and waits for its code. */
+static int sub_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+                     struct execbox_error *err)
 {
+    if (!s->run && !s->lang->warm_bootstrap)
+        return eb_error_set(err, -ENOTSUP, "%s cannot start warm", s->lang->name);
+    if (s->session)
+        return eb_error_set(err, -ENOTSUP, "the subprocess backend has no sessions");
+    struct eb_warm *sb = malloc(sizeof(*sb));
+    if (!sb)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    sandbox_init(sb);
+    sb->cold = s->run != NULL;
+    int r = sandbox_start(s->policy, s->lang, s->run ? NULL : s->preload, s->run, sb, err);
+    if (r < 0) {
+        sub_destroy(state, sb);
+        return r;
+    }
+    *ret = sb;
+    return 0;
+}
+
+/* Warm: the program and stdin into the run's directory, the input files, normal priority
+ * again, the go byte; cold: it is running already. */
+static int sub_deliver(void *state, struct eb_warm *sb, const struct eb_run *run,
+                       struct execbox_error *err)
+{
+    (void)state;
+    if (sb->cold)
+        return 0;
     _cleanup_close_ int dirfd = open(sb->paths.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     int r = dirfd < 0 ? eb_error_set(err, -errno, "open the run dir: %s", execbox_strerror(-errno))
                       : eb_warm_deliver(dirfd, run->lang->filename, run->code, run->code_len,
@@ -280,18 +268,16 @@ static int warm_run(void *state, struct eb_warm *sb, const struct eb_run *run,
         setpriority(PRIO_PGRP, sb->child.pid, 0);
     if (r == 0)
         r = eb_warm_go(&sb->go_fd, err);
-    if (r == 0)
-        r = sandbox_finish(sb, run, res, err);
-    warm_discard(state, sb);
     return r;
 }
 
 const struct eb_backend_ops eb_backend_subprocess = {
     .name = "subprocess",
     .probe = probe,
-    .run = run,
-    .warm_start = warm_start,
-    .warm_run = warm_run,
-    .warm_discard = warm_discard,
+    .start = sub_start,
+    .deliver = sub_deliver,
+    .wait = sub_wait,
+    .destroy = sub_destroy,
+    .warm = true,
     .input_files = true,
 };

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "backend.h"
+#include "executor.h"
 #include "execbox/execbox.h"
 #include "lang.h"
 #include "proc.h"
@@ -457,7 +458,7 @@ static void test_missing_interpreter(void **state)
     struct execbox_result *r = eb_result_new("subprocess", "python");
     assert_non_null(r);
     struct execbox_error err = {0, ""};
-    int rc = eb_backend_subprocess.run(NULL, &run, r, &err);
+    int rc = eb_backend_run_cold(&eb_backend_subprocess, NULL, &run, r, &err);
     assert_int_equal(rc, 0);
     assert_int_equal(r->exit_code, 1);
     assert_non_null(r->error_name);
