@@ -8,6 +8,7 @@ import concurrent.futures
 import glob
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -246,6 +247,22 @@ class TemplateTests(Tests):
             assert srv.stop() == 0
         assert cgroups_of(pid) == [], cgroups_of(pid)
         assert not template_pids(pid)
+
+    def test_check_reports_template_memory(self):
+        """`execbox check --preload` starts the template as serve would and says what it holds
+        once and what a run forked from it holds of its own: a template importing numpy holds
+        more than one importing nothing, and each run's own share is far below it."""
+        def figures(preload):
+            p = run(["check", "--preload", preload])
+            assert p.returncode == 0, (p.stdout, p.stderr)
+            m = re.search(r"holds ([0-9.]+) MiB once", p.stdout)
+            f = re.search(r"a run forked from it: exit 0 in [0-9.]+ ms, ([0-9.]+) MiB", p.stdout)
+            assert m and f, p.stdout
+            return float(m.group(1)), float(f.group(1))
+        small, _ = figures("json")
+        big, fork = figures("numpy")
+        assert 0 < small < big, (small, big)
+        assert 0 < fork < big / 2, (fork, big)
 
     def test_warm_output_is_cold_output(self):
         cases = [
