@@ -52,8 +52,10 @@ int eb_sandbox_start(struct execbox_executor *ex, const struct eb_start *s, stru
     int r = ex->ops->start(ex->state, &st, &ret->w, err);
     if (r < 0) {
         ret->w = NULL;
-        /* A template that cannot fork (it died, or is out of step) forks no more. */
-        if (ret->tpl && r != -ENOMEM && r != -ENOTSUP)
+        /* A template that died or fell out of step forks no more (a fork the policy does not
+         * allow, say with pids 1, leaves it as it is). */
+        if (ret->tpl && ex->ops->template_alive &&
+            !ex->ops->template_alive(eb_template_box(ret->tpl)))
             eb_template_retire(ex->tpls, ret->tpl);
         if (ret->tpl)
             eb_template_release(ex->tpls, ret->tpl);
