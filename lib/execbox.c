@@ -74,14 +74,20 @@ void eb_sandbox_destroy(struct execbox_executor *ex, struct eb_sandbox *sb)
     sb->tpl = NULL;
 }
 
-/* How a run ended, made into its result: the one mapping for every backend (exit, deadline,
- * cancel, output flood, set-up failure; the sandbox's own CPU and memory counters over the
- * rusage; the one OOM rule; the files left in /workspace). Closes w->ws_fd. */
-static int wait_to_result(const struct eb_run *run, struct eb_wait *w, struct execbox_result *res)
+void eb_wait_init(struct eb_wait *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->cpu_ns = -1;
+    w->peak_memory = -1;
+    w->ws_fd = -1;
+}
+
+int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, struct eb_wait *w,
+                      struct execbox_result *res)
 {
     int r = 0;
     if (!w->final) {
-        r = eb_outcome_to_result(&w->oc, run->policy, res);
+        r = eb_outcome_to_result(&w->oc, policy, res);
         if (r == 0) {
             if (w->cpu_ns >= 0)
                 res->cpu_time = (double)w->cpu_ns / 1e9;
@@ -91,13 +97,13 @@ static int wait_to_result(const struct eb_run *run, struct eb_wait *w, struct ex
                 res->peak_memory_bytes = (uint64_t)w->peak_memory;
             else if (w->peak_memory == -2)
                 res->peak_memory_bytes = 0;
-            int o = eb_result_apply_oom(res, run->policy, w->oom_kills,
-                                        w->oom_why[0] ? w->oom_why : NULL);
+            int o =
+                eb_result_apply_oom(res, policy, w->oom_kills, w->oom_why[0] ? w->oom_why : NULL);
             if (o < 0)
                 r = o;
         }
         if (r == 0 && w->ws_fd >= 0 && !w->files_listed)
-            r = eb_workspace_list(w->ws_fd, run->req->inline_files_max, res);
+            r = eb_workspace_list(w->ws_fd, inline_max, res);
     }
     eb_close(&w->ws_fd);
     return r;
@@ -110,17 +116,14 @@ static int deliver_and_wait(const struct eb_backend_ops *ops, void *state, struc
                             struct execbox_error *err)
 {
     struct eb_wait w;
-    memset(&w, 0, sizeof(w));
-    w.cpu_ns = -1;
-    w.peak_memory = -1;
-    w.ws_fd = -1;
+    eb_wait_init(&w);
     int r = ops->deliver(state, sb, run, err);
     if (r == 0)
         r = ops->wait(state, sb, run, res, &w, err);
     if (r == 0 && w.lost)
         r = -EPIPE;
     if (r == 0)
-        r = wait_to_result(run, &w, res);
+        r = eb_wait_to_result(run->policy, run->req->inline_files_max, &w, res);
     else
         eb_close(&w.ws_fd);
     return r;

@@ -21,6 +21,16 @@ int eb_sandbox_start(struct execbox_executor *ex, const struct eb_start *s, stru
 /* Destroys a sandbox (sb->w NULL: nothing) and drops its template's reference. */
 void eb_sandbox_destroy(struct execbox_executor *ex, struct eb_sandbox *sb);
 
+/* An eb_wait with nothing known yet (counters -1: from the outcome; no workspace). */
+void eb_wait_init(struct eb_wait *w);
+
+/* How a run ended, made into its result: the one mapping for every run, cold, pooled, forked
+ * or a session's cell (exit, deadline, cancel, output flood, set-up failure; the sandbox's own
+ * CPU and memory counters over the rusage; the one OOM rule; the files left in /workspace, up
+ * to inline_max bytes each inline). Closes w->ws_fd. 0 or -ENOMEM. */
+int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, struct eb_wait *w,
+                      struct execbox_result *res);
+
 /* One cold run straight through a backend's lifecycle (start with the run, deliver, wait, the
  * executor's mapping, destroy), without an executor: for tests of a backend. Same contract as
  * run_sandbox's caller: 0 with res filled, or -errno when the sandbox failed. */

@@ -479,22 +479,25 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
         goto sandbox_error;
     if (!oc.got_exit)
         broken = true; /* timed out or cancelled, and the state never reported: lost */
-    if (eb_outcome_to_result(&oc, pol, res) < 0)
-        return eb_error_set(err, -ENOMEM, "out of memory");
     struct eb_box_stats after = {.cpu_ns = -1};
     s->ops->session_stats(s->sbx.w, &after);
-    if (before.cpu_ns >= 0 && after.cpu_ns >= before.cpu_ns)
-        res->cpu_time = (double)(after.cpu_ns - before.cpu_ns) / 1e9;
-    else
-        res->cpu_time = -1;
-    res->peak_memory_bytes = after.peak_memory;
-    char detail[384], files[256];
+    struct eb_wait w;
+    eb_wait_init(&w);
+    w.oc = oc;
+    /* The cell's share of the session's counters: its CPU, the session's peak (state and
+     * cell), the OOM kills during the cell. */
+    w.cpu_ns =
+        before.cpu_ns >= 0 && after.cpu_ns >= before.cpu_ns ? after.cpu_ns - before.cpu_ns : -2;
+    w.peak_memory = (int64_t)after.peak_memory;
+    w.oom_kills = after.oom_kills - before.oom_kills;
+    char files[256];
     const char *why = eb_oom_files_detail(files, sizeof(files), after.files, after.cap);
-    snprintf(detail, sizeof(detail),
+    snprintf(w.oom_why, sizeof(w.oom_why),
              "the session's memory cap covers its state and the running "
              "cell%s%s",
              why ? "; " : "", why ? why : "");
-    if (eb_result_apply_oom(res, &s->policy, after.oom_kills - before.oom_kills, detail) < 0)
+    w.ws_fd = openat(s->box.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (eb_wait_to_result(pol, req->inline_files_max, &w, res) < 0)
         return eb_error_set(err, -ENOMEM, "out of memory");
     if (read_results(res_fd, res) < 0)
         return eb_error_set(err, -ENOMEM, "out of memory");
@@ -581,10 +584,7 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
         if (res->rolled_back)
             s->rolled_back++;
         pthread_mutex_unlock(&s->lock);
-        _cleanup_close_ int wfd = openat(s->box.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (wfd >= 0 && eb_workspace_list(wfd, req->inline_files_max, res) < 0)
-            r = eb_error_set(err, -ENOMEM, "out of memory");
-        if (r == 0 && (s->lang->parse_error(res) < 0 || eb_executor_add_degraded(s->ex, res) < 0))
+        if (s->lang->parse_error(res) < 0 || eb_executor_add_degraded(s->ex, res) < 0)
             r = eb_error_set(err, -ENOMEM, "out of memory");
     }
     touch(s);

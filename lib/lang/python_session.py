@@ -39,7 +39,7 @@ def _execbox_session(reseed):
         # the new state.
         ch, ch_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         rstate = random.getstate()
-        pid = os.fork()
+        pid = _execbox_fork()
         if pid == 0:
             ch.close()
             random.setstate(rstate)  # the fork hook reseeded it: a cell continues the state
@@ -73,6 +73,21 @@ def _execbox_session(reseed):
             continue
         _execbox_status(status_w, m, m['exit'], st)
         os.close(status_w)
+
+
+def _execbox_fork():
+    # A cell that was just rolled back may leave processes that are killed but not yet reaped
+    # by the sandbox's init, still counted against the pids limit: the next standby's fork
+    # waits for them (a bounded while), rather than ending the session.
+    import time
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return os.fork()
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _execbox_take_cell(sock):
