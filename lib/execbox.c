@@ -342,8 +342,9 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
     struct execbox_error berr = {0, ""};
     struct eb_sandbox sb = {0};
     bool pooled = false;
-    /* Runs with network "allow" are always cold: each gets its own namespace and proxy. */
-    if (ex->pool && lang->warm_bootstrap && policy.network == EXECBOX_NETWORK_NONE)
+    /* A backend that cannot enforce network "allow" never gets such a run, warm or cold. */
+    if (ex->pool && lang->warm_bootstrap &&
+        (policy.network == EXECBOX_NETWORK_NONE || ex->ops->network_allow))
         pooled = eb_pool_take(ex->pool, &policy, lang, &sb);
     int r;
     if (policy.network == EXECBOX_NETWORK_ALLOW && !ex->ops->network_allow) {
@@ -409,8 +410,9 @@ int execbox_executor_prewarm(struct execbox_executor *ex, const struct execbox_p
         return 0;
     if (!lang->warm_bootstrap)
         return eb_error_set(err, -ENOTSUP, "%s cannot start warm", lang->name);
-    if (policy && policy->network == EXECBOX_NETWORK_ALLOW)
-        return eb_error_set(err, -ENOTSUP, "runs with network 'allow' are not kept warm");
+    if (policy && policy->network == EXECBOX_NETWORK_ALLOW && !ex->ops->network_allow)
+        return eb_error_set(err, -ENOTSUP, "network 'allow' is not available with the '%s' backend",
+                            ex->ops->name);
     struct execbox_policy p;
     if (policy)
         p = *policy;

@@ -56,13 +56,34 @@ struct eb_pool {
     struct execbox_pool_stats st;
 };
 
+/* The allow-list (network "allow" only: it means nothing otherwise): a warm sandbox's proxy
+ * enforces the list of the policy it was made for, so only that list may take it. */
+static bool allow_list_equal(const struct execbox_policy *a, const struct execbox_policy *b)
+{
+    if (a->network != EXECBOX_NETWORK_ALLOW)
+        return true;
+    for (size_t i = 0; i < EXECBOX_ALLOW_HOSTS_MAX; i++) {
+        if (strcmp(a->allow_hosts[i], b->allow_hosts[i]) != 0)
+            return false;
+        if (!a->allow_hosts[i][0])
+            break;
+    }
+    for (size_t i = 0; i < EXECBOX_ALLOW_PORTS_MAX; i++) {
+        if (a->allow_ports[i] != b->allow_ports[i])
+            return false;
+        if (!a->allow_ports[i])
+            break;
+    }
+    return true;
+}
+
 bool eb_policy_equal(const struct execbox_policy *a, const struct execbox_policy *b)
 {
     return a->timeout == b->timeout && a->memory == b->memory && a->cpus == b->cpus &&
            a->pids == b->pids && a->network == b->network && a->tmpfs == b->tmpfs &&
            a->workspace_size == b->workspace_size && a->output_limit == b->output_limit &&
            a->file_size == b->file_size && strcmp(a->workspace, b->workspace) == 0 &&
-           strcmp(a->rootfs, b->rootfs) == 0;
+           strcmp(a->rootfs, b->rootfs) == 0 && allow_list_equal(a, b);
 }
 
 static struct pair *find_pair(struct eb_pool *p, const struct execbox_policy *pol,

@@ -1409,7 +1409,8 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         flags |= CLONE_NEWNS;
     }
     netns_fd = eb_netns_take(j->pool);
-    if (pol->network == EXECBOX_NETWORK_ALLOW) {
+    /* A template serves no run itself: its forks get their proxies (jail_start). */
+    if (pol->network == EXECBOX_NETWORK_ALLOW && !tpl) {
         int ns = -1;
         if ((r = run_proxy(sb, netns_fd, &ns, err)) < 0)
             goto out;
@@ -1841,11 +1842,10 @@ static int warm_refuse(const struct jail *j, const struct execbox_policy *policy
         return eb_error_set(err, -ENOTSUP,
                             "sessions have a fresh workspace of their own: a host "
                             "workspace cannot be used");
-    if (policy->network == EXECBOX_NETWORK_ALLOW)
+    if (session && policy->network == EXECBOX_NETWORK_ALLOW)
         return eb_error_set(err, -ENOTSUP,
-                            session ? "sessions have no network: network 'allow' is for "
-                                      "one-shot runs"
-                                    : "runs with network 'allow' are not kept warm");
+                            "sessions have no network: network 'allow' is for "
+                            "one-shot runs");
     /* A caller's workspace would stay handed to the sandbox while it waits, and without root
      * there is no private tmpfs for /code: both run cold. */
     if (policy->workspace[0] || !j->userns.root_mode)
@@ -1919,6 +1919,12 @@ static int jail_start(void *state, const struct eb_start *s, struct eb_warm **re
         sb->cold = s->run != NULL;
         r = sandbox_start(sb, s->run ? NULL : s->preload, s->run, NULL, err);
     }
+    if (r == 0 && s->tpl && s->policy->network == EXECBOX_NETWORK_ALLOW)
+        /* network "allow": the proxy's listener is made in the fork's own network namespace
+         * (the helper made it; joined through its init's pidfd) before the guest can get its
+         * code; the proxy enforces this run's policy. (A sandbox started from nothing gets its
+         * proxy in sandbox_start.) */
+        r = run_proxy(sb, sb->child.pidfd, &(int){-1}, err);
     if (r == 0 && s->session)
         r = session_begin(sb, s->session, err);
     if (r < 0) {

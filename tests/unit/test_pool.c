@@ -321,6 +321,67 @@ static void test_policy_isolation(void **state)
     execbox_executor_free(ex);
 }
 
+/* network "allow" goes warm where the backend can enforce it (the jail: each warm sandbox gets
+ * its own proxy for its policy), and a warm sandbox made for one allow-list never serves a run
+ * with another: the proxy enforces the list it was made for. Elsewhere such runs are refused,
+ * warm or not. */
+static void test_allow_list_isolation(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = open_pool(1, "", 60);
+    struct execbox_error err = {0};
+    struct execbox_policy a, b;
+    execbox_policy_init(&a);
+    assert_int_equal(execbox_policy_set(&a, "network", "allow", &err), 0);
+    b = a;
+    assert_int_equal(execbox_policy_set(&a, "allow_hosts", "127.0.0.1:9", &err), 0);
+    assert_int_equal(execbox_policy_set(&b, "allow_hosts", "127.0.0.2:9", &err), 0);
+    int pr = execbox_executor_prewarm(ex, &a, "python", &err);
+    if (strcmp(backend, "subprocess") == 0) {
+        assert_int_equal(pr, -ENOTSUP);
+        execbox_executor_free(ex);
+        return;
+    }
+    assert_int_equal(pr, 0);
+    wait_ready(ex, 1);
+    struct execbox_pool_stats before, after;
+    execbox_executor_pool_stats(ex, &before);
+    /* The proxy of a run with list b refuses what a's allows: served cold, never from a's. */
+    struct execbox_result *r = run(ex,
+                                   "import os, urllib.request\n"
+                                   "try:\n"
+                                   "    urllib.request.urlopen('http://127.0.0.1:9/', timeout=5)\n"
+                                   "except Exception as e:\n"
+                                   "    print('403' in str(e))\n",
+                                   &b, NULL);
+    assert_int_equal(r->exit_code, 0);
+    assert_string_equal(r->stdout_data, "True\n");
+    assert_int_equal(r->n_egress, 1);
+    assert_false(r->egress[0].allowed);
+    execbox_result_free(r);
+    execbox_executor_pool_stats(ex, &after);
+    assert_int_equal(after.hits, before.hits);
+    assert_int_equal(after.misses, before.misses + 1);
+    /* A run with list a is a fork of the template (pid 1 is the template's init), and its
+     * proxy lets it try 127.0.0.1:9 (nothing listens: refused by the host, not the list). */
+    r = run(ex,
+            "import urllib.request\n"
+            "print(open('/proc/1/cmdline').read().split(chr(0))[0])\n"
+            "try:\n"
+            "    urllib.request.urlopen('http://127.0.0.1:9/', timeout=5)\n"
+            "except Exception as e:\n"
+            "    print('403' in str(e))\n",
+            &a, NULL);
+    assert_int_equal(r->exit_code, 0);
+    assert_string_equal(r->stdout_data, "execbox-init\nFalse\n");
+    assert_int_equal(r->n_egress, 1);
+    assert_true(r->egress[0].allowed);
+    execbox_result_free(r);
+    execbox_executor_pool_stats(ex, &after);
+    assert_int_equal(after.hits, before.hits + 1);
+    execbox_executor_free(ex);
+}
+
 static void test_timeout_counts_from_run_start(void **state)
 {
     (void)state;
@@ -399,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_each_run_is_fresh),
         cmocka_unit_test(test_exhaustion_goes_cold),
         cmocka_unit_test(test_policy_isolation),
+        cmocka_unit_test(test_allow_list_isolation),
         cmocka_unit_test(test_timeout_counts_from_run_start),
         cmocka_unit_test(test_idle_expiry_and_teardown),
         cmocka_unit_test(test_bad_options),
