@@ -40,3 +40,13 @@ set_tests_properties(integration.jail_walls integration.jail_walls_warm
 # generations, failures), through `execbox serve --pool` on loopback.
 eb_integration_test(templates)
 set_tests_properties(integration.templates PROPERTIES TIMEOUT 600)
+
+# An LD_PRELOAD shim that makes execbox's cgroup mkdirs fail on demand (integration.templates:
+# a cgroup that cannot be made still gives a structured result and leaves nothing behind).
+add_library(eb_fail_cgroup MODULE helpers/fail_cgroup.c)
+target_link_libraries(eb_fail_cgroup PRIVATE ${CMAKE_DL_LIBS})
+# Preloaded into every build's execbox (the sanitizers' too): it carries no sanitizer itself.
+target_compile_options(eb_fail_cgroup PRIVATE -fno-sanitize=all)
+target_link_options(eb_fail_cgroup PRIVATE -fno-sanitize=all)
+set_tests_properties(integration.templates PROPERTIES
+  ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR};EXECBOX_BUILD=${PROJECT_BINARY_DIR};EB_FAIL_CGROUP=$<TARGET_FILE:eb_fail_cgroup>")
