@@ -62,150 +62,12 @@
 #define DK_RO_TMPFS "ro,nosuid,nodev,noexec,size=4k,mode=755"
 #define DK_LABEL "org.execbox.run" /* every container we create carries this label */
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
-/* The bootstrap (python3 -I -S -c BOOT INTERPRETER ARGS...), the container's pid 1:
- *  - rebuilds the program (and stdin) from the Env chunks and drops them from the environment;
- *  - makes itself non-dumpable, so the guest (same uid) cannot read its memory or environ and
- *    so cannot learn the nonce;
- *  - writes the program to a private directory on the /tmp tmpfs; forks the guest, which
- *    offers itself to the OOM killer first (oom_score_adj 1000) and execs the interpreter;
- *    pid 1 ignores SIGINT (the only signal it has a handler for, so the only one the guest
- *    could send it from inside the namespace);
- *  - when the guest ends, kills every other process of the container (pid 1 of its pid
- *    namespace: kill(-1) reaches exactly those), reaps them, and reads the memory cgroup's
- *    oom_kill counter again: an OOM kill is proven when the guest died of SIGKILL and the
- *    counter went up;
- *  - lists the regular files left in /workspace (a tmpfs that dies with the container), as
- *    workspace.c does (no symlinks followed, no mounts crossed, bounded count and depth);
- *  - writes one line per file, then one status line (exit code, signal, oom, CPU us, max RSS
- *    KiB, files truncated), each marked with the nonce, to stderr; the log demultiplexer
- *    takes them out of the output. Then it exits with the guest's status.
- * No shell anywhere. */
-static const char bootstrap[] =
-    "import os,sys,base64,signal,resource\n"
-    "e=os.environ\n"
-    "nonce=e.pop('EXECBOX_NONCE')\n"
-    "try:\n"
-    "    import ctypes\n"
-    "    ctypes.CDLL(None).prctl(4,0,0,0,0)\n"
-    "    safe=True\n"
-    "except Exception:\n"
-    "    safe=False\n"
-    "def take(k):\n"
-    "    n=int(e.pop(k+'_N','0'))\n"
-    "    return b''.join(base64.b64decode(e.pop('%s_%d'%(k,i))) for i in range(n))\n"
-    "d='/tmp/.execbox'\n"
-    "os.mkdir(d,0o700)\n"
-    "p=d+'/'+e.pop('EXECBOX_FILE')\n"
-    "with open(os.open(p,os.O_WRONLY|os.O_CREAT|os.O_EXCL,0o400),'wb') as f:\n"
-    "    f.write(take('EXECBOX_CODE'))\n"
-    "stdin=take('EXECBOX_STDIN') if 'EXECBOX_STDIN_N' in e else None\n"
-    "if stdin is not None:\n"
-    "    s=d+'/stdin'\n"
-    "    with open(os.open(s,os.O_WRONLY|os.O_CREAT|os.O_EXCL,0o400),'wb') as f:\n"
-    "        f.write(stdin)\n"
-    "def ooms():\n"
-    "    for q in ('/sys/fs/cgroup/memory/memory.oom_control','/sys/fs/cgroup/memory.events'):\n"
-    "        try:\n"
-    "            for l in open(q):\n"
-    "                if l.startswith('oom_kill '):\n"
-    "                    return int(l.split()[1])\n"
-    "        except OSError:\n"
-    "            pass\n"
-    "    return -1\n"
-    "o0=ooms()\n"
-    "a=sys.argv[1:]+[p]\n"
-    "pid=os.fork()\n"
-    "if pid==0:\n"
-    "    try:\n"
-    "        if stdin is not None:\n"
-    "            i=os.open(s,os.O_RDONLY)\n"
-    "            os.dup2(i,0)\n"
-    "            os.close(i)\n"
-    "        with open('/proc/self/oom_score_adj','w') as f:\n"
-    "            f.write('1000')\n"
-    "    except OSError:\n"
-    "        pass\n"
-    "    for g in (signal.SIGPIPE,signal.SIGXFSZ,signal.SIGINT):\n"
-    "        signal.signal(g,signal.SIG_DFL)\n"
-    "    try:\n"
-    "        os.execv(a[0],a)\n"
-    "    except OSError as x:\n"
-    "        os.write(2,('execbox: cannot execute interpreter %r in the image: "
-    "%s\\n'%(a[0],x.strerror)).encode())\n"
-    "    os._exit(127)\n"
-    "signal.signal(signal.SIGINT,signal.SIG_IGN)\n"
-    "while True:\n"
-    "    try:\n"
-    "        w,st=os.waitpid(-1,0)\n"
-    "    except ChildProcessError:\n"
-    "        st=0\n"
-    "        break\n"
-    "    except InterruptedError:\n"
-    "        continue\n"
-    "    if w==pid:\n"
-    "        break\n"
-    "while True:\n"
-    "    try:\n"
-    "        os.kill(-1,signal.SIGKILL)\n"
-    "    except OSError:\n"
-    "        pass\n"
-    "    try:\n"
-    "        os.waitpid(-1,0)\n"
-    "    except ChildProcessError:\n"
-    "        break\n"
-    "    except OSError:\n"
-    "        pass\n"
-    "ru=resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "if os.WIFSIGNALED(st):\n"
-    "    sig=os.WTERMSIG(st)\n"
-    "    code=128+sig\n"
-    "else:\n"
-    "    sig=0\n"
-    "    code=os.WEXITSTATUS(st)\n"
-    "o1=ooms()\n"
-    "oom=int(sig==9 and o0>=0 and o1>o0)\n"
-    "import stat\n"
-    "fl=[]\n"
-    "ft=[0]\n"
-    "def walk(dp,rel,dev,depth):\n"
-    "    try:\n"
-    "        names=sorted(os.listdir(dp))\n"
-    "    except OSError:\n"
-    "        return\n"
-    "    for n in names:\n"
-    "        q=dp+'/'+n\n"
-    "        r=rel+n\n"
-    "        try:\n"
-    "            st=os.lstat(q)\n"
-    "        except OSError:\n"
-    "            continue\n"
-    "        if stat.S_ISREG(st.st_mode):\n"
-    "            if len(fl)>=" STR(
-        EB_FILES_MAX) ":\n"
-                      "                ft[0]=1\n"
-                      "                return\n"
-                      "            b=os.fsencode(r)\n"
-                      "            if len(b)<=1024:\n"
-                      "                fl.append((b,st.st_size))\n"
-                      "        elif stat.S_ISDIR(st.st_mode) and depth<" STR(
-                          EB_FILES_DEPTH) " and st.st_dev==dev:\n"
-                                          "            walk(q,r+'/',dev,depth+1)\n"
-                                          "try:\n"
-                                          "    "
-                                          "walk('/workspace','',os.lstat('/workspace').st_dev,0)\n"
-                                          "except OSError:\n"
-                                          "    pass\n"
-                                          "if safe:\n"
-                                          "    for b,z in fl:\n"
-                                          "        os.write(2,('\\x1eEXECBOX %s F %d "
-                                          "%s\\n'%(nonce,z,b.hex())).encode())\n"
-                                          "    os.write(2,('\\x1eEXECBOX %s S %d %d %d %d %d "
-                                          "%d\\n'%(nonce,code,sig,oom,int((ru.ru_utime+ru.ru_stime)"
-                                          "*1e6),ru.ru_maxrss,ft[0])).encode())\n"
-                                          "sys.exit(code)\n";
+/* The bootstrap, the container's pid 1 (python3 -I -S -c BOOT INTERPRETER ARGS...): a real
+ * program, lib/lang/python_docker.py, embedded at build time (docker_boot.c). It writes the
+ * program from the Env to /tmp, runs the guest, kills and reaps the rest, proves an OOM kill
+ * from the memory cgroup's counter, lists /workspace and reports it all on stderr in lines
+ * marked with the nonce (see the file). No shell anywhere. */
+extern const char eb_docker_bootstrap[];
 
 struct docker_state {
     char host[EXECBOX_PATH_MAX];   /* as given, for messages */
@@ -963,7 +825,7 @@ static int create_body(const struct docker_state *s, const struct eb_run *run, c
         add_chunks(jenv, "EXECBOX_STDIN", run->req->stdin_data, run->req->stdin_len) < 0)
         goto fail;
     /* Cmd: the bootstrap, then the interpreter's argv (the program path is appended). */
-    const char *pre[] = {"-I", "-S", "-c", bootstrap, run->lang->interpreter};
+    const char *pre[] = {"-I", "-S", "-c", eb_docker_bootstrap, run->lang->interpreter};
     for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
         if (json_array_append_new(cmd, json_string(pre[i])) < 0)
             goto fail;
