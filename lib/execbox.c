@@ -72,14 +72,28 @@ void eb_sandbox_destroy(struct execbox_executor *ex, struct eb_sandbox *sb)
     sb->tpl = NULL;
 }
 
+/* Closes w->ws_fd and frees the interpreter's error w holds. */
+static void wait_release(struct eb_wait *w)
+{
+    eb_close(&w->ws_fd);
+    free(w->error_name);
+    free(w->error_value);
+    free(w->error_traceback);
+    w->error_name = w->error_value = w->error_traceback = NULL;
+}
+
 /* How a run ended, made into its result: the one mapping for every backend (exit, deadline,
- * cancel, output flood, set-up failure; the sandbox's own CPU and memory counters over the
- * rusage; the one OOM rule; the files left in /workspace). Closes w->ws_fd. */
+ * cancel, output flood, set-up failure; the error the interpreter reported; the sandbox's own
+ * CPU and memory counters over the rusage; the one OOM rule; the files left in /workspace).
+ * Releases w (wait_release). */
 static int wait_to_result(const struct eb_run *run, struct eb_wait *w, struct execbox_result *res)
 {
     int r = 0;
     if (!w->final) {
         r = eb_outcome_to_result(&w->oc, run->policy, res);
+        if (r == 0 && w->error_name && !res->error_name &&
+            eb_result_set_error(res, w->error_name, w->error_value, w->error_traceback) < 0)
+            r = -ENOMEM;
         if (r == 0) {
             if (w->cpu_ns >= 0)
                 res->cpu_time = (double)w->cpu_ns / 1e9;
@@ -97,7 +111,7 @@ static int wait_to_result(const struct eb_run *run, struct eb_wait *w, struct ex
         if (r == 0 && w->ws_fd >= 0 && !w->files_listed)
             r = eb_workspace_list(w->ws_fd, run->req->inline_files_max, res);
     }
-    eb_close(&w->ws_fd);
+    wait_release(w);
     return r;
 }
 
@@ -120,7 +134,7 @@ static int deliver_and_wait(const struct eb_backend_ops *ops, void *state, struc
     if (r == 0)
         r = wait_to_result(run, &w, res);
     else
-        eb_close(&w.ws_fd);
+        wait_release(&w);
     return r;
 }
 
