@@ -138,11 +138,6 @@ struct eb_backend_ops {
     bool (*template_alive)(struct eb_tplbox *t);
     uint64_t (*template_memory)(struct eb_tplbox *t);
 
-    /* Transitional (removed once every backend has the lifecycle above): a backend without
-     * start() runs whole requests here; the executor maps nothing for it. */
-    int (*run)(void *state, const struct eb_run *run, struct execbox_result *res,
-               struct execbox_error *err);
-
     /* Places a request's input files (execbox_request.files) in /workspace before the code
      * runs; without it the executor refuses requests that have some. */
     bool input_files;

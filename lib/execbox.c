@@ -361,8 +361,6 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
                          "network 'allow' is not available with the '%s' backend: it cannot "
                          "enforce an allow-list (use the jail backend, or network 'none')",
                          ex->ops->name);
-    } else if (!ex->ops->start) {
-        r = ex->ops->run(ex->state, &run, res, &berr);
     } else {
         r = pooled ? run_sandbox(ex, &sb, &run, res, &berr) : -EPIPE;
         if (r == -EPIPE) {
