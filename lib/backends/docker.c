@@ -1323,19 +1323,16 @@ static int dk_wait(void *state, struct eb_warm *w, const struct eb_run *run,
         ret->oom_kills = engine_oom ? 1 : 0;
     }
 out:
-    /* Everything of the run was read: the container goes now, and a failed removal is the
-     * run's error (destroy() removes it on the paths that do not come here). */
+    /* Everything of the run was read: the container goes now, and a failed removal (after two
+     * tries) is the run's error (destroy() removes it on the paths that do not come here). */
     if (k->id[0]) {
         struct execbox_error rerr = {0, ""};
-        if (remove_container(k, &rerr) < 0) {
-            if (r >= 0) {
-                r = rerr.code;
-                if (err)
-                    *err = rerr;
-            }
-        } else {
-            w->removed = true;
+        if (remove_container(k, &rerr) < 0 && r >= 0) {
+            r = rerr.code;
+            if (err)
+                *err = rerr;
         }
+        w->removed = true;
     }
     res->stdout_truncated = eb_capbuf_truncated(&lg.buf[0]);
     res->stderr_truncated = eb_capbuf_truncated(&lg.buf[1]);
