@@ -63,6 +63,10 @@ struct eb_wait {
     char oom_why[256];  /* what a MemoryLimit message adds ("" nothing) */
     int ws_fd;          /* the workspace to list for the result (the executor closes it), -1 none */
     bool files_listed;  /* the backend listed the files itself (res->files; from inside) */
+    /* The exception the guest's interpreter reported as data rather than only as a traceback
+     * on stderr (a code interpreter's "error" message): the result's error when the run ended
+     * by its exit and the mapping set no other. Owned: the executor frees them. NULL: none. */
+    char *error_name, *error_value, *error_traceback;
     /* res is a whole result another executor made (the remote backend): nothing is mapped. */
     bool final;
     /* The sandbox was gone before anything of the run was seen (a warm one lost with its
@@ -113,8 +117,9 @@ struct eb_backend_ops {
     /* Supervises the run to its end: the output into res under the policy's output_limit
      * (calling req->on_output as bytes arrive), the deadline, req->cancel, the kill of
      * everything in the sandbox on either; then fills ret. Sets nothing else of res but
-     * execution_time and egress (and, with ret->final or ret->files_listed, what those say). 0, or
-     * -errno when the sandbox itself failed (the executor makes that a SandboxError result). */
+     * execution_time, egress and degraded (the walls the backend does not enforce for this run)
+     * (and, with ret->final or ret->files_listed, what those say). 0, or -errno when the
+     * sandbox itself failed (the executor makes that a SandboxError result). */
     int (*wait)(void *state, struct eb_warm *w, const struct eb_run *run,
                 struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err);
     /* Removes the sandbox and everything in it (running or not). Accepts NULL. */
@@ -132,11 +137,6 @@ struct eb_backend_ops {
     void (*template_stop)(void *state, struct eb_tplbox *t);
     bool (*template_alive)(struct eb_tplbox *t);
     uint64_t (*template_memory)(struct eb_tplbox *t);
-
-    /* Transitional (removed once every backend has the lifecycle above): a backend without
-     * start() runs whole requests here; the executor maps nothing for it. */
-    int (*run)(void *state, const struct eb_run *run, struct execbox_result *res,
-               struct execbox_error *err);
 
     /* Places a request's input files (execbox_request.files) in /workspace before the code
      * runs; without it the executor refuses requests that have some. */

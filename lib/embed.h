@@ -19,6 +19,11 @@
 #define EB_EMBED_FILE(name, path)                                                                  \
     __asm__(EB_EMBED_BEGIN_(name) ".incbin \"" path "\"\n" EB_EMBED_END_(name))
 
+/* name[]: the text of the file at path, NUL-terminated. */
+#define EB_EMBED_TEXT1(name, path)                                                                 \
+    __asm__(EB_EMBED_BEGIN_(name) ".incbin \"" path "\"\n"                                         \
+                                  ".byte 0\n" EB_EMBED_END_(name))
+
 /* name[]: the text of the files at path1 and path2, one after the other, NUL-terminated. */
 #define EB_EMBED_TEXT2(name, path1, path2)                                                         \
     __asm__(EB_EMBED_BEGIN_(name) ".incbin \"" path1 "\"\n"                                        \

@@ -82,12 +82,24 @@ void eb_wait_init(struct eb_wait *w)
     w->ws_fd = -1;
 }
 
+void eb_wait_release(struct eb_wait *w)
+{
+    eb_close(&w->ws_fd);
+    free(w->error_name);
+    free(w->error_value);
+    free(w->error_traceback);
+    w->error_name = w->error_value = w->error_traceback = NULL;
+}
+
 int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, struct eb_wait *w,
                       struct execbox_result *res)
 {
     int r = 0;
     if (!w->final) {
         r = eb_outcome_to_result(&w->oc, policy, res);
+        if (r == 0 && w->error_name && !res->error_name &&
+            eb_result_set_error(res, w->error_name, w->error_value, w->error_traceback) < 0)
+            r = -ENOMEM;
         if (r == 0) {
             if (w->cpu_ns >= 0)
                 res->cpu_time = (double)w->cpu_ns / 1e9;
@@ -105,7 +117,7 @@ int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, st
         if (r == 0 && w->ws_fd >= 0 && !w->files_listed)
             r = eb_workspace_list(w->ws_fd, inline_max, res);
     }
-    eb_close(&w->ws_fd);
+    eb_wait_release(w);
     return r;
 }
 
@@ -125,7 +137,7 @@ static int deliver_and_wait(const struct eb_backend_ops *ops, void *state, struc
     if (r == 0)
         r = eb_wait_to_result(run->policy, run->req->inline_files_max, &w, res);
     else
-        eb_close(&w.ws_fd);
+        eb_wait_release(&w);
     return r;
 }
 
@@ -353,8 +365,6 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
                          "network 'allow' is not available with the '%s' backend: it cannot "
                          "enforce an allow-list (use the jail backend, or network 'none')",
                          ex->ops->name);
-    } else if (!ex->ops->start) {
-        r = ex->ops->run(ex->state, &run, res, &berr);
     } else {
         r = pooled ? run_sandbox(ex, &sb, &run, res, &berr) : -EPIPE;
         if (r == -EPIPE) {

@@ -24,10 +24,14 @@ void eb_sandbox_destroy(struct execbox_executor *ex, struct eb_sandbox *sb);
 /* An eb_wait with nothing known yet (counters -1: from the outcome; no workspace). */
 void eb_wait_init(struct eb_wait *w);
 
+/* Closes w->ws_fd and frees the interpreter's error strings w holds. */
+void eb_wait_release(struct eb_wait *w);
+
 /* How a run ended, made into its result: the one mapping for every run, cold, pooled, forked
  * or a session's cell (exit, deadline, cancel, output flood, set-up failure; the sandbox's own
  * CPU and memory counters over the rusage; the one OOM rule; the files left in /workspace, up
- * to inline_max bytes each inline). Closes w->ws_fd. 0 or -ENOMEM. */
+ * to inline_max bytes each inline; the interpreter's own error when nothing else was). Releases
+ * w (eb_wait_release). 0 or -ENOMEM. */
 int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, struct eb_wait *w,
                       struct execbox_result *res);
 

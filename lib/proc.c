@@ -521,8 +521,8 @@ int eb_outcome_to_result(const struct eb_outcome *o, const struct execbox_policy
         res->exit_code = 128 + SIGKILL;
         res->signal = SIGKILL;
         res->killed_reason = EXECBOX_KILLED_OUTPUT_LIMIT;
-        snprintf(msg, sizeof(msg), "the program wrote more than %" PRIu64 " bytes and was killed",
-                 o->flood_at);
+        snprintf(msg, sizeof(msg), "the program wrote more than %" PRIu64 " bytes and was %s",
+                 o->flood_at, o->flood_stopped ? "stopped" : "killed");
         return eb_result_set_error(res, "OutputLimit", msg, "");
     }
     if (o->setup_failed)

@@ -134,6 +134,9 @@ struct eb_outcome {
      * after flood_at bytes. */
     bool flooded;
     uint64_t flood_at;
+    /* The flood was stopped by ending the stream and the sandbox with it rather than by a kill
+     * the backend saw done (a remote sandbox): the message says "stopped", not "killed". */
+    bool flood_stopped;
     struct execbox_error setup_err;
     int init_status;   /* init's own wait status */
     bool init_running; /* exit_msg_ends: init was not reaped yet (c->pidfd still valid) */

@@ -4,11 +4,16 @@
  * (HTTP over the engine's unix socket, or tcp://) with libcurl. Podman's compatible service
  * works as well. No Docker CLI, no shell, no host bind mount: the engine may be remote.
  *
- * A run: create (the policy as HostConfig; the program travels base64-encoded in the create's
- * Env and a fixed Python bootstrap in Cmd writes it to /tmp and execs the interpreter on it),
- * start, follow the logs until the container stops or the deadline passes (demultiplexing the
- * 8-byte frame headers into capped stdout/stderr), kill at the deadline, wait, inspect, remove.
- * The container is removed on every path out of run() once it was created.
+ * A run, through the executor's lifecycle (lib/backend.h): start() creates the container (the
+ * policy as HostConfig; the program travels base64-encoded in the create's Env and a fixed
+ * Python bootstrap, lib/lang/python_docker.py, in Cmd writes it to /tmp and execs the
+ * interpreter on it); deliver() starts it, and the deadline counts from there; wait() follows
+ * the logs until the container stops or the deadline passes, kills at the deadline, a cancel or
+ * a flood, waits, reads the logs (demultiplexing the 8-byte frame headers into capped
+ * stdout/stderr), inspects, removes the container and reports how the run ended: the
+ * bootstrap's status line (exit, signal, CPU, max RSS, OOM, the files it listed), else the
+ * engine's exit code; the executor makes the result of it. Once it was created, the container
+ * is removed on every path: by wait(), else by destroy().
  *
  * Thread safety: the state is read-only after open(); each run uses its own CURL easy handle.
  */
@@ -24,6 +29,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../backend.h"
@@ -62,150 +68,12 @@
 #define DK_RO_TMPFS "ro,nosuid,nodev,noexec,size=4k,mode=755"
 #define DK_LABEL "org.execbox.run" /* every container we create carries this label */
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
-/* The bootstrap (python3 -I -S -c BOOT INTERPRETER ARGS...), the container's pid 1:
- *  - rebuilds the program (and stdin) from the Env chunks and drops them from the environment;
- *  - makes itself non-dumpable, so the guest (same uid) cannot read its memory or environ and
- *    so cannot learn the nonce;
- *  - writes the program to a private directory on the /tmp tmpfs; forks the guest, which
- *    offers itself to the OOM killer first (oom_score_adj 1000) and execs the interpreter;
- *    pid 1 ignores SIGINT (the only signal it has a handler for, so the only one the guest
- *    could send it from inside the namespace);
- *  - when the guest ends, kills every other process of the container (pid 1 of its pid
- *    namespace: kill(-1) reaches exactly those), reaps them, and reads the memory cgroup's
- *    oom_kill counter again: an OOM kill is proven when the guest died of SIGKILL and the
- *    counter went up;
- *  - lists the regular files left in /workspace (a tmpfs that dies with the container), as
- *    workspace.c does (no symlinks followed, no mounts crossed, bounded count and depth);
- *  - writes one line per file, then one status line (exit code, signal, oom, CPU us, max RSS
- *    KiB, files truncated), each marked with the nonce, to stderr; the log demultiplexer
- *    takes them out of the output. Then it exits with the guest's status.
- * No shell anywhere. */
-static const char bootstrap[] =
-    "import os,sys,base64,signal,resource\n"
-    "e=os.environ\n"
-    "nonce=e.pop('EXECBOX_NONCE')\n"
-    "try:\n"
-    "    import ctypes\n"
-    "    ctypes.CDLL(None).prctl(4,0,0,0,0)\n"
-    "    safe=True\n"
-    "except Exception:\n"
-    "    safe=False\n"
-    "def take(k):\n"
-    "    n=int(e.pop(k+'_N','0'))\n"
-    "    return b''.join(base64.b64decode(e.pop('%s_%d'%(k,i))) for i in range(n))\n"
-    "d='/tmp/.execbox'\n"
-    "os.mkdir(d,0o700)\n"
-    "p=d+'/'+e.pop('EXECBOX_FILE')\n"
-    "with open(os.open(p,os.O_WRONLY|os.O_CREAT|os.O_EXCL,0o400),'wb') as f:\n"
-    "    f.write(take('EXECBOX_CODE'))\n"
-    "stdin=take('EXECBOX_STDIN') if 'EXECBOX_STDIN_N' in e else None\n"
-    "if stdin is not None:\n"
-    "    s=d+'/stdin'\n"
-    "    with open(os.open(s,os.O_WRONLY|os.O_CREAT|os.O_EXCL,0o400),'wb') as f:\n"
-    "        f.write(stdin)\n"
-    "def ooms():\n"
-    "    for q in ('/sys/fs/cgroup/memory/memory.oom_control','/sys/fs/cgroup/memory.events'):\n"
-    "        try:\n"
-    "            for l in open(q):\n"
-    "                if l.startswith('oom_kill '):\n"
-    "                    return int(l.split()[1])\n"
-    "        except OSError:\n"
-    "            pass\n"
-    "    return -1\n"
-    "o0=ooms()\n"
-    "a=sys.argv[1:]+[p]\n"
-    "pid=os.fork()\n"
-    "if pid==0:\n"
-    "    try:\n"
-    "        if stdin is not None:\n"
-    "            i=os.open(s,os.O_RDONLY)\n"
-    "            os.dup2(i,0)\n"
-    "            os.close(i)\n"
-    "        with open('/proc/self/oom_score_adj','w') as f:\n"
-    "            f.write('1000')\n"
-    "    except OSError:\n"
-    "        pass\n"
-    "    for g in (signal.SIGPIPE,signal.SIGXFSZ,signal.SIGINT):\n"
-    "        signal.signal(g,signal.SIG_DFL)\n"
-    "    try:\n"
-    "        os.execv(a[0],a)\n"
-    "    except OSError as x:\n"
-    "        os.write(2,('execbox: cannot execute interpreter %r in the image: "
-    "%s\\n'%(a[0],x.strerror)).encode())\n"
-    "    os._exit(127)\n"
-    "signal.signal(signal.SIGINT,signal.SIG_IGN)\n"
-    "while True:\n"
-    "    try:\n"
-    "        w,st=os.waitpid(-1,0)\n"
-    "    except ChildProcessError:\n"
-    "        st=0\n"
-    "        break\n"
-    "    except InterruptedError:\n"
-    "        continue\n"
-    "    if w==pid:\n"
-    "        break\n"
-    "while True:\n"
-    "    try:\n"
-    "        os.kill(-1,signal.SIGKILL)\n"
-    "    except OSError:\n"
-    "        pass\n"
-    "    try:\n"
-    "        os.waitpid(-1,0)\n"
-    "    except ChildProcessError:\n"
-    "        break\n"
-    "    except OSError:\n"
-    "        pass\n"
-    "ru=resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "if os.WIFSIGNALED(st):\n"
-    "    sig=os.WTERMSIG(st)\n"
-    "    code=128+sig\n"
-    "else:\n"
-    "    sig=0\n"
-    "    code=os.WEXITSTATUS(st)\n"
-    "o1=ooms()\n"
-    "oom=int(sig==9 and o0>=0 and o1>o0)\n"
-    "import stat\n"
-    "fl=[]\n"
-    "ft=[0]\n"
-    "def walk(dp,rel,dev,depth):\n"
-    "    try:\n"
-    "        names=sorted(os.listdir(dp))\n"
-    "    except OSError:\n"
-    "        return\n"
-    "    for n in names:\n"
-    "        q=dp+'/'+n\n"
-    "        r=rel+n\n"
-    "        try:\n"
-    "            st=os.lstat(q)\n"
-    "        except OSError:\n"
-    "            continue\n"
-    "        if stat.S_ISREG(st.st_mode):\n"
-    "            if len(fl)>=" STR(
-        EB_FILES_MAX) ":\n"
-                      "                ft[0]=1\n"
-                      "                return\n"
-                      "            b=os.fsencode(r)\n"
-                      "            if len(b)<=1024:\n"
-                      "                fl.append((b,st.st_size))\n"
-                      "        elif stat.S_ISDIR(st.st_mode) and depth<" STR(
-                          EB_FILES_DEPTH) " and st.st_dev==dev:\n"
-                                          "            walk(q,r+'/',dev,depth+1)\n"
-                                          "try:\n"
-                                          "    "
-                                          "walk('/workspace','',os.lstat('/workspace').st_dev,0)\n"
-                                          "except OSError:\n"
-                                          "    pass\n"
-                                          "if safe:\n"
-                                          "    for b,z in fl:\n"
-                                          "        os.write(2,('\\x1eEXECBOX %s F %d "
-                                          "%s\\n'%(nonce,z,b.hex())).encode())\n"
-                                          "    os.write(2,('\\x1eEXECBOX %s S %d %d %d %d %d "
-                                          "%d\\n'%(nonce,code,sig,oom,int((ru.ru_utime+ru.ru_stime)"
-                                          "*1e6),ru.ru_maxrss,ft[0])).encode())\n"
-                                          "sys.exit(code)\n";
+/* The bootstrap, the container's pid 1 (python3 -I -S -c BOOT INTERPRETER ARGS...): a real
+ * program, lib/lang/python_docker.py, embedded at build time (docker_boot.c). It writes the
+ * program from the Env to /tmp, runs the guest, kills and reaps the rest, proves an OOM kill
+ * from the memory cgroup's counter, lists /workspace and reports it all on stderr in lines
+ * marked with the nonce (see the file). No shell anywhere. */
+extern const char eb_docker_bootstrap[];
 
 struct docker_state {
     char host[EXECBOX_PATH_MAX];   /* as given, for messages */
@@ -963,7 +831,7 @@ static int create_body(const struct docker_state *s, const struct eb_run *run, c
         add_chunks(jenv, "EXECBOX_STDIN", run->req->stdin_data, run->req->stdin_len) < 0)
         goto fail;
     /* Cmd: the bootstrap, then the interpreter's argv (the program path is appended). */
-    const char *pre[] = {"-I", "-S", "-c", bootstrap, run->lang->interpreter};
+    const char *pre[] = {"-I", "-S", "-c", eb_docker_bootstrap, run->lang->interpreter};
     for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
         if (json_array_append_new(cmd, json_string(pre[i])) < 0)
             goto fail;
@@ -1209,10 +1077,38 @@ out:
     return r;
 }
 
-static int run(void *state, const struct eb_run *run, struct execbox_result *res,
-               struct execbox_error *err)
+/* A run's container (the backend's eb_warm): created by start() with the run in its Env,
+ * started by deliver(), watched, read and inspected by wait(), removed by wait() once all of it
+ * was read (so that a failed removal is the run's error) or else by destroy(). */
+struct eb_warm {
+    struct container k;
+    char marker[64]; /* "\x1e" "EXECBOX <nonce> ": the bootstrap's report lines */
+    uint64_t t0;     /* the container started: the deadline counts from here (create is the
+                        engine's setup, bounded apart) */
+    bool removed;
+};
+
+static void dk_destroy(void *state, struct eb_warm *w)
+{
+    (void)state;
+    if (!w)
+        return;
+    if (w->k.id[0] && !w->removed)
+        remove_container(&w->k, NULL);
+    if (w->k.h)
+        curl_easy_cleanup(w->k.h);
+    free(w);
+}
+
+/* Cold only: the container created around its run (the policy as HostConfig, the program and
+ * stdin in the Env, the bootstrap as Cmd), not started. */
+static int dk_start(void *state, const struct eb_start *st, struct eb_warm **ret,
+                    struct execbox_error *err)
 {
     const struct docker_state *s = state;
+    const struct eb_run *run = st->run;
+    if (!run)
+        return eb_error_set(err, -ENOTSUP, "the docker backend has no warm starts");
     const struct execbox_policy *p = run->policy;
     if (p->workspace[0])
         return eb_error_set(err, -ENOTSUP,
@@ -1228,80 +1124,104 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
                             "program and stdin are %zu bytes; the docker backend carries at "
                             "most %u in the container's environment",
                             payload, DK_PAYLOAD_MAX);
-
-    struct container k = {.s = s};
-    struct logs lg = {.req = run->req, .cancel_fd = eb_cancel_fd(run->req->cancel)};
-    eb_capbuf_init(&lg.buf[0], p->output_limit);
-    eb_capbuf_init(&lg.buf[1], p->output_limit);
-    uint64_t per = p->output_limit * DK_LOG_KILL_FACTOR * 2;
-    lg.kill_at = per > DK_LOG_KILL_MIN ? per : DK_LOG_KILL_MIN;
+    struct eb_warm *w = calloc(1, sizeof(*w));
+    if (!w)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    w->k.s = s;
     _cleanup_free_ char *body = NULL;
     json_t *j = NULL;
     char msg[256] = "";
-    long st = 0;
+    long stc = 0;
     int r = 0;
     /* A fresh random name, and a nonce only the bootstrap learns (it marks its status line). */
     unsigned char rnd[24];
     if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
         r = eb_error_set(err, -errno, "getrandom: %s", execbox_strerror(-errno));
-        goto out;
+        goto fail;
     }
     char name[17], nonce[33];
     for (int i = 0; i < 8; i++)
         snprintf(name + 2 * i, 3, "%02x", rnd[i]);
     for (int i = 0; i < 16; i++)
         snprintf(nonce + 2 * i, 3, "%02x", rnd[8 + i]);
-    snprintf(lg.marker, sizeof(lg.marker),
+    snprintf(w->marker, sizeof(w->marker),
              "\x1e"
              "EXECBOX %s ",
              nonce);
     r = create_body(s, run, nonce, &body, err);
     if (r < 0)
-        goto out;
-    k.h = curl_easy_init();
-    if (!k.h) {
+        goto fail;
+    w->k.h = curl_easy_init();
+    if (!w->k.h) {
         r = eb_error_set(err, -ENOMEM, "out of memory");
-        goto out;
+        goto fail;
     }
-
-    /* create */
     char path[128];
     snprintf(path, sizeof(path), "/containers/create?name=execbox-%s", name);
     struct call cc = {
         .method = "POST", .path = path, .versioned = true, .json = body, .timeout_ms = DK_CALL_MS};
-    r = http_json(k.h, s, &cc, &st, &j, msg, sizeof(msg), err);
+    r = http_json(w->k.h, s, &cc, &stc, &j, msg, sizeof(msg), err);
     if (r < 0)
-        goto out;
+        goto fail;
     const char *id = json_string_value(json_object_get(j, "Id"));
-    if (st != 201 || !id || !valid_name(id, "")) {
-        r = st == 404 ? eb_error_set(err, -ENOENT, "image '%s' is missing: %s", s->image, msg)
-                      : eb_error_set(err, -EIO, "creating the container: HTTP %ld: %s", st, msg);
-        goto out;
+    if (stc != 201 || !id || !valid_name(id, "")) {
+        r = stc == 404 ? eb_error_set(err, -ENOENT, "image '%s' is missing: %s", s->image, msg)
+                       : eb_error_set(err, -EIO, "creating the container: HTTP %ld: %s", stc, msg);
+        goto fail;
     }
-    snprintf(k.id, sizeof(k.id), "%s", id);
+    snprintf(w->k.id, sizeof(w->k.id), "%s", id);
     json_decref(j);
     j = NULL;
-    if (s->runtime[0] && (r = check_runtime(&k, err)) < 0)
-        goto out;
+    if (s->runtime[0] && (r = check_runtime(&w->k, err)) < 0)
+        goto fail;
+    *ret = w;
+    return 0;
+fail:
+    json_decref(j);
+    dk_destroy(state, w);
+    return r;
+}
 
-    /* start; the deadline counts from here (create is the engine's setup, bounded apart) */
-    r = api(&k, "POST", "/start", DK_CALL_MS, &st, msg, sizeof(msg), NULL, err);
+/* Starts the container: the program is in it already. */
+static int dk_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+                      struct execbox_error *err)
+{
+    (void)state, (void)run;
+    long st = 0;
+    char msg[256] = "";
+    int r = api(&w->k, "POST", "/start", DK_CALL_MS, &st, msg, sizeof(msg), NULL, err);
     if (r < 0)
-        goto out;
-    if (st != 204 && st != 304) {
-        r = eb_error_set(err, -EIO, "starting the container: HTTP %ld: %s", st, msg);
-        goto out;
-    }
-    uint64_t t0 = eb_now_ns();
-    uint64_t deadline = t0 + (uint64_t)(p->timeout * 1e9);
+        return r;
+    if (st != 204 && st != 304)
+        return eb_error_set(err, -EIO, "starting the container: HTTP %ld: %s", st, msg);
+    w->t0 = eb_now_ns();
+    return 0;
+}
 
-    /* Until the container stops: POST wait (it returns when the container is not running)
-     * and, beside it on one multi handle, the followed log stream, which only counts bytes: the
-     * engine stores every byte on its disk, so a flood is stopped, not drained. The output
-     * itself is read once the container stopped (podman's followed logs lag by ~0.5 s). */
+/* Until the container stops: POST wait (it returns when the container is not running) and,
+ * beside it on one multi handle, the followed log stream, which only counts bytes: the engine
+ * stores every byte on its disk, so a flood is stopped, not drained. The output itself is read
+ * once the container stopped (podman's followed logs lag by ~0.5 s). Then the inspect, and the
+ * end as the bootstrap's status line tells it (or, without one, as the engine does). */
+static int dk_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+                   struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
+{
+    const struct docker_state *s = state;
+    const struct execbox_policy *p = run->policy;
+    struct container *k = &w->k;
+    struct logs lg = {.req = run->req, .cancel_fd = eb_cancel_fd(run->req->cancel)};
+    snprintf(lg.marker, sizeof(lg.marker), "%s", w->marker);
+    eb_capbuf_init(&lg.buf[0], p->output_limit);
+    eb_capbuf_init(&lg.buf[1], p->output_limit);
+    uint64_t per = p->output_limit * DK_LOG_KILL_FACTOR * 2;
+    lg.kill_at = per > DK_LOG_KILL_MIN ? per : DK_LOG_KILL_MIN;
+    json_t *j = NULL;
+    char msg[256] = "", path[128];
+    long st = 0;
+    uint64_t deadline = w->t0 + (uint64_t)(p->timeout * 1e9);
     struct flood_guard guard = {.kill_at = lg.kill_at};
     bool timed_out = false, wait_done = false;
-    r = watch(&k, deadline, lg.cancel_fd, &guard, &timed_out, &lg.cancelled, &wait_done, err);
+    int r = watch(k, deadline, lg.cancel_fd, &guard, &timed_out, &lg.cancelled, &wait_done, err);
     if (r < 0)
         goto out;
     lg.flooded = guard.flooded;
@@ -1309,8 +1229,8 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     struct execbox_error lerr = {0, ""};
     if (!wait_done) {
         /* deadline, cancel or flood: SIGKILL to the whole container, then wait for it */
-        api(&k, "POST", "/kill?signal=KILL", DK_CALL_MS, &st, NULL, 0, NULL, &lerr);
-        r = api(&k, "POST", "/wait?condition=not-running", DK_KILL_WAIT_MS, &st, msg, sizeof(msg),
+        api(k, "POST", "/kill?signal=KILL", DK_CALL_MS, &st, NULL, 0, NULL, &lerr);
+        r = api(k, "POST", "/wait?condition=not-running", DK_KILL_WAIT_MS, &st, msg, sizeof(msg),
                 NULL, err);
         if (r < 0)
             goto out;
@@ -1320,14 +1240,14 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     lg.kill_at = guard.kill_at * 4;
     bool was_flooded = lg.flooded;
     lg.flooded = false;
-    snprintf(path, sizeof(path), "/containers/%s/logs?stdout=1&stderr=1", k.id);
+    snprintf(path, sizeof(path), "/containers/%s/logs?stdout=1&stderr=1", k->id);
     struct call lc = {.method = "GET",
                       .path = path,
                       .versioned = true,
                       .timeout_ms = DK_CALL_MS,
                       .writer = logs_write,
                       .writer_data = &lg};
-    int lr = http(k.h, s, &lc, NULL, &st, &lerr);
+    int lr = http(k->h, s, &lc, NULL, &st, &lerr);
     if (lg.nomem) {
         r = eb_error_set(err, -ENOMEM, "out of memory buffering output");
         goto out;
@@ -1340,7 +1260,7 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     }
     lg.kill_at = guard.kill_at;
     lg.flooded = was_flooded;
-    r = api(&k, "GET", "/json", DK_CALL_MS, &st, msg, sizeof(msg), &j, err);
+    r = api(k, "GET", "/json", DK_CALL_MS, &st, msg, sizeof(msg), &j, err);
     if (r < 0)
         goto out;
     json_t *state_obj = json_object_get(j, "State");
@@ -1357,66 +1277,62 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
     }
     int exit_code = (int)json_integer_value(code);
     bool engine_oom = json_is_true(json_object_get(state_obj, "OOMKilled"));
-    res->execution_time = (double)(t1 - t0) / 1e9;
-    res->cpu_time = -1;
+    res->execution_time = (double)(t1 - w->t0) / 1e9;
 
+    /* No CPU or memory figure but the bootstrap's. */
+    ret->cpu_ns = -2;
+    ret->peak_memory = -2;
+    struct eb_outcome *oc = &ret->oc;
     if (lg.cancelled) {
-        res->exit_code = 128 + SIGKILL;
-        res->signal = SIGKILL;
-        res->killed_reason = EXECBOX_KILLED_CANCELLED;
-        r = eb_result_set_error(res, "Cancelled", "the run was cancelled by the caller", "");
+        oc->cancelled = true;
     } else if (timed_out) {
-        res->timed_out = true;
-        res->exit_code = 124;
-        res->killed_reason = EXECBOX_KILLED_TIMEOUT;
-        char m[160];
-        snprintf(m, sizeof(m), "execution exceeded the time limit of %g seconds and was killed",
-                 p->timeout);
-        r = eb_result_set_error(res, "Timeout", m, "");
+        oc->timed_out = true;
     } else if (lg.flooded) {
-        res->exit_code = 128 + SIGKILL;
-        res->signal = SIGKILL;
-        res->killed_reason = EXECBOX_KILLED_OUTPUT_LIMIT;
-        char m[160];
-        snprintf(m, sizeof(m), "the program wrote more than %" PRIu64 " bytes and was killed",
-                 lg.kill_at);
-        r = eb_result_set_error(res, "OutputLimit", m, "");
+        oc->flooded = true;
+        oc->flood_at = lg.kill_at;
     } else if (!lg.status.have && exit_code == 127 && serr && *serr) {
         r = eb_error_set(err, -EIO, "the engine could not run the container: %s", serr);
         goto out;
     } else if (lg.status.have) {
-        /* The bootstrap saw the guest end: its exact status, and OOM proven by the memory
-         * cgroup's oom_kill counter going up while the guest died of SIGKILL. */
-        res->exit_code = lg.status.code;
-        res->signal = lg.status.sig;
-        res->cpu_time = (double)lg.status.cpu_us / 1e6;
-        res->peak_memory_bytes = (uint64_t)lg.status.maxrss_kb * 1024;
+        /* The bootstrap saw the guest end: its exact status, its tree's CPU and largest RSS,
+         * and an OOM kill proven by the memory cgroup's oom_kill counter going up while the
+         * guest died of SIGKILL. */
+        oc->got_exit = true;
+        oc->status = lg.status.sig > 0 && lg.status.sig < 0x7f
+                         ? lg.status.sig
+                         : W_EXITCODE(lg.status.code & 0xff, 0);
+        oc->utime_us = lg.status.cpu_us;
+        oc->maxrss_kb = lg.status.maxrss_kb;
+        ret->cpu_ns = -1;
+        ret->peak_memory = -1;
+        ret->oom_kills = lg.status.oom ? 1 : 0;
         /* The files in /workspace, as the bootstrap listed them after every process died. */
         res->files = TAKE_PTR(lg.files);
         res->n_files = lg.n_files;
         res->files_truncated = lg.files_truncated;
         lg.n_files = 0;
-        if (lg.status.oom && eb_result_apply_oom(res, p, 1, NULL) < 0)
-            r = -ENOMEM;
+        ret->files_listed = true;
     } else {
         /* No status line (the bootstrap itself died): only the engine's word. Engines report
          * death by signal N as 128+N; an OOM kill is claimed only when that is a SIGKILL we did
          * not send AND the engine recorded the OOM kill (State.OOMKilled alone is not trusted,
          * see docs/backends.md). */
-        res->exit_code = exit_code;
-        if (exit_code > 128 && exit_code < 128 + 65)
-            res->signal = exit_code - 128;
-        if (engine_oom && eb_result_apply_oom(res, p, 1, NULL) < 0)
-            r = -ENOMEM;
+        oc->got_exit = true;
+        oc->status = exit_code > 128 && exit_code < 128 + 65 ? exit_code - 128
+                                                             : W_EXITCODE(exit_code & 0xff, 0);
+        ret->oom_kills = engine_oom ? 1 : 0;
     }
 out:
-    if (k.id[0]) {
+    /* Everything of the run was read: the container goes now, and a failed removal (after two
+     * tries) is the run's error (destroy() removes it on the paths that do not come here). */
+    if (k->id[0]) {
         struct execbox_error rerr = {0, ""};
-        if (remove_container(&k, &rerr) < 0 && r >= 0) {
+        if (remove_container(k, &rerr) < 0 && r >= 0) {
             r = rerr.code;
             if (err)
                 *err = rerr;
         }
+        w->removed = true;
     }
     res->stdout_truncated = eb_capbuf_truncated(&lg.buf[0]);
     res->stderr_truncated = eb_capbuf_truncated(&lg.buf[1]);
@@ -1435,8 +1351,6 @@ out:
     }
     free(lg.files);
     json_decref(j);
-    if (k.h)
-        curl_easy_cleanup(k.h);
     return r < 0 ? r : 0;
 }
 
@@ -1444,6 +1358,9 @@ const struct eb_backend_ops eb_backend_docker = {
     .name = "docker",
     .probe = probe,
     .open = open_backend,
-    .run = run,
     .close = close_backend,
+    .start = dk_start,
+    .deliver = dk_deliver,
+    .wait = dk_wait,
+    .destroy = dk_destroy,
 };

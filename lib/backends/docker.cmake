@@ -7,3 +7,9 @@ list(APPEND EB_LIB_SOURCES backends/docker.c backends/curl_load.c)
 list(APPEND EB_LIB_DEFINES HAVE_DOCKER)
 include_directories(${CURL_INCLUDE_DIRS})
 list(APPEND EB_LIB_LIBS ${CMAKE_DL_LIBS})
+# The bootstrap, the container's pid 1, is a Python file of its own (lib/lang/python_docker.py),
+# embedded by backends/docker_boot.c.
+list(APPEND EB_LIB_SOURCES backends/docker_boot.c)
+set_source_files_properties(backends/docker_boot.c PROPERTIES
+  COMPILE_DEFINITIONS "EB_LANG_DIR=\"${CMAKE_CURRENT_SOURCE_DIR}/lang\""
+  OBJECT_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/lang/python_docker.py")

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../backend.h"
@@ -1022,8 +1023,9 @@ static void strip_ansi(char *s)
 }
 
 /* The exception the interpreter reported: SystemExit is the program's exit status; anything
- * else is exit 1 with the traceback appended to stderr, as a local interpreter prints it. */
-static int apply_error(struct stream *st, struct execbox_result *res)
+ * else is exit 1 with the traceback appended to stderr, as a local interpreter prints it, and
+ * the exception as the run's error (w's error_*, for the executor). *ret_code: the exit code. */
+static int apply_error(struct stream *st, int *ret_code, struct eb_wait *w)
 {
     const char *name = json_string_value(json_object_get(st->error, "name"));
     const char *value = json_string_value(json_object_get(st->error, "value"));
@@ -1036,17 +1038,17 @@ static int apply_error(struct stream *st, struct execbox_result *res)
         char *end;
         long code = strtol(value, &end, 10);
         if (!*value || strcmp(value, "None") == 0)
-            res->exit_code = 0;
+            *ret_code = 0;
         else if (*end == '\0' && code >= 0 && code <= 255)
-            res->exit_code = (int)code;
+            *ret_code = (int)code;
         else {
-            res->exit_code = 1;
+            *ret_code = 1;
             if (deliver(st, 1, value, strlen(value)) < 0 || deliver(st, 1, "\n", 1) < 0)
                 return -ENOMEM;
         }
         return 0;
     }
-    res->exit_code = 1;
+    *ret_code = 1;
     _cleanup_free_ char *clean = strdup(tb ? tb : "");
     if (!clean)
         return -ENOMEM;
@@ -1055,7 +1057,10 @@ static int apply_error(struct stream *st, struct execbox_result *res)
     if (n &&
         (deliver(st, 1, clean, n) < 0 || (clean[n - 1] != '\n' && deliver(st, 1, "\n", 1) < 0)))
         return -ENOMEM;
-    return eb_result_set_error(res, name, value, clean);
+    w->error_name = strdup(name);
+    w->error_value = strdup(value);
+    w->error_traceback = TAKE_PTR(clean);
+    return w->error_name && w->error_value ? 0 : -ENOMEM;
 }
 
 static int refuse(const struct eb_run *run, struct execbox_error *err)
@@ -1085,88 +1090,139 @@ static int record_degraded(const struct execbox_policy *p, struct execbox_result
     return 0;
 }
 
-static int run(void *state, const struct eb_run *run, struct execbox_result *res,
-               struct execbox_error *err)
+/* A run's E2B sandbox (the backend's eb_warm): created and prepared (its working directory, a
+ * code context there) by start(); the code goes with the execute in wait(), which deletes the
+ * sandbox once the code ended and its files were listed (so that a failed delete is the run's
+ * error), else destroy() does. */
+struct eb_warm {
+    struct sandbox sb;
+    char ctx[128];
+    uint64_t t0; /* deliver(): the deadline counts from here */
+    bool deleted;
+};
+
+static void e2b_destroy(void *state, struct eb_warm *w)
+{
+    if (!w)
+        return;
+    if (!w->deleted)
+        delete_sandbox(state, &w->sb, NULL);
+    free(w);
+}
+
+/* Cold only: the refusals first (nothing is created for a refused run), then the sandbox, its
+ * working directory and a code context working there. */
+static int e2b_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+                     struct execbox_error *err)
+{
+    const struct e2b_state *e = state;
+    if (!s->run)
+        return eb_error_set(err, -ENOTSUP, "the e2b backend has no warm starts");
+    int r = refuse(s->run, err);
+    if (r < 0)
+        return r;
+    struct eb_warm *w = calloc(1, sizeof(*w));
+    if (!w)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    r = create_sandbox(e, s->policy, &w->sb, err);
+    if (r < 0) {
+        free(w);
+        return r;
+    }
+    r = prepare(e, &w->sb, interpreter_language(s->run), w->ctx, sizeof(w->ctx), err);
+    if (r < 0) {
+        e2b_destroy(state, w);
+        return r;
+    }
+    *ret = w;
+    return 0;
+}
+
+/* The code travels with the execute call, which wait() makes and follows. */
+static int e2b_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+                       struct execbox_error *err)
+{
+    (void)state, (void)run, (void)err;
+    w->t0 = eb_now_ns();
+    return 0;
+}
+
+/* Streams the execution to its end, the deadline, a cancel or a flood; lists the files once the
+ * code ran to its end; deletes the sandbox; reports how it ended. */
+static int e2b_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+                    struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
 {
     const struct e2b_state *s = state;
     const struct execbox_policy *p = run->policy;
-    int r = refuse(run, err);
-    if (r < 0)
-        return r;
     if (record_degraded(p, res) < 0)
         return -ENOMEM;
-    struct sandbox sb;
-    r = create_sandbox(s, p, &sb, err);
-    if (r < 0)
-        return r;
-
     struct stream st = {.req = run->req, .body.max = E2B_BODY_MAX};
     uint64_t lim = p->output_limit * E2B_FLOOD_FACTOR;
     st.flood_at = lim > E2B_FLOOD_MIN ? lim : E2B_FLOOD_MIN;
     eb_capbuf_init(&st.buf[0], p->output_limit);
     eb_capbuf_init(&st.buf[1], p->output_limit);
     struct exec_outcome o = {0};
-    char ctx[128];
-    r = prepare(s, &sb, interpreter_language(run), ctx, sizeof(ctx), err);
-    uint64_t start = eb_now_ns();
-    if (r == 0)
-        r = execute(s, &sb, ctx, run, start + (uint64_t)(p->timeout * 1e9), &st, &o, err);
-    res->execution_time = (double)(eb_now_ns() - start) / 1e9;
+    int r = execute(s, &w->sb, w->ctx, run, w->t0 + (uint64_t)(p->timeout * 1e9), &st, &o, err);
+    res->execution_time = (double)(eb_now_ns() - w->t0) / 1e9;
     /* The files, only once the code ran to its end: after a timeout or a cancel the code may
      * still be writing. */
     struct execbox_error lerr = {0, ""};
     int lr = 0;
     if (r == 0 && !o.timed_out && !o.cancelled && !st.flooded && !st.nomem && st.status == 200 &&
         !st.bad_line && !st.unexpected && o.cr == CURLE_OK && st.ended) {
-        lr = list_files(s, &sb, run->req->inline_files_max, res, &lerr);
+        lr = list_files(s, &w->sb, run->req->inline_files_max, res, &lerr);
         if (lr < 0)
-            lr = eb_error_prefix(&lerr, lr, "E2B sandbox '%s': the files in %s", sb.id,
+            lr = eb_error_prefix(&lerr, lr, "E2B sandbox '%s': the files in %s", w->sb.id,
                                  E2B_WORKSPACE);
+        ret->files_listed = true;
     }
     /* The sandbox goes on every path out, before anything else can fail. */
     struct execbox_error derr = {0, ""};
-    int dr = delete_sandbox(s, &sb, &derr);
+    int dr = delete_sandbox(s, &w->sb, &derr);
+    w->deleted = true;
 
+    /* E2B reports no CPU or memory figure. */
+    ret->cpu_ns = -2;
+    ret->peak_memory = -2;
+    struct eb_outcome *oc = &ret->oc;
+    int code = 0;
     if (r < 0) {
         /* nothing ran */
     } else if (o.timed_out || o.cancelled) {
-        struct eb_outcome out = {.timed_out = o.timed_out, .cancelled = o.cancelled};
-        r = eb_outcome_to_result(&out, p, res);
+        oc->timed_out = o.timed_out;
+        oc->cancelled = o.cancelled;
     } else if (st.flooded) {
-        res->exit_code = 128 + 9;
-        res->signal = 9;
-        res->killed_reason = EXECBOX_KILLED_OUTPUT_LIMIT;
-        char m[160];
-        snprintf(m, sizeof(m), "the program wrote more than %llu bytes and was stopped",
-                 (unsigned long long)st.flood_at);
-        r = eb_result_set_error(res, "OutputLimit", m, "");
+        /* The stream was cut and the sandbox deleted with the code in it. */
+        oc->flooded = true;
+        oc->flood_at = st.flood_at;
+        oc->flood_stopped = true;
     } else if (st.nomem) {
         r = eb_error_set(err, -ENOMEM, "out of memory");
     } else if (st.status != 200) {
         char msg[200];
         eb_http_message(&st.body, msg, sizeof(msg));
         r = eb_error_set(err, st.status == 502 ? -ENOENT : -EIO,
-                         "E2B sandbox '%s': /execute answered HTTP %ld: %s%s", sb.id, st.status,
+                         "E2B sandbox '%s': /execute answered HTTP %ld: %s%s", w->sb.id, st.status,
                          msg[0] ? msg : "no message",
                          st.status == 502 ? " (the sandbox is gone: not found or timed out)" : "");
     } else if (st.bad_line) {
         r = eb_error_set(err, -EPROTO,
                          "E2B sandbox '%s': the execute stream sent a line that is not a typed "
                          "JSON object (or longer than %u bytes)",
-                         sb.id, E2B_LINE_MAX);
+                         w->sb.id, E2B_LINE_MAX);
     } else if (st.unexpected) {
         r = eb_error_set(err, -EIO,
                          "E2B sandbox '%s': the code interpreter's kernel ended unexpectedly "
                          "(out of memory in the VM?)",
-                         sb.id);
+                         w->sb.id);
     } else if (o.cr != CURLE_OK || !st.ended) {
-        r = eb_error_set(err, -EIO, "E2B sandbox '%s': the execute stream broke off: %s", sb.id,
+        r = eb_error_set(err, -EIO, "E2B sandbox '%s': the execute stream broke off: %s", w->sb.id,
                          o.cr != CURLE_OK ? curl_easy_strerror(o.cr)
                                           : "it ended without end_of_execution");
-    } else if (st.error) {
-        r = apply_error(&st, res);
-    } else {
-        res->exit_code = 0;
+    } else if (!st.error || (r = apply_error(&st, &code, ret)) == 0) {
+        /* The code ran to its end: its exit status (SystemExit's), 0 without an error. */
+        oc->got_exit = true;
+        oc->status = W_EXITCODE(code, 0);
     }
     if (r >= 0 && lr < 0) {
         r = lr;
@@ -1198,8 +1254,11 @@ const struct eb_backend_ops eb_backend_e2b = {
     .name = "e2b",
     .probe = probe,
     .open = open_backend,
-    .run = run,
     .close = close_backend,
+    .start = e2b_start,
+    .deliver = e2b_deliver,
+    .wait = e2b_wait,
+    .destroy = e2b_destroy,
     /* E2B enforces the hosts of an allow-list itself (network.allowOut, the rest denied). */
     .network_allow = true,
 };

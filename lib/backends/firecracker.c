@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * firecracker.c - `execbox check -b firecracker`: what a Firecracker microVM backend would need
- * on this host, and which of it is here. There is no run path: the backend is designed
+ * on this host, and which of it is here. There is no sandbox: the backend is designed
  * (docs/backends.md, "firecracker") but not built: Firecracker is not packaged for Debian 12
  * (the project's machines install nothing else), so no microVM can be started where execbox
  * is developed and tested, and execbox ships no backend code it cannot test. The probe always
@@ -95,15 +95,39 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
     return -ENOTSUP;
 }
 
-static int never_run(void *state, const struct eb_run *run, struct execbox_result *res,
-                     struct execbox_error *err)
+/* The lifecycle, for the interface's sake: no sandbox is ever started (an executor is never
+ * opened on this backend, its probe says unusable), so the other three never get one. */
+static int fc_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+                    struct execbox_error *err)
 {
-    (void)state, (void)run, (void)res;
+    (void)state, (void)s, (void)ret;
     return eb_error_set(err, -ENOTSUP, "the firecracker backend is not built");
+}
+
+static int fc_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+                      struct execbox_error *err)
+{
+    (void)state, (void)w, (void)run;
+    return eb_error_set(err, -ENOTSUP, "the firecracker backend is not built");
+}
+
+static int fc_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+                   struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
+{
+    (void)state, (void)w, (void)run, (void)res, (void)ret;
+    return eb_error_set(err, -ENOTSUP, "the firecracker backend is not built");
+}
+
+static void fc_destroy(void *state, struct eb_warm *w)
+{
+    (void)state, (void)w;
 }
 
 const struct eb_backend_ops eb_backend_firecracker = {
     .name = "firecracker",
     .probe = probe,
-    .run = never_run,
+    .start = fc_start,
+    .deliver = fc_deliver,
+    .wait = fc_wait,
+    .destroy = fc_destroy,
 };

@@ -5,12 +5,14 @@
  * calls are served by it, not by the host kernel, which the Sentry reaches only through a
  * narrow, seccomp-filtered set of its own.
  *
- * A run: a private run directory holding the bundle (config.json and an empty root directory
- * that gets the system directories as read-only binds and symlinks), the program (read-only
- * bind at /code) and a fresh workspace (a host tmpfs of workspace_size when we are root, bound
- * at /workspace); runsc run in a session of its own under an init of ours (eb_init_main), so the
- * deadline, a cancel or the end of the guest kill runsc and every process it started; then
- * `runsc delete --force`, the workspace listed, unmounted and everything removed.
+ * A run, through the executor's lifecycle (lib/backend.h): start() makes a private run
+ * directory holding the bundle (config.json and an empty root directory that gets the system
+ * directories as read-only binds and symlinks), the program (read-only bind at /code) and a
+ * fresh workspace (a host tmpfs of workspace_size when we are root, bound at /workspace);
+ * deliver() starts runsc run in a session of its own under an init of ours (eb_init_main), so
+ * the deadline, a cancel or the end of the guest kill runsc and every process it started;
+ * wait() supervises it and reports its end (the executor lists the workspace); destroy() does
+ * `runsc delete --force`, unmounts and removes everything.
  *
  * Platform: ptrace unless --gvisor-platform says otherwise (kvm needs a usable /dev/kvm;
  * systrap needs a runsc from 2023 or later). The cgroup limits (memory, pids, CPU) are runsc's
@@ -426,23 +428,67 @@ static void cleanup(const struct gvisor *g, struct run_dir *d)
 
 /* ---- a run ---------------------------------------------------------------------------------- */
 
-static int gvisor_run(void *state, const struct eb_run *run, struct execbox_result *res,
-                      struct execbox_error *err)
+/* A run's sandbox (the backend's eb_warm): its run directory and bundle, made by start(); runsc
+ * under our init, started by deliver(). */
+struct eb_warm {
+    struct run_dir d;
+    struct eb_child child;
+    int in_fd; /* the run's stdin, until deliver() hands it to runsc */
+};
+
+/* Kills what is left of runsc (if wait() did not reap it), deletes its state, unmounts and
+ * removes the run directory. */
+static void gv_destroy(void *state, struct eb_warm *w)
+{
+    if (!w)
+        return;
+    if (w->child.pid > 0) {
+        if (w->child.pidfd >= 0)
+            syscall(SYS_pidfd_send_signal, w->child.pidfd, SIGKILL, NULL, 0);
+        kill(-w->child.pid, SIGKILL);
+        waitpid(w->child.pid, NULL, 0);
+        w->child.pid = -1;
+    }
+    eb_close(&w->in_fd);
+    eb_child_close(&w->child);
+    cleanup(state, &w->d);
+    free(w);
+}
+
+/* Cold only: the bundle built from the policy, the program, the workspace. */
+static int gv_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+                    struct execbox_error *err)
 {
     const struct gvisor *g = state;
-    struct run_dir d = {0};
-    int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl */
-    _cleanup_close_ int in_fd = -1;
-    struct eb_child child;
-    eb_child_init(&child);
-    int r = prepare(g, run, &d, err);
-    if (r < 0)
-        goto out;
-    in_fd = eb_stdin_fd(run->req->stdin_data, run->req->stdin_len, err);
-    if (in_fd < 0) {
-        r = in_fd;
-        goto out;
+    if (!s->run)
+        return eb_error_set(err, -ENOTSUP, "the gvisor backend has no warm starts");
+    struct eb_warm *w = calloc(1, sizeof(*w));
+    if (!w)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    eb_child_init(&w->child);
+    w->in_fd = -1;
+    int r = prepare(g, s->run, &w->d, err);
+    if (r == 0) {
+        w->in_fd = eb_stdin_fd(s->run->req->stdin_data, s->run->req->stdin_len, err);
+        if (w->in_fd < 0)
+            r = w->in_fd;
     }
+    if (r < 0) {
+        gv_destroy(state, w);
+        return r;
+    }
+    *ret = w;
+    return 0;
+}
+
+/* `runsc run` on the bundle, in a session of its own under an init of ours. */
+static int gv_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+                      struct execbox_error *err)
+{
+    (void)run;
+    const struct gvisor *g = state;
+    int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl */
+    int r = 0;
     for (int i = 0; i < 8; i += 2)
         if (pipe2(&fds[i], O_CLOEXEC) < 0) {
             r = eb_error_set(err, -errno, "pipe: %s", execbox_strerror(-errno));
@@ -452,14 +498,14 @@ static int gvisor_run(void *state, const struct eb_run *run, struct execbox_resu
     snprintf(platform, sizeof(platform), "--platform=%s", g->platform);
     char *argv[] = {
         (char *)g->runsc, (char *)"--root",   (char *)g->state, platform, (char *)"--network=none",
-        (char *)"run",    (char *)"--bundle", d.bundle,         d.id,     NULL};
+        (char *)"run",    (char *)"--bundle", w->d.bundle,      w->d.id,  NULL};
     char *envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
     struct eb_guest guest = {
-        .stdin_fd = in_fd,
+        .stdin_fd = w->in_fd,
         .stdout_fd = fds[1],
         .stderr_fd = fds[3],
         .status_fd = fds[5],
-        .cwd = d.dir,
+        .cwd = w->d.dir,
         .path = g->runsc,
         .argv = argv,
         .envp = envp,
@@ -475,44 +521,50 @@ static int gvisor_run(void *state, const struct eb_run *run, struct execbox_resu
         r = pid;
         goto out;
     }
-    child.pid = pid;
-    child.kill_pgid = pid;
-    child.pidfd = pidfd;
-    child.out_fd = TAKE_FD(fds[0]);
-    child.err_fd = TAKE_FD(fds[2]);
-    child.status_fd = TAKE_FD(fds[4]);
-    child.ctl_fd = TAKE_FD(fds[7]);
-    for (int i = 0; i < 8; i++)
-        eb_close(&fds[i]);
-    struct eb_outcome oc;
-    r = eb_supervise(&child, run->req, run->policy, run->start_ns, res, &oc, err);
-    child.pid = -1;
-    if (r == 0)
-        r = eb_outcome_to_result(&oc, run->policy, res);
-    /* runsc reports a guest killed by signal N as 128 + N; its own rusage is not the guest's. */
-    if (r == 0 && !res->timed_out && res->exit_code > 128 && res->exit_code < 128 + 65)
-        res->signal = res->exit_code - 128;
-    res->cpu_time = -1;
-    res->peak_memory_bytes = 0;
-    if (r == 0 && oc.got_exit) {
-        int dfd = open(d.ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            r = eb_workspace_list(dfd, run->req->inline_files_max, res);
-            close(dfd);
-        }
-    }
+    w->child.pid = pid;
+    w->child.kill_pgid = pid;
+    w->child.pidfd = pidfd;
+    w->child.out_fd = TAKE_FD(fds[0]);
+    w->child.err_fd = TAKE_FD(fds[2]);
+    w->child.status_fd = TAKE_FD(fds[4]);
+    w->child.ctl_fd = TAKE_FD(fds[7]);
+    eb_close(&w->in_fd);
 out:
     for (int i = 0; i < 8; i++)
         eb_close(&fds[i]);
-    eb_child_close(&child);
-    cleanup(g, &d);
     return r;
+}
+
+/* Supervises runsc to its end. runsc reports a guest killed by signal N as its own exit
+ * 128 + N: that is made the signal status it stands for. runsc's rusage is its own, not the
+ * guest's, and the cgroup is runsc's: CPU and memory are unknown. The workspace is listed when
+ * the guest ended. */
+static int gv_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+                   struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
+{
+    (void)state;
+    int r = eb_supervise(&w->child, run->req, run->policy, run->start_ns, res, &ret->oc, err);
+    w->child.pid = -1; /* reaped by eb_supervise */
+    if (r < 0)
+        return r;
+    struct eb_outcome *oc = &ret->oc;
+    if (oc->got_exit && WIFEXITED(oc->status) && WEXITSTATUS(oc->status) > 128 &&
+        WEXITSTATUS(oc->status) < 128 + 65)
+        oc->status = WEXITSTATUS(oc->status) - 128;
+    ret->cpu_ns = -2;
+    ret->peak_memory = -2;
+    if (oc->got_exit)
+        ret->ws_fd = open(w->d.ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return 0;
 }
 
 const struct eb_backend_ops eb_backend_gvisor = {
     .name = "gvisor",
     .probe = probe,
     .open = gvisor_open,
-    .run = gvisor_run,
     .close = gvisor_close,
+    .start = gv_start,
+    .deliver = gv_deliver,
+    .wait = gv_wait,
+    .destroy = gv_destroy,
 };

@@ -8,6 +8,11 @@
  * above its own maximum to it rather than refusing the run (host paths, workspace and rootfs,
  * never travel: a run that sets them is refused here).
  *
+ * Through the executor's lifecycle (lib/backend.h): start() makes the request (and refuses what
+ * cannot travel), deliver() has nothing to do, wait() sends it and takes the answer, a whole
+ * result the far execbox made (struct eb_wait's final: nothing is mapped again here), or a
+ * cancel for the executor to map; destroy() frees the request.
+ *
  * Several URLs: a run starts at the next one in turn (round robin) and fails over to the
  * following ones when a remote cannot be connected to, or answers 429 or 5xx (it did not
  * take the run). Once a remote answered 200, or may have received the request and then went
@@ -543,22 +548,55 @@ static int take_result(const struct reply *b, const struct remote *rm, struct ex
     return 0;
 }
 
-static int cancelled(struct execbox_result *res)
+/* A run as this backend holds it (the backend's eb_warm): the request, made by start(). */
+struct eb_warm {
+    char *body;
+};
+
+static void rm_destroy(void *state, struct eb_warm *w)
 {
-    res->exit_code = 128 + 9;
-    res->signal = 9;
-    res->killed_reason = EXECBOX_KILLED_CANCELLED;
-    return eb_result_set_error(res, "Cancelled", "the run was cancelled by the caller", "");
+    (void)state;
+    if (w) {
+        free(w->body);
+        free(w);
+    }
 }
 
-static int run(void *state, const struct eb_run *run, struct execbox_result *res,
-               struct execbox_error *err)
+/* Cold only: the request body (a run this backend cannot carry is refused here). */
+static int rm_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+                    struct execbox_error *err)
+{
+    (void)state;
+    if (!s->run)
+        return eb_error_set(err, -ENOTSUP, "the remote backend has no warm starts");
+    struct eb_warm *w = calloc(1, sizeof(*w));
+    if (!w)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    int r = request_body(s->run, &w->body, err);
+    if (r < 0) {
+        rm_destroy(state, w);
+        return r;
+    }
+    *ret = w;
+    return 0;
+}
+
+/* The request goes out in wait(), whose one POST is both the delivery and its answer. */
+static int rm_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+                      struct execbox_error *err)
+{
+    (void)state, (void)w, (void)run, (void)err;
+    return 0;
+}
+
+/* POSTs the run to the remotes in turn until one takes it. Its answer is the whole result,
+ * made by the far execbox (ret->final); a cancel is the outcome's, for the executor to map. */
+static int rm_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+                   struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
 {
     struct remote_state *s = state;
-    _cleanup_free_ char *body = NULL;
-    int r = request_body(run, &body, err);
-    if (r < 0)
-        return r;
+    const char *body = w->body;
+    int r;
     uint64_t deadline = run->start_ns + (uint64_t)((run->policy->timeout + RM_MARGIN_S) * 1e9);
     uint64_t max = RM_RESULT_FIXED + 12 * run->policy->output_limit;
     int cancel_fd = eb_cancel_fd(run->req->cancel);
@@ -602,7 +640,10 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
              * the run. */
             handles_give(s, &hp, false);
             free(b.data);
-            return cancelled(res) < 0 ? eb_error_set(err, -ENOMEM, "out of memory") : 0;
+            ret->oc.cancelled = true;
+            ret->cpu_ns = -2;
+            ret->peak_memory = -2;
+            return 0;
         }
         if (cr != CURLE_OK) {
             long oserr = 0;
@@ -639,6 +680,7 @@ static int run(void *state, const struct eb_run *run, struct execbox_result *res
             handles_give(s, &hp, r == 0);
             if (r < 0)
                 return r;
+            ret->final = true;
             if (run->req->on_output) {
                 if (res->stdout_len)
                     run->req->on_output(run->req->userdata, EXECBOX_STREAM_STDOUT, res->stdout_data,
@@ -671,6 +713,9 @@ const struct eb_backend_ops eb_backend_remote = {
     .name = "remote",
     .probe = probe,
     .open = open_backend,
-    .run = run,
     .close = close_backend,
+    .start = rm_start,
+    .deliver = rm_deliver,
+    .wait = rm_wait,
+    .destroy = rm_destroy,
 };

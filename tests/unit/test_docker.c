@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_docker.c - the docker backend's pure parts without an engine: the log demultiplexer
  * (frame headers split anywhere, the nonce-marked report lines taken out, forged or malformed
- * ones passed on as output), the create body (every wall, every time), DOCKER_HOST parsing and
- * the /_ping header parser. The engine-facing parts are tested end to end in
- * tests/integration/docker.py. */
+ * ones passed on as output), the create body (every wall, every time), the embedded bootstrap's
+ * bounds, DOCKER_HOST parsing and the /_ping header parser. The engine-facing parts are tested end
+ * to end in tests/integration/docker.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -253,8 +253,28 @@ static void test_create_body_has_every_wall(void **state)
     }
     assert_true(code && in && nonce);
     json_t *cmd = json_object_get(j, "Cmd");
+    assert_string_equal(json_string_value(json_array_get(cmd, 2)), "-c");
+    assert_string_equal(json_string_value(json_array_get(cmd, 3)), eb_docker_bootstrap);
     assert_string_equal(json_string_value(json_array_get(cmd, 4)), "/usr/bin/python3");
     json_decref(j);
+}
+
+/* The bootstrap (lib/lang/python_docker.py) lists /workspace within lib/limits.h's bounds, as
+ * lib/workspace.c does for the other backends: its literals must follow the C constants. */
+static void test_bootstrap_limits(void **state)
+{
+    (void)state;
+    char want[64];
+    assert_non_null(strstr(eb_docker_bootstrap, "# SPDX-License-Identifier: MIT\n"));
+    snprintf(want, sizeof(want), "if len(fl)>=%d:\n", EB_FILES_MAX);
+    assert_non_null(strstr(eb_docker_bootstrap, want));
+    snprintf(want, sizeof(want), " and depth<%d and ", EB_FILES_DEPTH);
+    assert_non_null(strstr(eb_docker_bootstrap, want));
+    /* The last line: the guest's status is the container's. */
+    static const char last[] = "\nsys.exit(code)\n";
+    size_t n = strlen(eb_docker_bootstrap);
+    assert_true(n > sizeof(last));
+    assert_string_equal(eb_docker_bootstrap + n - (sizeof(last) - 1), last);
 }
 
 static void test_docker_host_forms(void **state)
@@ -304,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_after_status_nothing_is_taken),
         cmocka_unit_test(test_flood_stops_the_stream),
         cmocka_unit_test(test_create_body_has_every_wall),
+        cmocka_unit_test(test_bootstrap_limits),
         cmocka_unit_test(test_docker_host_forms),
         cmocka_unit_test(test_ping_headers),
     };
