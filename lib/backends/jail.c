@@ -3,8 +3,9 @@
  * jail.c - the `jail` backend: execbox's own Linux sandbox, the default. Each run gets new
  * pid, mount, ipc, uts, cgroup, network and user namespaces, a cgroup with memory (no swap),
  * pids and CPU limits, a fresh root (tmpfs + read-only system binds + pivot_root), no
- * capabilities, no_new_privs, Landlock and a seccomp filter; everything is torn down before
- * run() returns. See docs/threat-model.md for what each wall stops.
+ * capabilities, no_new_privs, Landlock and a seccomp filter; destroy() tears everything down.
+ * The executor drives each sandbox through start/deliver/wait/destroy (lib/backend.h). See
+ * docs/threat-model.md for what each wall stops.
  *
  * Shape: parent --clone3(namespaces)--> init (pid 1: mounts, ids, privileges, eb_init_main)
  *        --fork--> guest (Landlock, rlimits, seccomp, exec).
