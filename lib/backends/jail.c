@@ -1903,10 +1903,11 @@ static int jail_start(void *state, const struct eb_start *s, struct eb_warm **re
                       struct execbox_error *err)
 {
     struct jail *j = state;
-    int r = 0;
-    if (s->run)
-        reap_exiting(false);
-    else if ((r = warm_refuse(j, s->policy, s->lang, s->session != NULL, err)) < 0)
+    /* The inits of runs that ended (they exit after handing back their result) are reaped at
+     * the next start of any kind, so a server that only runs warm keeps no zombies either. */
+    reap_exiting(false);
+    int r = s->run ? 0 : warm_refuse(j, s->policy, s->lang, s->session != NULL, err);
+    if (r < 0)
         return r;
     struct eb_warm *sb = NULL;
     if (s->tpl) {
