@@ -1070,7 +1070,7 @@ static uint64_t files_budget(const struct eb_warm *sb, const struct execbox_poli
 
 /* The sandbox's own cgroup (where the host has one): its policy's pids and CPU, and its memory
  * plus budget, the files its tmpfs may hold. 0 or -errno with err set. */
-static int run_cgroup(struct eb_warm *sb, uint64_t budget, struct execbox_error *err)
+static int run_cgroup_in(struct eb_warm *sb, uint64_t budget, bool cold, struct execbox_error *err)
 {
     struct jail *j = sb->j;
     if (!j->cg.version)
@@ -1079,8 +1079,13 @@ static int run_cgroup(struct eb_warm *sb, uint64_t budget, struct execbox_error 
     snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
              atomic_fetch_add(&j->seq, 1));
     sb->files_budget = budget;
-    return eb_cgroup_create(&j->cg, name, sb->policy.memory + budget, sb->policy.pids,
-                            sb->policy.cpus, &sb->cg, err);
+    return (cold ? eb_cgroup_create_limits : eb_cgroup_create)(
+        &j->cg, name, sb->policy.memory + budget, sb->policy.pids, sb->policy.cpus, &sb->cg, err);
+}
+
+static int run_cgroup(struct eb_warm *sb, uint64_t budget, struct execbox_error *err)
+{
+    return run_cgroup_in(sb, budget, false, err);
 }
 
 /* Kills whatever still runs (a warm sandbox never given a run), and removes everything the
@@ -1330,7 +1335,10 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     }
     argv[argc] = NULL;
 
-    if ((r = run_cgroup(sb, files_budget(sb, pol, warm, run), err)) < 0)
+    /* A cold run's CPU time is its guest's and their descendants' (init's rusage of them, in
+     * its exit message): its cgroup needs no counting-only hierarchy. A warm one's counts from
+     * the cgroup's CPU at its start (the imports before it are not the run's). */
+    if ((r = run_cgroup_in(sb, files_budget(sb, pol, warm, run), !warm, err)) < 0)
         return r;
     if (tpl)
         in_fd = open("/dev/null", O_RDWR | O_CLOEXEC); /* the template's stdio */
