@@ -42,6 +42,8 @@ struct eb_netns_pool {
     int made;    /* how many were made in all */
     int taken;   /* how many takes were asked for, served or not */
     int refs;    /* the owner and the thread: the last one to let go frees the pool */
+    int pinned;  /* the thread was started away from its creator's CPU (see eb_netns_pool_new) */
+    cpu_set_t allowed; /* then: the creator's CPUs, the thread's own again after its first one */
 };
 
 /* The pool is mapped, not malloc'd: the thread, when it lets go last, frees it without ever
@@ -115,6 +117,10 @@ static void *filler(void *arg)
         p->making = 1;
         pthread_mutex_unlock(&p->lock);
         int fd = make_one(p);
+        if (p->pinned) {
+            p->pinned = 0;
+            (void)pthread_setaffinity_np(pthread_self(), sizeof(p->allowed), &p->allowed);
+        }
         pthread_mutex_lock(&p->lock);
         p->making = 0;
         p->made++;
@@ -153,7 +159,28 @@ struct eb_netns_pool *eb_netns_pool_new(int size)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
+    /* Started on another CPU than ours where we may use several: a new thread is commonly
+     * queued on its creator's CPU, and there it waits until the creator sleeps, which a
+     * one-shot run does first at its clone, so that the run made its namespace itself, in its
+     * clone, two runs out of three here (2 vCPUs). Its first namespace made, the thread may run
+     * anywhere we may again. */
+    if (sched_getaffinity(0, sizeof(p->allowed), &p->allowed) == 0 && CPU_COUNT(&p->allowed) > 1) {
+        int cur = sched_getcpu();
+        if (cur >= 0 && cur < CPU_SETSIZE && CPU_ISSET(cur, &p->allowed)) {
+            cpu_set_t others = p->allowed;
+            CPU_CLR(cur, &others);
+            p->pinned = pthread_attr_setaffinity_np(&a, sizeof(others), &others) == 0;
+        }
+    }
     int r = p->host_fd < 0 ? -1 : pthread_create(&p->thread, &a, filler, p);
+    if (r != 0 && p->pinned) {
+        /* Those CPUs may be offline or not ours after all: anywhere, then. */
+        p->pinned = 0;
+        pthread_attr_destroy(&a);
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        r = pthread_create(&p->thread, &a, filler, p);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&a);
     if (r != 0) {
