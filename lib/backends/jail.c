@@ -393,6 +393,7 @@ static void remove_stale(struct jail *j, bool force)
     if (!due && !force)
         return;
     eb_cgroup_remove_stale(&j->cg, CG_PREFIX);
+    (void)eb_probe_cache_sweep(j->cache, 2 * EB_PROBE_CACHE_TTL);
     if (j->userns.root_mode)
         eb_mntns_pin_sweep(MNTNS_PIN_DIR, EB_MNTNS_PIN_MAX_AGE);
     DIR *d = opendir(eb_tmp_dir());
