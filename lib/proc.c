@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <linux/close_range.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,43 @@ void eb_guest_exec(const struct eb_guest *g)
     _exit(127);
 }
 
+/* The guest's side of eb_init_main, from the clone until its execve. It runs in init's memory
+ * (CLONE_VM): it writes nothing there but its own stack (and errno), every call it makes acts on
+ * the guest itself (its copy of the fd table, its signal handlers, its limits, credentials,
+ * Landlock domain and filter), and init is suspended until the execve has replaced the memory
+ * the guest runs in (CLONE_VFORK), or until the guest exits. */
+struct guest_start {
+    const struct eb_init *in;
+    int sfd;
+};
+
+static int guest_main(void *arg)
+{
+    const struct guest_start *gs = arg;
+    const struct eb_init *in = gs->in;
+    close(gs->sfd);
+    /* The guest must never hold a way out of its cgroup. */
+    for (int i = 0; i < in->n_leave; i++)
+        close(in->leave_fds[i]);
+    if (in->guest_setup) {
+        struct execbox_error e = {0, ""};
+        if (in->guest_setup(in->guest_setup_arg, &e) < 0) {
+            struct eb_msg m;
+            memset(&m, 0, sizeof(m));
+            m.type = EB_MSG_ERROR;
+            m.err = e;
+            (void)eb_write_all(in->status_fd, &m, sizeof(m));
+            _exit(127);
+        }
+    }
+    eb_guest_exec(in->guest);
+    return 127; /* not reached: eb_guest_exec execs or exits */
+}
+
+/* The guest's stack until its execve (the rest of init never touches it), with a guard page
+ * below it. */
+#define GUEST_STACK_SIZE (256U << 10)
+
 void eb_init_main(const struct eb_init *in)
 {
     /* We were forked from a possibly threaded host without exec: drop every fd it had open,
@@ -130,32 +168,27 @@ void eb_init_main(const struct eb_init *in)
         eb_child_send_error(in->status_fd, sfd, "signalfd");
         _exit(1);
     }
-    /* A raw fork, not glibc's: init may itself come from a raw clone3 of a threaded host (the
-     * jail), where glibc's fork() would run atfork handlers and take malloc and stdio locks
-     * that another thread of the host held at clone time, and never get them. */
-    pid_t guest = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0UL);
-    if (guest < 0) {
-        eb_child_send_error(in->status_fd, -errno, "fork the guest");
+    /* The guest is started as posix_spawn starts a program (CLONE_VM | CLONE_VFORK, on a stack
+     * of its own), not forked: a fork copied init's page tables (init is itself a copy of the
+     * host process's) only for the execve to throw the copy away, and both processes then took
+     * copy-on-write faults on every page they wrote. glibc's clone() runs no atfork handler and
+     * takes no lock: init may come from a raw clone3 of a threaded host (the jail), where
+     * glibc's fork() could wait for malloc and stdio locks another thread of the host held at
+     * clone time. */
+    char *stack = mmap(NULL, GUEST_STACK_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+    if (stack == MAP_FAILED || mprotect(stack, 4096, PROT_NONE) < 0) {
+        eb_child_send_error(in->status_fd, -errno, "map the guest's stack");
         _exit(1);
     }
-    if (guest == 0) {
-        close(sfd);
-        /* The guest must never hold a way out of its cgroup. */
-        for (int i = 0; i < in->n_leave; i++)
-            close(in->leave_fds[i]);
-        if (in->guest_setup) {
-            struct execbox_error e = {0, ""};
-            if (in->guest_setup(in->guest_setup_arg, &e) < 0) {
-                struct eb_msg m;
-                memset(&m, 0, sizeof(m));
-                m.type = EB_MSG_ERROR;
-                m.err = e;
-                (void)eb_write_all(in->status_fd, &m, sizeof(m));
-                _exit(127);
-            }
-        }
-        eb_guest_exec(in->guest);
+    struct guest_start gs = {.in = in, .sfd = sfd};
+    pid_t guest =
+        clone(guest_main, stack + GUEST_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &gs);
+    if (guest < 0) {
+        eb_child_send_error(in->status_fd, -errno, "start the guest");
+        _exit(1);
     }
+    munmap(stack, GUEST_STACK_SIZE);
     /* init keeps no copy of the guest's stdio: EOF must mean "every writer is dead". */
     close(in->guest->stdin_fd);
     close(in->guest->stdout_fd);

@@ -387,6 +387,7 @@ static void remove_stale(struct jail *j, bool force)
     if (!due && !force)
         return;
     eb_cgroup_remove_stale(&j->cg, CG_PREFIX);
+    (void)eb_probe_cache_sweep(j->cache, 2 * EB_PROBE_CACHE_TTL);
     if (j->userns.root_mode)
         eb_mntns_pin_sweep(MNTNS_PIN_DIR, EB_MNTNS_PIN_MAX_AGE);
     DIR *d = opendir(eb_tmp_dir());
@@ -1060,7 +1061,7 @@ static uint64_t files_budget(const struct eb_warm *sb, const struct execbox_poli
 
 /* The sandbox's own cgroup (where the host has one): its policy's pids and CPU, and its memory
  * plus budget, the files its tmpfs may hold. 0 or -errno with err set. */
-static int run_cgroup(struct eb_warm *sb, uint64_t budget, struct execbox_error *err)
+static int run_cgroup_in(struct eb_warm *sb, uint64_t budget, bool cold, struct execbox_error *err)
 {
     struct jail *j = sb->j;
     if (!j->cg.version)
@@ -1069,8 +1070,13 @@ static int run_cgroup(struct eb_warm *sb, uint64_t budget, struct execbox_error 
     snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
              atomic_fetch_add(&j->seq, 1));
     sb->files_budget = budget;
-    return eb_cgroup_create(&j->cg, name, sb->policy.memory + budget, sb->policy.pids,
-                            sb->policy.cpus, &sb->cg, err);
+    return (cold ? eb_cgroup_create_limits : eb_cgroup_create)(
+        &j->cg, name, sb->policy.memory + budget, sb->policy.pids, sb->policy.cpus, &sb->cg, err);
+}
+
+static int run_cgroup(struct eb_warm *sb, uint64_t budget, struct execbox_error *err)
+{
+    return run_cgroup_in(sb, budget, false, err);
 }
 
 /* Kills whatever still runs (a warm sandbox never given a run), and removes everything the
@@ -1167,49 +1173,53 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     _cleanup_close_ int in_fd = -1, netns_fd = -1, pidfd = -1, code_ro = -1, etc_fd = -1;
     int r = 0;
 
-    /* Per-run mounts: /tmp, /dev/shm, /workspace and the program. */
-    static __thread struct eb_mount_plan dyn, rootfs_plan;
-    eb_plan_init(&dyn);
+    /* Per-run mounts: /tmp, /dev/shm, /workspace and the program. On the heap, where only the
+     * few entries used are ever touched (they were two thread-local plans, 24 KiB that every
+     * thread of the host process had zeroed at its start); the child reads its own copy. */
+    _cleanup_free_ struct eb_mount_plan *dyn = malloc(sizeof(*dyn)), *rootfs_plan = NULL;
+    if (!dyn)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    eb_plan_init(dyn);
     char opts[128];
     unsigned gu = j->userns.root_mode ? (unsigned)j->userns.host_uid : EB_JAIL_UID;
     unsigned gg = j->userns.root_mode ? (unsigned)j->userns.host_gid : EB_JAIL_GID;
     snprintf(opts, sizeof(opts), "size=%" PRIu64 ",nr_inodes=16384,mode=1777,uid=%u,gid=%u",
              pol->tmpfs, gu, gg);
-    eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "tmp", opts, 0, -1);
+    eb_plan_add(dyn, EB_MOP_TMPFS, NULL, "tmp", opts, 0, -1);
     if (j->mpl_file[0]) {
         /* MPLCONFIGDIR, the guest's own, with the prebuilt font list in it. */
-        eb_plan_add(&dyn, EB_MOP_DIR, NULL, "tmp/.matplotlib", NULL, 0, -1);
-        eb_plan_add(&dyn, EB_MOP_CHOWN, NULL, "tmp/.matplotlib", NULL, 0, -1);
-        dyn.ops[dyn.n - 1].uid = gu;
-        dyn.ops[dyn.n - 1].gid = gg;
-        eb_plan_add(&dyn, EB_MOP_FILE, NULL, j->mpl_file, NULL, 0, -1);
-        dyn.ops[dyn.n - 1].data = j->mpl_data; /* not copied: the child reads our memory */
-        dyn.ops[dyn.n - 1].len = j->mpl_len;
+        eb_plan_add(dyn, EB_MOP_DIR, NULL, "tmp/.matplotlib", NULL, 0, -1);
+        eb_plan_add(dyn, EB_MOP_CHOWN, NULL, "tmp/.matplotlib", NULL, 0, -1);
+        dyn->ops[dyn->n - 1].uid = gu;
+        dyn->ops[dyn->n - 1].gid = gg;
+        eb_plan_add(dyn, EB_MOP_FILE, NULL, j->mpl_file, NULL, 0, -1);
+        dyn->ops[dyn->n - 1].data = j->mpl_data; /* not copied: the child reads our memory */
+        dyn->ops[dyn->n - 1].len = j->mpl_len;
     }
     snprintf(opts, sizeof(opts), "size=%u,nr_inodes=1024,mode=1777,uid=%u,gid=%u", SHM_SIZE, gu,
              gg);
-    eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "dev/shm", opts, 0, -1);
+    eb_plan_add(dyn, EB_MOP_TMPFS, NULL, "dev/shm", opts, 0, -1);
     if (tpl) {
         /* /workspace and /code stay empty directories: each run attaches its own. */
     } else if (pol->workspace[0]) {
         if ((r = host_workspace(sb, pol->workspace, err)) < 0)
             return r;
         if (sb->ws_fd >= 0)
-            eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, sb->ws_fd);
+            eb_plan_add(dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, sb->ws_fd);
         else
-            eb_plan_add(&dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
+            eb_plan_add(dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
     } else if (j->userns.root_mode) {
         sb->ws_fd = fresh_workspace_fd(j, pol->workspace_size, err);
         if (sb->ws_fd < 0)
             return sb->ws_fd;
-        eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, sb->ws_fd);
+        eb_plan_add(dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, sb->ws_fd);
     } else {
         /* Unprivileged: no tmpfs outside our namespaces; a private host directory. */
         char what[32];
         snprintf(what, sizeof(what), "ws-%d", (int)getpid());
         if ((r = eb_mkdtemp(what, sb->ws_host, err)) < 0)
             return r;
-        eb_plan_add(&dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
+        eb_plan_add(dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
     }
     if (run && run->req->n_files) {
         /* The caller's input files, before the guest exists: through the fresh workspace's
@@ -1230,19 +1240,19 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     } else if (warm) {
         if ((r = code_mount_fds(&sb->code_fd, &code_ro, err)) < 0)
             return r;
-        eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "code", NULL, 0, code_ro);
+        eb_plan_add(dyn, EB_MOP_ATTACH, NULL, "code", NULL, 0, code_ro);
     } else {
         /* The program gets a tmpfs of its own, sized for it (the root is too small for a
          * program of up to EXECBOX_CODE_MAX), read-only once written. */
         snprintf(opts, sizeof(opts), "size=%zu,nr_inodes=16,mode=0755",
                  run->code_len + (64U << 10));
-        eb_plan_add(&dyn, EB_MOP_TMPFS, NULL, "code", opts, 0, -1);
-        eb_plan_add(&dyn, EB_MOP_FILE, NULL, guest_code + 1, NULL, 0, -1);
+        eb_plan_add(dyn, EB_MOP_TMPFS, NULL, "code", opts, 0, -1);
+        eb_plan_add(dyn, EB_MOP_FILE, NULL, guest_code + 1, NULL, 0, -1);
         /* The program text is not copied into the plan: the child reads it from its copy of
          * our memory. */
-        dyn.ops[dyn.n - 1].data = run->code;
-        dyn.ops[dyn.n - 1].len = run->code_len;
-        eb_plan_add(&dyn, EB_MOP_RDONLY, NULL, "code", NULL, 0, -1);
+        dyn->ops[dyn->n - 1].data = run->code;
+        dyn->ops[dyn->n - 1].len = run->code_len;
+        eb_plan_add(dyn, EB_MOP_RDONLY, NULL, "code", NULL, 0, -1);
     }
     const struct eb_mount_plan *sysplan = &j->sys;
     if (!pol->rootfs[0]) {
@@ -1264,20 +1274,22 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
                                       &a, sizeof(a)) < 0)
                 return eb_error_set(err, -errno, "a read-only clone of the /etc stage: %s",
                                     execbox_strerror(-errno));
-            eb_plan_add(&dyn, EB_MOP_ATTACH, NULL, "etc", NULL, 0, etc_fd);
+            eb_plan_add(dyn, EB_MOP_ATTACH, NULL, "etc", NULL, 0, etc_fd);
         } else {
             char src[EXECBOX_PATH_MAX + 8];
             snprintf(src, sizeof(src), "%s/etc", j->cache);
-            eb_plan_add(&dyn, EB_MOP_BIND_RO, src, "etc", NULL, 0, -1);
+            eb_plan_add(dyn, EB_MOP_BIND_RO, src, "etc", NULL, 0, -1);
         }
     }
-    if (dyn.overflow)
+    if (dyn->overflow)
         return eb_error_set(err, -E2BIG, "mount plan too large");
     if (pol->rootfs[0]) {
-        eb_plan_init(&rootfs_plan);
-        if ((r = eb_plan_system(&rootfs_plan, j->cache, pol->rootfs, err)) < 0)
+        if (!(rootfs_plan = malloc(sizeof(*rootfs_plan))))
+            return eb_error_set(err, -ENOMEM, "out of memory");
+        eb_plan_init(rootfs_plan);
+        if ((r = eb_plan_system(rootfs_plan, j->cache, pol->rootfs, err)) < 0)
             return r;
-        sysplan = &rootfs_plan;
+        sysplan = rootfs_plan;
     }
 
     struct eb_env env;
@@ -1320,7 +1332,10 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
     }
     argv[argc] = NULL;
 
-    if ((r = run_cgroup(sb, files_budget(sb, pol, warm, run), err)) < 0)
+    /* A cold run's CPU time is its guest's and their descendants' (init's rusage of them, in
+     * its exit message): its cgroup needs no counting-only hierarchy. A warm one's counts from
+     * the cgroup's CPU at its start (the imports before it are not the run's). */
+    if ((r = run_cgroup_in(sb, files_budget(sb, pol, warm, run), !warm, err)) < 0)
         return r;
     if (tpl)
         in_fd = open("/dev/null", O_RDWR | O_CLOEXEC); /* the template's stdio */
@@ -1363,7 +1378,7 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         .ws_fd = sb->ws_fd,
         .etc_fd = etc_fd,
         .cg = j->cg.version ? &sb->cg : NULL,
-        .plans = {sysplan, &dyn},
+        .plans = {sysplan, dyn},
         .nplans = 2,
         .init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest},
         /* /dev/shm: POSIX semaphores and shared memory (multiprocessing). */
@@ -1403,7 +1418,7 @@ static int sandbox_start(struct eb_warm *sb, const char *preload, const struct e
         /* The system part is prepared: the child copies that small namespace (not ours) and
          * mounts its proc and its own mounts there. */
         ctx.mntns_fd = mntns_fd;
-        ctx.plans[0] = &dyn;
+        ctx.plans[0] = dyn;
         ctx.plans[1] = &j->proc_plan;
         keep_fd(&ctx, mntns_fd);
     } else {

@@ -4,6 +4,7 @@
  * a dozen kernel files at every start. `execbox check` always probes live (and refreshes it). */
 #include "cache.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,7 @@
 
 #include "../util.h"
 
-#define PROBE_FILE ".probe"
+#define PROBE_FILE ".probe"           /* + "-<hash of the key>": one file per key */
 #define PROBE_MAGIC "execbox-probe-1" /* bump when the layout or the key changes */
 #define KEY_MAX 1024
 
@@ -112,6 +113,15 @@ static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
     for (size_t i = 0; i < n; i++)
         h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
     return h;
+}
+
+/* The file a key's report lives in: ".probe-<16 hex digits of the key's hash>". One file per key,
+ * so that two builds (or two users of one stage) used in turn do not overwrite each other's
+ * report and each probe live after the other's run; the key inside is still compared whole. */
+static void probe_name(const char *key, size_t len, char out[40])
+{
+    snprintf(out, 40, PROBE_FILE "-%016llx",
+             (unsigned long long)fnv1a(key, len, 1469598103934665603ULL));
 }
 
 /* Everything the jail's probe reads or depends on, now: if any of it differs, so may the
@@ -211,8 +221,16 @@ int eb_probe_cache_load(const char *dir, double max_age, struct execbox_check *r
     _cleanup_close_ int dfd = open_dir(dir);
     if (dfd < 0)
         return dfd;
+    _cleanup_free_ char *key = malloc(KEY_MAX);
+    if (!key)
+        return -ENOMEM;
+    int k = probe_key(key, KEY_MAX);
+    if (k < 0)
+        return k;
+    char name[40];
+    probe_name(key, (size_t)k, name);
     _cleanup_close_ int fd =
-        openat(dfd, PROBE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
         return errno == ELOOP ? -EPERM : -errno;
     struct stat st;
@@ -224,14 +242,10 @@ int eb_probe_cache_load(const char *dir, double max_age, struct execbox_check *r
     if (st.st_size != (off_t)sizeof(struct probe_file))
         return -EINVAL;
     _cleanup_free_ struct probe_file *f = malloc(sizeof(*f));
-    _cleanup_free_ char *key = malloc(KEY_MAX);
-    if (!f || !key)
+    if (!f)
         return -ENOMEM;
     if (eb_read_full(fd, f, sizeof(*f)) != (ssize_t)sizeof(*f))
         return -EINVAL;
-    int k = probe_key(key, KEY_MAX);
-    if (k < 0)
-        return k;
     uint64_t now = boottime_ns();
     if (memcmp(f->magic, PROBE_MAGIC, sizeof(PROBE_MAGIC)) != 0 || f->key_len != (uint32_t)k ||
         memcmp(f->key, key, (size_t)k) != 0)
@@ -282,11 +296,39 @@ int eb_probe_cache_store(const char *dir, const struct execbox_check *c)
     int r = eb_write_all(fd, f, sizeof(*f));
     if (r < 0)
         return r;
-    char p[64];
+    char p[64], name[40];
     snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-    (void)unlinkat(dfd, PROBE_FILE, 0);
+    probe_name(f->key, (size_t)k, name);
+    (void)unlinkat(dfd, name, 0);
     /* EEXIST: another process stored its equally fresh report in between. */
-    if (linkat(AT_FDCWD, p, dfd, PROBE_FILE, AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)
+    if (linkat(AT_FDCWD, p, dfd, name, AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)
         return -errno;
     return 0;
+}
+
+int eb_probe_cache_sweep(const char *dir, double max_age)
+{
+    _cleanup_close_ int dfd = open_dir(dir);
+    if (dfd < 0)
+        return dfd;
+    DIR *d = fdopendir(dup(dfd));
+    if (!d)
+        return -errno;
+    int removed = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, PROBE_FILE, strlen(PROBE_FILE)) != 0)
+            continue;
+        struct stat st;
+        /* Ours and a regular file (never followed); too old to be trusted by anyone. */
+        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid() || (double)(now.tv_sec - st.st_mtim.tv_sec) <= max_age)
+            continue;
+        if (unlinkat(dfd, e->d_name, 0) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }

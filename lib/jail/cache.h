@@ -14,12 +14,13 @@
  * statically), as hex in buf; EXECBOX_VERSION when it has none. Always NUL-terminated. */
 void eb_build_id(char *buf, size_t n);
 
-/* The probe cache file in dir (the jail's stage directory): ".probe".
+/* The probe cache files in dir (the jail's stage directory): ".probe-<hash of the key>", one per
+ * key, so that builds or users sharing a stage keep a report each.
  *
  * eb_probe_cache_load fills *ret with the cached report when all of this holds: dir is a
- * directory (not a symlink) owned by us and writable by nobody else; ".probe" in it is a regular
- * file, opened without following a symlink, owned by us, mode 0600, one link, of the exact size;
- * its key equals the caller's key now; it was written at most max_age seconds ago
+ * directory (not a symlink) owned by us and writable by nobody else; the key's file in it is a
+ * regular file, opened without following a symlink, owned by us, mode 0600, one link, of the exact
+ * size; its key equals the caller's key now; it was written at most max_age seconds ago
  * (CLOCK_BOOTTIME; the key holds the boot id). 0, or a negative errno (-ENOENT none, -EPERM not
  * ours, -ESTALE another key or too old, -EINVAL malformed); *ret is written only on success.
  *
@@ -28,5 +29,10 @@ void eb_build_id(char *buf, size_t n);
  * file, none, or the new one, never a half-written one, and a kill leaves no temporary name. */
 int eb_probe_cache_load(const char *dir, double max_age, struct execbox_check *ret);
 int eb_probe_cache_store(const char *dir, const struct execbox_check *c);
+
+/* Removes the probe cache files in dir that are ours, regular files and last written more than
+ * max_age seconds ago (no key trusts them any more; an old ".probe" too). Returns how many, or
+ * a negative errno when dir fails eb_probe_cache_load's checks. */
+int eb_probe_cache_sweep(const char *dir, double max_age);
 
 #endif

@@ -66,16 +66,31 @@ class JailColdStart(Tests):
 
 
     def test_run_trusts_only_its_own_probe_cache(self):
-        probe = os.path.join(stage_dir(), ".probe")
+        # One file per key (.probe-<hash>): ours is the one whose key holds our odd hard limit.
+        probe = None
         usable_at = 32  # struct execbox_check: backend[32], then usable (lib/jail/cache.c)
+
+        def own_file():
+            for f in glob.glob(os.path.join(stage_dir(), ".probe-*")):
+                try:
+                    with open(f, "rb") as fh:
+                        if str(CORE_HARD).encode() in fh.read():
+                            return f
+                except OSError:
+                    pass
+            return None
 
         def poisoned(tamper=None):
             """Probes live with our key (`check` stores its report) until the cache holds our
             report, then says the jail is not usable here in it; tamper then changes the file.
             Another execbox storing its report in between (a parallel test) is retried."""
+            nonlocal probe
             for _ in range(10):
                 r = keyed(["check", "-b", "jail"])
                 assert "status: ready" in r.stdout, r.stdout
+                probe = own_file()
+                if probe is None:
+                    continue
                 st = os.lstat(probe)
                 assert st.st_uid == os.geteuid() and (st.st_mode & 0o7777) == 0o600, oct(st.st_mode)
                 with open(probe, "r+b") as f:

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +19,7 @@
 
 #include "jail/cache.h"
 
-static char dir[64], file[96];
+static char dir[64], file[128];
 
 static int setup(void **state)
 {
@@ -25,17 +27,40 @@ static int setup(void **state)
     snprintf(dir, sizeof(dir), "/tmp/eb-cache-test-XXXXXX");
     if (!mkdtemp(dir))
         return -1;
-    snprintf(file, sizeof(file), "%s/.probe", dir);
+    file[0] = '\0';
     return 0;
+}
+
+/* The probe files in dir: how many, and the path of the last one seen in file. */
+static int probe_files(void)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, ".probe-", 7) == 0) {
+            snprintf(file, sizeof(file), "%s/%s", dir, e->d_name);
+            n++;
+        }
+    closedir(d);
+    return n;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    unlink(file);
-    char other[128];
-    snprintf(other, sizeof(other), "%s/other", dir);
-    unlink(other);
+    chmod(dir, 0700);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, "..") != 0)) {
+            char p[512];
+            snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+    if (d)
+        closedir(d);
     rmdir(dir);
     return 0;
 }
@@ -60,6 +85,7 @@ static void test_round_trip(void **state)
     (void)state;
     struct execbox_check c = sample(), got;
     assert_int_equal(eb_probe_cache_store(dir, &c), 0);
+    assert_int_equal(probe_files(), 1);
     struct stat st;
     assert_int_equal(lstat(file, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0600);
@@ -70,6 +96,7 @@ static void test_round_trip(void **state)
     /* Stored again: replaced, never a second name. */
     c.walls[1].ok = true;
     assert_int_equal(eb_probe_cache_store(dir, &c), 0);
+    assert_int_equal(probe_files(), 1);
     assert_int_equal(eb_probe_cache_load(dir, 60, &got), 0);
     assert_true(got.walls[1].ok);
 }
@@ -90,6 +117,7 @@ static void test_other_key(void **state)
     (void)state;
     struct execbox_check c = sample(), got;
     assert_int_equal(eb_probe_cache_store(dir, &c), 0);
+    assert_int_equal(probe_files(), 1);
     /* The key follows the report, the magic and the time; change one byte of it. */
     int fd = open(file, O_RDWR);
     assert_true(fd >= 0);
@@ -107,6 +135,7 @@ static void test_not_ours(void **state)
     (void)state;
     struct execbox_check c = sample(), got;
     assert_int_equal(eb_probe_cache_store(dir, &c), 0);
+    assert_int_equal(probe_files(), 1);
     /* Readable by others is a file we did not write. */
     assert_int_equal(chmod(file, 0644), 0);
     assert_int_equal(eb_probe_cache_load(dir, 60, &got), -EPERM);
@@ -140,6 +169,33 @@ static void test_not_ours(void **state)
     assert_int_equal(eb_probe_cache_load(dir, 60, &got), -EINVAL);
 }
 
+/* Another key (here: a lower hard core limit, as another user's or build's would differ) gets a
+ * file of its own: the first key's report stays. The sweep removes what is too old for any key. */
+static void test_one_file_per_key(void **state)
+{
+    (void)state;
+    struct execbox_check c = sample(), got;
+    assert_int_equal(eb_probe_cache_store(dir, &c), 0);
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_CORE, &rl), 0);
+    rlim_t was = rl.rlim_max;
+    rl.rlim_max = was == RLIM_INFINITY ? (rlim_t)1 << 40 : was - 1;
+    if (rl.rlim_cur > rl.rlim_max)
+        rl.rlim_cur = rl.rlim_max;
+    assert_int_equal(setrlimit(RLIMIT_CORE, &rl), 0);
+    assert_int_equal(eb_probe_cache_load(dir, 60, &got), -ENOENT);
+    c.walls[1].ok = true;
+    assert_int_equal(eb_probe_cache_store(dir, &c), 0);
+    assert_int_equal(probe_files(), 2);
+    assert_int_equal(eb_probe_cache_load(dir, 60, &got), 0);
+    assert_true(got.walls[1].ok);
+    assert_int_equal(eb_probe_cache_sweep(dir, 60), 0); /* both young */
+    struct timespec old[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
+    assert_int_equal(utimensat(AT_FDCWD, file, old, AT_SYMLINK_NOFOLLOW), 0);
+    assert_int_equal(eb_probe_cache_sweep(dir, 60), 1);
+    assert_int_equal(probe_files(), 1);
+}
+
 static void test_build_id(void **state)
 {
     (void)state;
@@ -158,6 +214,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_other_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_ours, setup, teardown),
         cmocka_unit_test(test_build_id),
+        /* Last: it lowers this process's hard core limit. */
+        cmocka_unit_test_setup_teardown(test_one_file_per_key, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
