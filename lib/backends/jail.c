@@ -1881,9 +1881,16 @@ static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *
     };
     int send_fds[EB_TPL_FDS_MAX] = {fds[1], fds[3], fds[5], fds[6], fds[8], sb->ws_fd, code_ro};
     int n = EB_TPL_FD_CG0;
-    for (int i = 0; i < EB_CG_N && n < EB_TPL_FDS_MAX; i++)
+    for (int i = 0; i < EB_CG_N && n < EB_TPL_FD_CG0 + 4; i++)
         if (sb->cg.procs_fd[i] >= 0)
             send_fds[n++] = sb->cg.procs_fd[i];
+    /* The init's way out of the run's cgroup once the run is over (as a cold init has it): the
+     * result then waits neither for its exit nor for its namespaces' teardown. */
+    for (int i = 0; i < EB_CG_N && n < EB_TPL_FDS_MAX; i++)
+        if (sb->cg.leave_fd[i] >= 0) {
+            send_fds[n++] = sb->cg.leave_fd[i];
+            req.n_leave++;
+        }
     req.n_fds = (uint32_t)n;
     union {
         char buf[CMSG_SPACE(sizeof(int) * EB_TPL_FDS_MAX)];
@@ -1932,6 +1939,7 @@ static int tpl_fork(struct jail *j, struct tpl *t, const struct execbox_policy *
     sb->child.ctl_fd = TAKE_FD(fds[7]);
     sb->child.kill_all = kill_all;
     sb->child.ctx = &sb->k;
+    sb->child.exit_msg_ends = req.n_leave > 0;
     sb->go_fd = TAKE_FD(fds[9]);
 out:
     for (int i = 0; i < 10; i++)
