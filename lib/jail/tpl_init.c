@@ -37,5 +37,5 @@ int main(int argc, char **argv)
         eb_child_send_error(3, sfd, "execbox-init: signalfd");
         return 127;
     }
-    eb_init_loop_leave((pid_t)guest, sfd, 3, 4, leave, (int)n_leave);
+    eb_init_loop_done((pid_t)guest, sfd, 3, 4, leave, (int)n_leave, true);
 }
