@@ -85,8 +85,21 @@ def _execbox_reseed():
             pass
 
 
+def _execbox_prepare(path, types, importlib):
+    # A template's fork, ahead of the go byte: its own seeds, then one throwaway compile and run
+    # of what every run does, so that the pages of the template that a run writes first (the
+    # interpreter's state, the compiler's, stdout's) are copied now rather than during the run.
+    # Nothing of it is left where the program could see it.
+    _execbox_reseed()
+    exec(compile('_x = [i for i in range(2)]\nprint(end="")\n', path, 'exec'), {})
+    types.ModuleType('__main__')
+    importlib.machinery.SourceFileLoader('__main__', path)
+
+
 def _execbox_run(path, stdin_path, reseed, report=False):
     import types, builtins, importlib.machinery, atexit, gc
+    if reseed:
+        _execbox_prepare(path, types, importlib)
     go = b''
     while True:
         try:
@@ -100,8 +113,6 @@ def _execbox_run(path, stdin_path, reseed, report=False):
     if go != b'g':
         os._exit(0)
     me = os.getpid() if report else None  # a fork the program makes does not report
-    if reseed:
-        _execbox_reseed()
     fd = os.open(stdin_path, os.O_RDONLY)
     os.dup2(fd, 0)
     os.close(fd)

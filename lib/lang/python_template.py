@@ -2,8 +2,9 @@
 # python_template.py - a Python template (after python_run.py): argv is PATH STDIN PRELOAD HELPER
 # SOCK INIT BPF MPL MPL_NAME LANDLOCK, the last ones fds and flags the library passes. Imports the
 # preload once, then hands control to the helper module (lib/jail/tpl_helper.c), which forks one
-# walled run per request of the library. In a run (the helper returned 0) it waits on fd 3 for
-# the go byte, reseeds what the fork shared, and runs PATH exactly as a cold start would; at the end it reports to the run's init
+# walled run per request of the library. In a run (the helper returned 0) it reseeds what the
+# fork shared and copies the pages a run writes first (_execbox_prepare), waits on fd 3 for the
+# go byte, and runs PATH exactly as a cold start would; at the end it reports to the run's init
 # and stops rather than exits (eb_init_loop_done), so the result does not wait for the exit.
 def _execbox_template():
     import gc
