@@ -292,8 +292,15 @@ void eb_init_loop_done(pid_t guest, int sfd, int status_fd, int ctl_fd, const in
     /* done_guest: the guest stopped with its report (EB_DONE_COMM). */
     bool done = false, reported = false;
     struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl_fd, .events = POLLIN}};
+    /* done_guest: look at the guest once before the first wait, in case it stopped before we
+     * were ready for its SIGCHLD. */
+    bool look = done_guest;
     while (!guest_done) {
-        if (poll(pfd, 2, -1) < 0) {
+        if (look) {
+            pfd[0].revents = POLLIN;
+            pfd[1].revents = 0;
+            look = false;
+        } else if (poll(pfd, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;

@@ -146,6 +146,15 @@ static int r_main(void *arg)
         r_fail(t, -errno, "sethostname");
     /* A new session: no controlling terminal to inject into or signal. */
     setsid();
+    /* The guest's SIGCHLD (its stop at the end of its run, or its exit) must reach us from its
+     * first moment: T ignores SIGCHLD, which would drop a stop's notification and reap an exit
+     * before the init had put it back. R's signal handlers are its own (no CLONE_SIGHAND), and
+     * every signal stays blocked until the init reads them. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    if (sigaction(SIGCHLD, &dfl, NULL) < 0)
+        r_fail(t, -errno, "reset SIGCHLD");
     /* The guest: a raw fork, so no libc atfork handler runs in memory we share with T. */
     long g = syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0UL);
     if (g < 0)
