@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -153,14 +154,153 @@ void eb_init_loop(pid_t guest, int sfd, int status_fd, int ctl_fd)
     eb_init_loop_leave(guest, sfd, status_fd, ctl_fd, NULL, 0);
 }
 
+static void send_exit(int status_fd, int type, int status)
+{
+    struct eb_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = type;
+    m.status = status;
+    struct rusage ru;
+    if (type == EB_MSG_EXIT && getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+        m.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+        m.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+        m.maxrss_kb = ru.ru_maxrss;
+    }
+    (void)eb_write_all(status_fd, &m, sizeof(m));
+}
+
+/* Whether the guest is the only process of our pid namespace but us: the entries of /proc (the
+ * namespace's own, mounted by the run) are 1 and the guest, nothing else. */
+static bool guest_alone(pid_t guest)
+{
+    int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool alone = true;
+    char buf[4096];
+    long n;
+    while (alone && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+        for (long off = 0; off < n;) {
+            const struct eb_dirent {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (const void *)(buf + off);
+            off += d->reclen;
+            if (d->name[0] < '0' || d->name[0] > '9')
+                continue;
+            long pid = 0;
+            for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
+                pid = pid * 10 + (*c - '0');
+            if (pid != 1 && pid != guest)
+                alone = false;
+        }
+    if (n < 0)
+        alone = false;
+    close(fd);
+    return alone;
+}
+
 void eb_init_loop_leave(pid_t guest, int sfd, int status_fd, int ctl_fd, const int *leave_fds,
                         int n)
 {
+    eb_init_loop_done(guest, sfd, status_fd, ctl_fd, leave_fds, n, false);
+}
+
+/* Reads /proc/<pid>/<file> into buf (NUL-terminated); its length, or -1. No snprintf: this runs
+ * where only async-signal-safe calls may be made. */
+static ssize_t read_proc(pid_t pid, const char *file, char *buf, size_t len)
+{
+    char path[64] = "/proc/";
+    size_t k = strlen(path);
+    char num[16];
+    int d = 0;
+    for (pid_t p = pid; p > 0 && d < 15; p /= 10)
+        num[d++] = (char)('0' + p % 10);
+    while (d > 0)
+        path[k++] = num[--d];
+    path[k++] = '/';
+    size_t f = strlen(file);
+    if (k + f >= sizeof(path))
+        return -1;
+    memcpy(path + k, file, f + 1);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
+/* Whether pid is stopped now ('T' in its stat), with the CPU time it has had (schedstat, ns). */
+static bool stopped_now(pid_t pid, unsigned long long *ret_runtime)
+{
+    char buf[1024];
+    if (read_proc(pid, "stat", buf, sizeof(buf)) < 0)
+        return false;
+    const char *paren = strrchr(buf, ')');
+    if (!paren || paren[1] != ' ' || paren[2] != 'T')
+        return false;
+    if (read_proc(pid, "schedstat", buf, sizeof(buf)) < 0 || buf[0] < '0' || buf[0] > '9')
+        return false;
+    unsigned long long v = 0;
+    for (const char *c = buf; *c >= '0' && *c <= '9'; c++)
+        v = v * 10 + (unsigned long long)(*c - '0');
+    *ret_runtime = v;
+    return true;
+}
+
+/* The guest, stopped, and nothing else in the sandbox (ours is pid 1 of its pid namespace): it
+ * was stopped before the look at /proc and is still stopped after it, not having run at all in
+ * between (its CPU time unchanged), so no process was made meanwhile; and none but a process of
+ * the sandbox could continue it. From then on nothing of the run can do anything. */
+static bool guest_frozen_alone(pid_t guest)
+{
+    unsigned long long before, after;
+    return stopped_now(guest, &before) && guest_alone(guest) && stopped_now(guest, &after) &&
+           before == after;
+}
+
+/* The status a stopped guest reports in its name (EB_DONE_COMM and a number), or -1. */
+static int done_status(pid_t guest)
+{
+    char name[32];
+    if (read_proc(guest, "comm", name, sizeof(name)) < 0)
+        return -1;
+    size_t pre = strlen(EB_DONE_COMM);
+    if (strncmp(name, EB_DONE_COMM, pre) != 0)
+        return -1;
+    int v = 0, digits = 0;
+    const char *c = name + pre;
+    for (; *c >= '0' && *c <= '9' && digits < 3; c++, digits++)
+        v = v * 10 + (*c - '0');
+    if (!digits || (*c != '\n' && *c != '\0') || v > 255)
+        return -1;
+    return v;
+}
+
+void eb_init_loop_done(pid_t guest, int sfd, int status_fd, int ctl_fd, const int *leave_fds, int n,
+                       bool done_guest)
+{
     int guest_status = 0;
     bool guest_done = false, session = false;
+    /* done_guest: the guest stopped with its report (EB_DONE_COMM). */
+    bool done = false, reported = false;
     struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl_fd, .events = POLLIN}};
+    /* done_guest: look at the guest once before the first wait, in case it stopped before we
+     * were ready for its SIGCHLD. */
+    bool look = done_guest;
     while (!guest_done) {
-        if (poll(pfd, 2, -1) < 0) {
+        if (look) {
+            pfd[0].revents = POLLIN;
+            pfd[1].revents = 0;
+            look = false;
+        } else if (poll(pfd, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -186,32 +326,46 @@ void eb_init_loop_leave(pid_t guest, int sfd, int status_fd, int ctl_fd, const i
                 ;
             int st;
             pid_t w;
-            while ((w = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
-                if (w == guest || session) {
-                    guest_status = st;
+            int opts = WNOHANG | __WALL | (done_guest && !session ? WUNTRACED : 0);
+            while ((w = waitpid(-1, &st, opts)) > 0)
+                if (w == guest && !session && WIFSTOPPED(st)) {
+                    int v = done_status(guest);
+                    if (v >= 0 && !done) {
+                        done = true;
+                        guest_status = W_EXITCODE(v, 0);
+                    }
+                } else if (w == guest || session) {
+                    if (!done)
+                        guest_status = st;
                     guest_done = !session;
                 }
             if (session && w < 0 && errno == ECHILD)
                 break; /* the session's last process is gone */
+            if (done && !guest_done) {
+                /* The program is over and its process stopped, every thread of it: when nothing
+                 * else lives in the sandbox, nothing can write to its output or its workspace any
+                 * more. Killed, it only exits now (the teardown of its copy of the template's
+                 * memory is the costly part): the report need not wait for that. */
+                if (guest_frozen_alone(guest)) {
+                    kill(guest, SIGKILL);
+                    send_exit(status_fd, EB_MSG_DONE, guest_status);
+                    reported = true;
+                }
+                break;
+            }
         }
     }
     /* The guest ended (or must end): like a container, nothing outlives the main process. */
-    kill_everything(guest, &guest_status, &guest_done);
+    int reaped_status = guest_status;
+    bool reaped = guest_done;
+    kill_everything(guest, &reaped_status, &reaped);
+    if (!done)
+        guest_status = reaped_status; /* else the program's own status, not our kill's */
     /* Nothing of the sandbox is left but us: leave its cgroup (see childlib.h). */
     for (int i = 0; i < n; i++)
         if (leave_fds[i] >= 0)
             (void)!write(leave_fds[i], "0", 1);
-
-    struct eb_msg m;
-    memset(&m, 0, sizeof(m));
-    m.type = EB_MSG_EXIT;
-    m.status = guest_status;
-    struct rusage ru;
-    if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
-        m.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
-        m.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
-        m.maxrss_kb = ru.ru_maxrss;
-    }
-    (void)eb_write_all(status_fd, &m, sizeof(m));
+    if (!reported)
+        send_exit(status_fd, EB_MSG_EXIT, guest_status);
     _exit(0);
 }

@@ -7,6 +7,8 @@
 #ifndef EB_CHILDLIB_H
 #define EB_CHILDLIB_H
 
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -35,6 +37,23 @@ __attribute__((noreturn)) void eb_init_loop(pid_t guest, int sfd, int status_fd,
  * the sandbox's namespaces). A write that fails changes nothing but that wait. */
 __attribute__((noreturn)) void eb_init_loop_leave(pid_t guest, int sfd, int status_fd, int ctl_fd,
                                                   const int *leave_fds, int n);
+
+/* A template run's guest, once its program is over and its output flushed, names its main
+ * thread EB_DONE_COMM followed by its exit status in decimal and stops itself (SIGSTOP): its
+ * report to its init (lib/lang/python_run.py), which Landlock's signal scope would not let it
+ * send as a signal. */
+#define EB_DONE_COMM "execbox-done"
+
+/* eb_init_loop_leave; with done_guest, a guest that stops with its report (EB_DONE_COMM) ends
+ * the run: init looks for any other process of its pid namespace, and when there is none,
+ * nothing of the run can write anywhere any more (the guest is stopped, every thread of it), so
+ * it SIGKILLs the guest and sends EB_MSG_DONE with the reported status at once, and only then
+ * reaps the guest (whose exit, the teardown of its memory, is what a report after it would wait
+ * for), leaves the cgroup and exits without another message. With another process it goes on
+ * as eb_init_loop_leave, kills everything and reports the status the guest reported. A guest
+ * that stops without the report stays stopped, as in a cold run. */
+__attribute__((noreturn)) void eb_init_loop_done(pid_t guest, int sfd, int status_fd, int ctl_fd,
+                                                 const int *leave_fds, int n, bool done_guest);
 
 /* The guest's rlimits: no core dumps, file size, open files (EB_NOFILE), CPU seconds (0: none),
  * and memory_rlimit (RLIMIT_AS or RLIMIT_DATA, -1: none) capped at memory. 0 or -errno. */

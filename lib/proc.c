@@ -341,6 +341,27 @@ static int read_stream(struct stream *s, const struct execbox_request *req, char
     return eb_capbuf_append(&s->buf, chunk, (size_t)n);
 }
 
+/* After EB_MSG_DONE: nothing can be written to the stream any more, so what the pipe holds is
+ * the rest of it; read that and close it as at EOF (its writers may still be exiting). */
+static int drain_stream(struct stream *s, const struct execbox_request *req, char *chunk)
+{
+    int r = 0;
+    while (*s->fd >= 0) {
+        ssize_t n = read(*s->fd, chunk, EB_READ_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            eb_close(s->fd);
+            break;
+        }
+        if (req->on_output)
+            req->on_output(req->userdata, s->which, chunk, (size_t)n);
+        if (eb_capbuf_append(&s->buf, chunk, (size_t)n) < 0)
+            r = -ENOMEM;
+    }
+    return r;
+}
+
 static int read_status(struct eb_child *c, struct eb_outcome *out)
 {
     struct eb_msg m;
@@ -357,9 +378,11 @@ static int read_status(struct eb_child *c, struct eb_outcome *out)
         out->setup_failed = true;
         out->setup_err = m.err;
         out->setup_err.msg[sizeof(out->setup_err.msg) - 1] = '\0';
-    } else if ((m.type == EB_MSG_EXIT || m.type == EB_MSG_KEPT) && !out->got_exit) {
+    } else if ((m.type == EB_MSG_EXIT || m.type == EB_MSG_KEPT || m.type == EB_MSG_DONE) &&
+               !out->got_exit) {
         out->got_exit = true;
         out->kept = m.type == EB_MSG_KEPT;
+        out->done = m.type == EB_MSG_DONE;
         out->status = m.status;
         out->utime_us = m.utime_us;
         out->stime_us = m.stime_us;
@@ -472,6 +495,10 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
                 rc = eb_error_set(err, -ENOMEM, "out of memory buffering output");
         if (i_status >= 0 && pfd[i_status].revents)
             read_status(c, out);
+        if (out->done && chunk)
+            for (int i = 0; i < 2; i++)
+                if (*st[i].fd >= 0 && drain_stream(&st[i], req, chunk) < 0 && !rc)
+                    rc = eb_error_set(err, -ENOMEM, "out of memory buffering output");
         if (i_cancel >= 0 && pfd[i_cancel].revents) {
             out->cancelled = true;
             killing = true;

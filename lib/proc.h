@@ -22,6 +22,10 @@ enum eb_msg_type {
     EB_MSG_ERROR = 'E', /* setup failed before exec: err says why */
     EB_MSG_EXIT = 'X',  /* the guest ended: status, and the CPU and memory of its whole tree */
     EB_MSG_KEPT = 'K',  /* a session's cell ended with status and its process is the new state */
+    /* a template run's program ended with status, and every process of the sandbox is stopped
+     * or killed: nothing can write to its output any more (what is in the pipes is all there
+     * is), but they may still be exiting in its cgroup (eb_init_loop_done) */
+    EB_MSG_DONE = 'D',
 };
 
 struct eb_msg {
@@ -140,6 +144,7 @@ struct eb_outcome {
     struct execbox_error setup_err;
     int init_status;   /* init's own wait status */
     bool init_running; /* exit_msg_ends: init was not reaped yet (c->pidfd still valid) */
+    bool done;         /* it was EB_MSG_DONE: the run's processes may still be exiting */
     int64_t utime_us, stime_us, maxrss_kb;
 };
 

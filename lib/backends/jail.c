@@ -512,6 +512,7 @@ static int prepare_cache(struct jail *j, struct execbox_error *err)
 }
 
 static void reap_exiting(bool block_oldest);
+static void grave_flush(void);
 
 static void jail_close(void *state)
 {
@@ -520,6 +521,7 @@ static void jail_close(void *state)
         return;
     for (int i = 0; i < 4; i++)
         eb_close(&j->tpl_blob_fds[i]);
+    grave_flush(); /* the cgroups in it point at j->cg */
     pthread_mutex_destroy(&j->tpl_start_lock);
     eb_netns_pool_free(j->pool);
     eb_close(&j->mntns_fd);
@@ -1079,10 +1081,108 @@ static int run_cgroup(struct eb_warm *sb, uint64_t budget, struct execbox_error 
     return run_cgroup_in(sb, budget, false, err);
 }
 
+/* The cgroups of template runs whose result is out but whose processes may still be exiting
+ * (the guest after EB_MSG_DONE, the init after it left): removed by one thread of the process,
+ * after the answer, once the run's init (a pidfd) has exited; at most GRAVE_MAX wait, beyond
+ * that a run removes its own. jail_close waits until the list is empty. */
+#define GRAVE_MAX 64
+struct grave {
+    struct eb_cgroup cg;
+    int pidfd;
+};
+static pthread_mutex_t grave_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t grave_cv = PTHREAD_COND_INITIALIZER, grave_idle_cv = PTHREAD_COND_INITIALIZER;
+static struct grave *graves[GRAVE_MAX];
+static size_t n_graves;
+static bool grave_thread, grave_busy;
+
+static void grave_bury(struct grave *g)
+{
+    struct pollfd p = {.fd = g->pidfd, .events = POLLIN};
+    while (poll(&p, 1, EB_KILL_WAIT_MS) < 0 && errno == EINTR)
+        ;
+    eb_cgroup_destroy(&g->cg);
+    close(g->pidfd);
+    free(g);
+}
+
+static void *grave_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&grave_lock);
+    for (;;) {
+        while (!n_graves)
+            pthread_cond_wait(&grave_cv, &grave_lock);
+        struct grave *g = graves[0];
+        memmove(graves, graves + 1, (n_graves - 1) * sizeof(graves[0]));
+        n_graves--;
+        grave_busy = true;
+        pthread_mutex_unlock(&grave_lock);
+        grave_bury(g);
+        pthread_mutex_lock(&grave_lock);
+        grave_busy = false;
+        if (!n_graves)
+            pthread_cond_broadcast(&grave_idle_cv);
+    }
+    return NULL;
+}
+
+/* Hands sb's cgroup and its init's pidfd to the grave thread (or removes them now when it cannot
+ * take them); sb keeps neither. */
+static void grave_add(struct eb_warm *sb)
+{
+    struct grave *g = malloc(sizeof(*g));
+    if (g) {
+        g->cg = sb->cg;
+        g->pidfd = sb->child.pidfd;
+    }
+    bool queued = false;
+    pthread_mutex_lock(&grave_lock);
+    if (g && !grave_thread) {
+        pthread_t th;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&a, 64U << 10);
+        grave_thread = pthread_create(&th, &a, grave_main, NULL) == 0;
+        pthread_attr_destroy(&a);
+    }
+    if (g && grave_thread && n_graves < GRAVE_MAX) {
+        graves[n_graves++] = g;
+        pthread_cond_signal(&grave_cv);
+        queued = true;
+    }
+    pthread_mutex_unlock(&grave_lock);
+    if (!queued) {
+        free(g);
+        return; /* sandbox_destroy removes them itself */
+    }
+    for (int i = 0; i < EB_CG_N; i++) {
+        sb->cg.dir[i][0] = '\0';
+        sb->cg.procs_fd[i] = sb->cg.leave_fd[i] = -1;
+    }
+    sb->child.pidfd = -1;
+}
+
+/* Waits until every cgroup handed to the grave thread is removed. */
+static void grave_flush(void)
+{
+    pthread_mutex_lock(&grave_lock);
+    while (n_graves || grave_busy)
+        pthread_cond_wait(&grave_idle_cv, &grave_lock);
+    pthread_mutex_unlock(&grave_lock);
+}
+
 /* Kills whatever still runs (a warm sandbox never given a run), and removes everything the
- * sandbox had: processes, cgroup, mounts, temp dirs. */
+ * sandbox had: processes, cgroup, mounts, temp dirs. A template run whose result is out leaves
+ * its cgroup to the grave thread: its processes may still be exiting (see grave_add). */
 static void sandbox_destroy(struct eb_warm *sb)
 {
+    bool cg = false;
+    for (int i = 0; i < EB_CG_N; i++)
+        cg |= sb->cg.dir[i][0] != '\0';
+    if (sb->tpl && sb->child.pid < 0 && sb->child.pidfd >= 0 && cg)
+        grave_add(sb);
     if (sb->child.pid > 0) {
         kill_all(&sb->k);
         if (sb->child.not_ours) {
@@ -1756,9 +1856,16 @@ static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_po
     };
     int send_fds[EB_TPL_FDS_MAX] = {fds[1], fds[3], fds[5], fds[6], fds[8], sb->ws_fd, code_ro};
     int n = EB_TPL_FD_CG0;
-    for (int i = 0; i < EB_CG_N && n < EB_TPL_FDS_MAX; i++)
+    for (int i = 0; i < EB_CG_N && n < EB_TPL_FD_CG0 + 4; i++)
         if (sb->cg.procs_fd[i] >= 0)
             send_fds[n++] = sb->cg.procs_fd[i];
+    /* The init's way out of the run's cgroup once the run is over (as a cold init has it): the
+     * result then waits neither for its exit nor for its namespaces' teardown. */
+    for (int i = 0; i < EB_CG_N && n < EB_TPL_FDS_MAX; i++)
+        if (sb->cg.leave_fd[i] >= 0) {
+            send_fds[n++] = sb->cg.leave_fd[i];
+            req.n_leave++;
+        }
     req.n_fds = (uint32_t)n;
     union {
         char buf[CMSG_SPACE(sizeof(int) * EB_TPL_FDS_MAX)];
@@ -1807,6 +1914,7 @@ static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_po
     sb->child.ctl_fd = TAKE_FD(fds[7]);
     sb->child.kill_all = kill_all;
     sb->child.ctx = &sb->k;
+    sb->child.exit_msg_ends = req.n_leave > 0;
     sb->go_fd = TAKE_FD(fds[9]);
 out:
     for (int i = 0; i < 10; i++)

@@ -68,7 +68,7 @@ struct tpl {
     int fds[EB_TPL_FDS_MAX];
     int n_fds;
     char tmp_opts[160], shm_opts[96];
-    char guest_pid[16];
+    char guest_pid[16], n_leave[16];
     sigset_t saved_mask;
     jmp_buf jb;
     /* written by R before it execs or exits: 0, or why the run could not be set up */
@@ -115,7 +115,8 @@ static int r_main(void *arg)
     int r;
     /* Limits before anything can allocate in the run's name: the run's own cgroup. The fds were
      * opened by the library (root), and the kernel checks the opener's rights. */
-    for (int i = EB_TPL_FD_CG0; i < t->n_fds; i++)
+    int n_cg = t->n_fds - (int)t->req.n_leave;
+    for (int i = EB_TPL_FD_CG0; i < n_cg; i++)
         if (write(fd[i], "0", 1) < 0)
             r_fail(t, -errno, "join the run's cgroup");
     /* Host cgroup paths hidden, rooted at the run's cgroup. */
@@ -145,23 +146,43 @@ static int r_main(void *arg)
         r_fail(t, -errno, "sethostname");
     /* A new session: no controlling terminal to inject into or signal. */
     setsid();
+    /* The guest's SIGCHLD (its stop at the end of its run, or its exit) must reach us from its
+     * first moment: T ignores SIGCHLD, which would drop a stop's notification and reap an exit
+     * before the init had put it back. R's signal handlers are its own (no CLONE_SIGHAND), and
+     * every signal stays blocked until the init reads them. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    if (sigaction(SIGCHLD, &dfl, NULL) < 0)
+        r_fail(t, -errno, "reset SIGCHLD");
     /* The guest: a raw fork, so no libc atfork handler runs in memory we share with T. */
     long g = syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0UL);
     if (g < 0)
         r_fail(t, -errno, "fork the guest");
     if (g == 0)
         longjmp(t->jb, 1); /* G: on our copy of T's memory, back into eb_tpl_serve */
-    /* R becomes the run's init: its status and kill pipes at 3 and 4, the program at 5. */
+    /* R becomes the run's init: its status and kill pipes at 3 and 4, the program at 5, the
+     * host side's cgroup.procs (its way out of the run's cgroup once the run is over) from 6. */
     int status = fcntl(fd[EB_TPL_FD_STATUS], F_DUPFD_CLOEXEC, 16);
     int ctl = fcntl(fd[EB_TPL_FD_CTL], F_DUPFD_CLOEXEC, 16);
     int prog = fcntl(t->init_fd, F_DUPFD_CLOEXEC, 16);
-    if (status < 0 || ctl < 0 || prog < 0 || dup2(status, 3) < 0 || dup2(ctl, 4) < 0 ||
-        dup2(prog, 5) < 0) {
+    int leave[4], keep[3 + 4] = {3, 4, 5};
+    int n_leave = (int)t->req.n_leave;
+    bool ok = status >= 0 && ctl >= 0 && prog >= 0;
+    for (int i = 0; i < n_leave; i++)
+        ok &= (leave[i] = fcntl(fd[n_cg + i], F_DUPFD_CLOEXEC, 16)) >= 0;
+    if (!ok || dup2(status, 3) < 0 || dup2(ctl, 4) < 0 || dup2(prog, 5) < 0) {
         kill((pid_t)g, SIGKILL);
         r_fail(t, -errno, "place the init's fds");
     }
-    int keep[] = {3, 4, 5};
-    eb_close_all_except(keep, 3);
+    for (int i = 0; i < n_leave; i++)
+        if (dup2(leave[i], 6 + i) < 0) {
+            kill((pid_t)g, SIGKILL);
+            r_fail(t, -errno, "place the init's fds");
+        }
+    for (int i = 0; i < n_leave; i++)
+        keep[3 + i] = 6 + i;
+    eb_close_all_except(keep, 3 + n_leave);
     /* The init needs no privilege: it only waits, kills inside its own pid namespace and
      * reports. Not dumpable, so the guest (same uid) cannot ptrace it. */
     if ((r = eb_drop_privileges()) < 0) {
@@ -172,7 +193,7 @@ static int r_main(void *arg)
         kill((pid_t)g, SIGKILL);
         r_fail(t, -errno, "make the init undumpable");
     }
-    char *argv[] = {(char *)"execbox-init", t->guest_pid, NULL};
+    char *argv[] = {(char *)"execbox-init", t->guest_pid, t->n_leave, NULL};
     char *envp[] = {NULL};
     syscall(SYS_execveat, 5, "", argv, envp, AT_EMPTY_PATH);
     r = -errno;
@@ -335,7 +356,9 @@ static int recv_req(int sock, struct tpl *t)
         }
     if ((size_t)n != sizeof(t->req) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
         t->req.magic != EB_TPL_MAGIC || t->req.n_fds != (uint32_t)t->n_fds ||
-        t->n_fds < EB_TPL_FD_CG0) {
+        t->n_fds < EB_TPL_FD_CG0 || t->req.n_leave > 4 ||
+        t->req.n_leave > (uint32_t)(t->n_fds - EB_TPL_FD_CG0) ||
+        t->n_fds - (int)t->req.n_leave - EB_TPL_FD_CG0 > 4) {
         for (int i = 0; i < t->n_fds; i++)
             close(t->fds[i]);
         t->n_fds = 0;
@@ -411,6 +434,7 @@ int eb_tpl_serve(int sock, int init_fd, int bpf_fd, int mpl_fd, const char *mpl_
                  "size=%llu,nr_inodes=1024,mode=1777,uid=%d,gid=%d", (unsigned long long)t->req.shm,
                  EB_JAIL_UID, EB_JAIL_GID);
         snprintf(t->guest_pid, sizeof(t->guest_pid), "2");
+        snprintf(t->n_leave, sizeof(t->n_leave), "%u", (unsigned)t->req.n_leave);
         t->r_err = 0;
         t->r_msg[0] = '\0';
         if (setjmp(t->jb) != 0)

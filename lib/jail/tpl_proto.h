@@ -18,20 +18,22 @@ enum eb_tpl_fd {
     EB_TPL_FD_GO,     /* read end of the go pipe: the guest's fd 3 */
     EB_TPL_FD_WS,     /* the detached mount of the run's /workspace */
     EB_TPL_FD_CODE,   /* the detached, read-only mount of the run's /code */
-    EB_TPL_FD_CG0,    /* cgroup.procs of each controller of the run's cgroup (up to 4) */
-    EB_TPL_FDS_MAX = EB_TPL_FD_CG0 + 4,
+    EB_TPL_FD_CG0,    /* cgroup.procs of each controller of the run's cgroup (up to 4), then
+                       * the host side's cgroup.procs (n_leave of them, up to 4), for the run's
+                       * init to leave the run's cgroup once it is empty (eb_init_loop_leave) */
+    EB_TPL_FDS_MAX = EB_TPL_FD_CG0 + 8,
 };
 
 struct eb_tpl_req {
     uint32_t magic;
-    uint32_t n_fds;        /* EB_TPL_FD_CG0 + the number of cgroup.procs fds */
+    uint32_t n_fds;        /* EB_TPL_FD_CG0 + the number of cgroup.procs fds + n_leave */
     uint64_t tmpfs;        /* size of the run's /tmp */
     uint64_t shm;          /* size of its /dev/shm */
     uint64_t file_size;    /* RLIMIT_FSIZE */
     uint64_t memory;       /* cap for memory_rlimit */
     uint64_t cpu_seconds;  /* RLIMIT_CPU, 0: none */
     int32_t memory_rlimit; /* RLIMIT_AS / RLIMIT_DATA, or -1 (the cgroup caps memory) */
-    uint32_t reserved;
+    uint32_t n_leave;      /* the last n_leave fds: the host side's cgroup.procs (up to 4) */
 };
 
 /* The answer to a request (with the run's pidfd when code is 0), and the template's first

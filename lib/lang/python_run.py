@@ -9,7 +9,8 @@
 # every imported module is left (2 ms bare, 50 ms with pandas): the exit status as SystemExit
 # defines it, non-daemon threads joined, atexit callbacks, __main__'s globals cleared (so the
 # user's objects are finalised and unclosed files flushed), a collection, stdio flushed; then
-# os._exit. What is skipped is the teardown of the library modules themselves.
+# os._exit (in a template's run, first the report to the run's init: see _execbox_file_runner).
+# What is skipped is the teardown of the library modules themselves.
 import sys, os
 
 
@@ -23,8 +24,8 @@ def _execbox_preload(preload, path):
     exec(compile('_x = [i for i in range(2)]\nprint(end="")\n', path, 'exec'), {})
     with open(sys.executable, 'rb') as f:
         f.read(1)
-    global _execbox_run_file
-    _execbox_run_file = _execbox_file_runner()
+    global _execbox_run_file, _execbox_report_done
+    _execbox_run_file, _execbox_report_done = _execbox_file_runner()
 
 
 def _execbox_file_runner():
@@ -48,7 +49,20 @@ def _execbox_file_runner():
             e = ctypes.get_errno()
             raise OSError(e, os.strerror(e), path)
         run(fp, os.fsencode(path), file_input, globals_, globals_, 1, None)  # closes fp
-    return run_file
+
+    # A template run's end (eb_init_loop_done in lib/childlib.c): the exit status in the main
+    # thread's name, then a stop. The run's init then kills the process and reports at once,
+    # instead of after the exit's teardown of this copy of the template's memory. libc's own
+    # calls, so that nothing the program changed in os runs after its end.
+    prctl, kill = libc.prctl, libc.kill
+    prctl.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_ulong,
+                      ctypes.c_ulong]
+    kill.argtypes = [ctypes.c_int, ctypes.c_int]
+
+    def report_done(pid, status):
+        if prctl(15, b'execbox-done%d' % status, 0, 0, 0) == 0:  # PR_SET_NAME
+            kill(pid, 19)  # SIGSTOP
+    return run_file, report_done
 
 
 def _execbox_reseed():
@@ -71,8 +85,21 @@ def _execbox_reseed():
             pass
 
 
-def _execbox_run(path, stdin_path, reseed):
+def _execbox_prepare(path, types, importlib):
+    # A template's fork, ahead of the go byte: its own seeds, then one throwaway compile and run
+    # of what every run does, so that the pages of the template that a run writes first (the
+    # interpreter's state, the compiler's, stdout's) are copied now rather than during the run.
+    # Nothing of it is left where the program could see it.
+    _execbox_reseed()
+    exec(compile('_x = [i for i in range(2)]\nprint(end="")\n', path, 'exec'), {})
+    types.ModuleType('__main__')
+    importlib.machinery.SourceFileLoader('__main__', path)
+
+
+def _execbox_run(path, stdin_path, reseed, report=False):
     import types, builtins, importlib.machinery, atexit, gc
+    if reseed:
+        _execbox_prepare(path, types, importlib)
     go = b''
     while True:
         try:
@@ -85,8 +112,7 @@ def _execbox_run(path, stdin_path, reseed):
     os.close(3)
     if go != b'g':
         os._exit(0)
-    if reseed:
-        _execbox_reseed()
+    me = os.getpid() if report else None  # a fork the program makes does not report
     fd = os.open(stdin_path, os.O_RDONLY)
     os.dup2(fd, 0)
     os.close(fd)
@@ -111,7 +137,7 @@ def _execbox_run(path, stdin_path, reseed):
             tb = tb.tb_next  # our own frames (this bootstrap runs as -c): a cold run has none
         sys.excepthook(type(e), e.with_traceback(tb), tb)
         status = 1
-    _execbox_shutdown(status, mod, atexit, gc)
+    _execbox_shutdown(status, mod, atexit, gc, me)
 
 
 def _execbox_exit_status(e):
@@ -127,7 +153,7 @@ def _execbox_exit_status(e):
     return 1
 
 
-def _execbox_shutdown(status, mod, atexit, gc):
+def _execbox_shutdown(status, mod, atexit, gc, me=None):
     try:
         t = sys.modules.get('threading')
         if t is not None:
@@ -144,4 +170,6 @@ def _execbox_shutdown(status, mod, atexit, gc):
             s.flush()
         except Exception:
             status = status or 120
+    if me is not None and os.getpid() == me:
+        _execbox_report_done(me, status)
     os._exit(status)

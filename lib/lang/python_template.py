@@ -2,8 +2,10 @@
 # python_template.py - a Python template (after python_run.py): argv is PATH STDIN PRELOAD HELPER
 # SOCK INIT BPF MPL MPL_NAME LANDLOCK, the last ones fds and flags the library passes. Imports the
 # preload once, then hands control to the helper module (lib/jail/tpl_helper.c), which forks one
-# walled run per request of the library. In a run (the helper returned 0) it waits on fd 3 for
-# the go byte, reseeds what the fork shared, and runs PATH exactly as a cold start would.
+# walled run per request of the library. In a run (the helper returned 0) it reseeds what the
+# fork shared and copies the pages a run writes first (_execbox_prepare), waits on fd 3 for the
+# go byte, and runs PATH exactly as a cold start would; at the end it reports to the run's init
+# and stops rather than exits (eb_init_loop_done), so the result does not wait for the exit.
 def _execbox_template():
     import gc
     import ctypes
@@ -21,7 +23,7 @@ def _execbox_template():
     r = serve(sock, init, bpf, mpl, mpl_name.encode(), landlock)
     if r != 0:
         os._exit(1)
-    _execbox_run(path, stdin_path, True)
+    _execbox_run(path, stdin_path, True, True)
 
 
 _execbox_template()
