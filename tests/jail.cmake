@@ -31,10 +31,12 @@ foreach(t jail_walls jail_syscalls jail_work)
   set_tests_properties(integration.${t}_session PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR};EXECBOX_BUILD=${PROJECT_BINARY_DIR};EXECBOX_TEST_SESSION=1")
 endforeach()
-# The walls suites force a re-stage of the shared /etc stage (unlinking its marker): never at
+# The walls suites force a re-stage of the shared /etc stage (unlinking its marker) and check
+# when the stage's sweep runs; jail_workspace makes sweeps due (removing their stamps): never at
 # the same time as each other.
 set_tests_properties(integration.jail_walls integration.jail_walls_warm
-                     integration.jail_walls_session PROPERTIES RESOURCE_LOCK execbox_etc_stage)
+                     integration.jail_walls_session integration.jail_workspace
+                     PROPERTIES RESOURCE_LOCK execbox_etc_stage)
 
 # Templates: warm runs forked from one interpreter (isolation between live forks, uniqueness,
 # generations, failures), through `execbox serve --pool` on loopback.
