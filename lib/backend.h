@@ -12,7 +12,7 @@
 
 /* A backend's sandbox (opaque to the executor), and a backend's template: a walled process that
  * sandboxes are forked from. */
-struct eb_warm;
+struct eb_box;
 struct eb_tplbox;
 
 /* One run as the executor hands it to a backend: validated and resolved. */
@@ -107,12 +107,12 @@ struct eb_backend_ops {
      * backend cannot make that kind of start, e.g. warm with a host workspace; the executor
      * then runs cold). Nothing is left behind on failure.
      */
-    int (*start)(void *state, const struct eb_start *s, struct eb_warm **ret,
+    int (*start)(void *state, const struct eb_start *s, struct eb_box **ret,
                  struct execbox_error *err);
     /* Hands the sandbox the run's program, stdin and input files (what a cold start did not
      * place already) and lets it go: the deadline counts from run->start_ns. -EPIPE: the
      * sandbox was gone before it got the code (nothing ran: the executor may run it cold). */
-    int (*deliver)(void *state, struct eb_warm *w, const struct eb_run *run,
+    int (*deliver)(void *state, struct eb_box *w, const struct eb_run *run,
                    struct execbox_error *err);
     /* Supervises the run to its end: the output into res under the policy's output_limit
      * (calling req->on_output as bytes arrive), the deadline, req->cancel, the kill of
@@ -120,10 +120,10 @@ struct eb_backend_ops {
      * execution_time, egress and degraded (the walls the backend does not enforce for this run)
      * (and, with ret->final or ret->files_listed, what those say). 0, or -errno when the
      * sandbox itself failed (the executor makes that a SandboxError result). */
-    int (*wait)(void *state, struct eb_warm *w, const struct eb_run *run,
-                struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err);
+    int (*wait)(void *state, struct eb_box *w, const struct eb_run *run, struct execbox_result *res,
+                struct eb_wait *ret, struct execbox_error *err);
     /* Removes the sandbox and everything in it (running or not). Accepts NULL. */
-    void (*destroy)(void *state, struct eb_warm *w);
+    void (*destroy)(void *state, struct eb_box *w);
     /* start() accepts warm starts (s->run NULL): the executor may keep a pool. */
     bool warm;
 
@@ -150,8 +150,8 @@ struct eb_backend_ops {
     /* Optional sessions (lib/session.c; the sandbox is a warm start with s->session):
      * session_stats reads its counters; session_kill kills everything in it now (thread-safe,
      * also while a cell is supervised). */
-    void (*session_stats)(struct eb_warm *w, struct eb_box_stats *ret);
-    void (*session_kill)(struct eb_warm *w);
+    void (*session_stats)(struct eb_box *w, struct eb_box_stats *ret);
+    void (*session_kill)(struct eb_box *w);
 };
 
 const struct eb_backend_ops *eb_backend_find(const char *name);

@@ -123,7 +123,7 @@ int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, st
 
 /* Delivers the run to a started sandbox, waits for its end and maps it; the caller destroys
  * the sandbox. -EPIPE: the sandbox was gone before anything ran. */
-static int deliver_and_wait(const struct eb_backend_ops *ops, void *state, struct eb_warm *sb,
+static int deliver_and_wait(const struct eb_backend_ops *ops, void *state, struct eb_box *sb,
                             const struct eb_run *run, struct execbox_result *res,
                             struct execbox_error *err)
 {
@@ -153,7 +153,7 @@ int eb_backend_run_cold(const struct eb_backend_ops *ops, void *state, const str
                         struct execbox_result *res, struct execbox_error *err)
 {
     struct eb_start st = {.policy = run->policy, .lang = run->lang, .run = run};
-    struct eb_warm *w = NULL;
+    struct eb_box *w = NULL;
     int r = ops->start(state, &st, &w, err);
     if (r == 0) {
         r = deliver_and_wait(ops, state, w, run, res, err);

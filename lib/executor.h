@@ -8,7 +8,7 @@
 /* A sandbox as the executor holds it: the backend's, and the template it was forked from (a
  * reference the executor drops when the sandbox is destroyed). */
 struct eb_sandbox {
-    struct eb_warm *w;
+    struct eb_box *w;
     struct eb_template *tpl;
 };
 

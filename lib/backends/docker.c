@@ -1077,10 +1077,10 @@ out:
     return r;
 }
 
-/* A run's container (the backend's eb_warm): created by start() with the run in its Env,
+/* A run's container (the backend's eb_box): created by start() with the run in its Env,
  * started by deliver(), watched, read and inspected by wait(), removed by wait() once all of it
  * was read (so that a failed removal is the run's error) or else by destroy(). */
-struct eb_warm {
+struct eb_box {
     struct container k;
     char marker[64]; /* "\x1e" "EXECBOX <nonce> ": the bootstrap's report lines */
     uint64_t t0;     /* the container started: the deadline counts from here (create is the
@@ -1088,7 +1088,7 @@ struct eb_warm {
     bool removed;
 };
 
-static void dk_destroy(void *state, struct eb_warm *w)
+static void dk_destroy(void *state, struct eb_box *w)
 {
     (void)state;
     if (!w)
@@ -1102,7 +1102,7 @@ static void dk_destroy(void *state, struct eb_warm *w)
 
 /* Cold only: the container created around its run (the policy as HostConfig, the program and
  * stdin in the Env, the bootstrap as Cmd), not started. */
-static int dk_start(void *state, const struct eb_start *st, struct eb_warm **ret,
+static int dk_start(void *state, const struct eb_start *st, struct eb_box **ret,
                     struct execbox_error *err)
 {
     const struct docker_state *s = state;
@@ -1124,7 +1124,7 @@ static int dk_start(void *state, const struct eb_start *st, struct eb_warm **ret
                             "program and stdin are %zu bytes; the docker backend carries at "
                             "most %u in the container's environment",
                             payload, DK_PAYLOAD_MAX);
-    struct eb_warm *w = calloc(1, sizeof(*w));
+    struct eb_box *w = calloc(1, sizeof(*w));
     if (!w)
         return eb_error_set(err, -ENOMEM, "out of memory");
     w->k.s = s;
@@ -1183,7 +1183,7 @@ fail:
 }
 
 /* Starts the container: the program is in it already. */
-static int dk_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+static int dk_deliver(void *state, struct eb_box *w, const struct eb_run *run,
                       struct execbox_error *err)
 {
     (void)state, (void)run;
@@ -1203,7 +1203,7 @@ static int dk_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
  * stores every byte on its disk, so a flood is stopped, not drained. The output itself is read
  * once the container stopped (podman's followed logs lag by ~0.5 s). Then the inspect, and the
  * end as the bootstrap's status line tells it (or, without one, as the engine does). */
-static int dk_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+static int dk_wait(void *state, struct eb_box *w, const struct eb_run *run,
                    struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
 {
     const struct docker_state *s = state;

@@ -1090,18 +1090,18 @@ static int record_degraded(const struct execbox_policy *p, struct execbox_result
     return 0;
 }
 
-/* A run's E2B sandbox (the backend's eb_warm): created and prepared (its working directory, a
+/* A run's E2B sandbox (the backend's eb_box): created and prepared (its working directory, a
  * code context there) by start(); the code goes with the execute in wait(), which deletes the
  * sandbox once the code ended and its files were listed (so that a failed delete is the run's
  * error), else destroy() does. */
-struct eb_warm {
+struct eb_box {
     struct sandbox sb;
     char ctx[128];
     uint64_t t0; /* deliver(): the deadline counts from here */
     bool deleted;
 };
 
-static void e2b_destroy(void *state, struct eb_warm *w)
+static void e2b_destroy(void *state, struct eb_box *w)
 {
     if (!w)
         return;
@@ -1112,7 +1112,7 @@ static void e2b_destroy(void *state, struct eb_warm *w)
 
 /* Cold only: the refusals first (nothing is created for a refused run), then the sandbox, its
  * working directory and a code context working there. */
-static int e2b_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+static int e2b_start(void *state, const struct eb_start *s, struct eb_box **ret,
                      struct execbox_error *err)
 {
     const struct e2b_state *e = state;
@@ -1121,7 +1121,7 @@ static int e2b_start(void *state, const struct eb_start *s, struct eb_warm **ret
     int r = refuse(s->run, err);
     if (r < 0)
         return r;
-    struct eb_warm *w = calloc(1, sizeof(*w));
+    struct eb_box *w = calloc(1, sizeof(*w));
     if (!w)
         return eb_error_set(err, -ENOMEM, "out of memory");
     r = create_sandbox(e, s->policy, &w->sb, err);
@@ -1139,7 +1139,7 @@ static int e2b_start(void *state, const struct eb_start *s, struct eb_warm **ret
 }
 
 /* The code travels with the execute call, which wait() makes and follows. */
-static int e2b_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+static int e2b_deliver(void *state, struct eb_box *w, const struct eb_run *run,
                        struct execbox_error *err)
 {
     (void)state, (void)run, (void)err;
@@ -1149,7 +1149,7 @@ static int e2b_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
 
 /* Streams the execution to its end, the deadline, a cancel or a flood; lists the files once the
  * code ran to its end; deletes the sandbox; reports how it ended. */
-static int e2b_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+static int e2b_wait(void *state, struct eb_box *w, const struct eb_run *run,
                     struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
 {
     const struct e2b_state *s = state;

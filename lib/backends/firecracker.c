@@ -97,28 +97,28 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
 
 /* The lifecycle, for the interface's sake: no sandbox is ever started (an executor is never
  * opened on this backend, its probe says unusable), so the other three never get one. */
-static int fc_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+static int fc_start(void *state, const struct eb_start *s, struct eb_box **ret,
                     struct execbox_error *err)
 {
     (void)state, (void)s, (void)ret;
     return eb_error_set(err, -ENOTSUP, "the firecracker backend is not built");
 }
 
-static int fc_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+static int fc_deliver(void *state, struct eb_box *w, const struct eb_run *run,
                       struct execbox_error *err)
 {
     (void)state, (void)w, (void)run;
     return eb_error_set(err, -ENOTSUP, "the firecracker backend is not built");
 }
 
-static int fc_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+static int fc_wait(void *state, struct eb_box *w, const struct eb_run *run,
                    struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
 {
     (void)state, (void)w, (void)run, (void)res, (void)ret;
     return eb_error_set(err, -ENOTSUP, "the firecracker backend is not built");
 }
 
-static void fc_destroy(void *state, struct eb_warm *w)
+static void fc_destroy(void *state, struct eb_box *w)
 {
     (void)state, (void)w;
 }

@@ -428,9 +428,9 @@ static void cleanup(const struct gvisor *g, struct run_dir *d)
 
 /* ---- a run ---------------------------------------------------------------------------------- */
 
-/* A run's sandbox (the backend's eb_warm): its run directory and bundle, made by start(); runsc
+/* A run's sandbox (the backend's eb_box): its run directory and bundle, made by start(); runsc
  * under our init, started by deliver(). */
-struct eb_warm {
+struct eb_box {
     struct run_dir d;
     struct eb_child child;
     int in_fd; /* the run's stdin, until deliver() hands it to runsc */
@@ -438,7 +438,7 @@ struct eb_warm {
 
 /* Kills what is left of runsc (if wait() did not reap it), deletes its state, unmounts and
  * removes the run directory. */
-static void gv_destroy(void *state, struct eb_warm *w)
+static void gv_destroy(void *state, struct eb_box *w)
 {
     if (!w)
         return;
@@ -456,13 +456,13 @@ static void gv_destroy(void *state, struct eb_warm *w)
 }
 
 /* Cold only: the bundle built from the policy, the program, the workspace. */
-static int gv_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+static int gv_start(void *state, const struct eb_start *s, struct eb_box **ret,
                     struct execbox_error *err)
 {
     const struct gvisor *g = state;
     if (!s->run)
         return eb_error_set(err, -ENOTSUP, "the gvisor backend has no warm starts");
-    struct eb_warm *w = calloc(1, sizeof(*w));
+    struct eb_box *w = calloc(1, sizeof(*w));
     if (!w)
         return eb_error_set(err, -ENOMEM, "out of memory");
     eb_child_init(&w->child);
@@ -482,7 +482,7 @@ static int gv_start(void *state, const struct eb_start *s, struct eb_warm **ret,
 }
 
 /* `runsc run` on the bundle, in a session of its own under an init of ours. */
-static int gv_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+static int gv_deliver(void *state, struct eb_box *w, const struct eb_run *run,
                       struct execbox_error *err)
 {
     (void)run;
@@ -539,7 +539,7 @@ out:
  * 128 + N: that is made the signal status it stands for. runsc's rusage is its own, not the
  * guest's, and the cgroup is runsc's: CPU and memory are unknown. The workspace is listed when
  * the guest ended. */
-static int gv_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+static int gv_wait(void *state, struct eb_box *w, const struct eb_run *run,
                    struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
 {
     (void)state;

@@ -906,7 +906,7 @@ static int code_mount_fds(int *ret_rw, int *ret_ro, struct execbox_error *err)
 }
 
 /* A started sandbox: cold (its program already in /code) or warm (waiting on fd 3). */
-struct eb_warm {
+struct eb_box {
     struct jail *j;
     struct execbox_policy policy;
     const struct eb_language *lang;
@@ -933,7 +933,7 @@ struct eb_warm {
 
 /* Writes the workspace root's journal (see replay_journal) next to the stage: if we are killed
  * during the run, the next start puts the directory's owner and mode back. */
-static int write_journal(struct eb_warm *sb, struct execbox_error *err)
+static int write_journal(struct eb_box *sb, struct execbox_error *err)
 {
     static atomic_uint seq;
     char dir[EXECBOX_PATH_MAX];
@@ -968,7 +968,7 @@ static int write_journal(struct eb_warm *sb, struct execbox_error *err)
  * inode's owner is never changed: the guest (nobody outside) is seen as the directory's owner
  * through this mount only, and what it creates is owned on disk by the directory's owner and
  * group. Unprivileged: the guest is the user outside already; the child binds the path. */
-static int host_workspace(struct eb_warm *sb, const char *path, struct execbox_error *err)
+static int host_workspace(struct eb_box *sb, const char *path, struct execbox_error *err)
 {
     const struct jail *j = sb->j;
     if (!realpath(path, sb->ws_host))
@@ -1031,7 +1031,7 @@ static int go_channel(int fds[2], bool session)
     return pipe2(fds, O_CLOEXEC) < 0 ? -errno : 0;
 }
 
-static void sandbox_init(struct eb_warm *sb, struct jail *j, const struct execbox_policy *pol,
+static void sandbox_init(struct eb_box *sb, struct jail *j, const struct execbox_policy *pol,
                          const struct eb_language *lang)
 {
     memset(sb, 0, sizeof(*sb));
@@ -1050,7 +1050,7 @@ static void sandbox_init(struct eb_warm *sb, struct jail *j, const struct execbo
  * (ENOSPC past it), so the cgroup's cap is the program's memory plus this budget: a program that
  * fills /workspace gets ENOSPC at workspace_size, never an OOM kill, and its own memory is
  * never less than the policy's. (A caller's host workspace is on disk: not counted.) */
-static uint64_t files_budget(const struct eb_warm *sb, const struct execbox_policy *pol, bool warm,
+static uint64_t files_budget(const struct eb_box *sb, const struct execbox_policy *pol, bool warm,
                              const struct eb_run *run)
 {
     uint64_t b = pol->tmpfs + SHM_SIZE;
@@ -1063,7 +1063,7 @@ static uint64_t files_budget(const struct eb_warm *sb, const struct execbox_poli
 
 /* The sandbox's own cgroup (where the host has one): its policy's pids and CPU, and its memory
  * plus budget, the files its tmpfs may hold. 0 or -errno with err set. */
-static int run_cgroup_in(struct eb_warm *sb, uint64_t budget, bool cold, struct execbox_error *err)
+static int run_cgroup_in(struct eb_box *sb, uint64_t budget, bool cold, struct execbox_error *err)
 {
     struct jail *j = sb->j;
     if (!j->cg.version)
@@ -1076,7 +1076,7 @@ static int run_cgroup_in(struct eb_warm *sb, uint64_t budget, bool cold, struct 
         &j->cg, name, sb->policy.memory + budget, sb->policy.pids, sb->policy.cpus, &sb->cg, err);
 }
 
-static int run_cgroup(struct eb_warm *sb, uint64_t budget, struct execbox_error *err)
+static int run_cgroup(struct eb_box *sb, uint64_t budget, struct execbox_error *err)
 {
     return run_cgroup_in(sb, budget, false, err);
 }
@@ -1129,7 +1129,7 @@ static void *grave_main(void *arg)
 
 /* Hands sb's cgroup and its init's pidfd to the grave thread (or removes them now when it cannot
  * take them); sb keeps neither. */
-static void grave_add(struct eb_warm *sb)
+static void grave_add(struct eb_box *sb)
 {
     struct grave *g = malloc(sizeof(*g));
     if (g) {
@@ -1176,7 +1176,7 @@ static void grave_flush(void)
 /* Kills whatever still runs (a warm sandbox never given a run), and removes everything the
  * sandbox had: processes, cgroup, mounts, temp dirs. A template run whose result is out leaves
  * its cgroup to the grave thread: its processes may still be exiting (see grave_add). */
-static void sandbox_destroy(struct eb_warm *sb)
+static void sandbox_destroy(struct eb_box *sb)
 {
     bool cg = false;
     for (int i = 0; i < EB_CG_N; i++)
@@ -1240,7 +1240,7 @@ static int proxy_env(struct eb_env *env)
 
 /* network "allow": the listening socket inside the run's namespace (netns_fd, or a new one
  * returned in *ret_ns) and the proxy that accepts on it, held by sb until the run ends. */
-static int run_proxy(struct eb_warm *sb, int netns_fd, int *ret_ns, struct execbox_error *err)
+static int run_proxy(struct eb_box *sb, int netns_fd, int *ret_ns, struct execbox_error *err)
 {
     if (!sb->j->userns.root_mode)
         return eb_error_set(err, -ENOTSUP,
@@ -1260,7 +1260,7 @@ static int run_proxy(struct eb_warm *sb, int netns_fd, int *ret_ns, struct execb
 /* Builds the whole sandbox and starts init and the guest. Cold (preload NULL): run's program
  * goes into /code and its stdin is the guest's. Warm: the interpreter runs the language's
  * bootstrap, which imports preload and waits on fd 3; /code is ours to fill at run time. */
-static int sandbox_start(struct eb_warm *sb, const char *preload, const struct eb_run *run,
+static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb_run *run,
                          const int *tpl_fds, struct execbox_error *err)
 {
     struct jail *j = sb->j;
@@ -1573,7 +1573,7 @@ out:
 
 /* What the sandbox's tmpfs hold now (charged to its memory cgroup): the cgroup's shmem, or the
  * fresh workspace's use when that is more. */
-static uint64_t sandbox_files(const struct eb_warm *sb, const struct eb_cgroup_stats *st)
+static uint64_t sandbox_files(const struct eb_box *sb, const struct eb_cgroup_stats *st)
 {
     uint64_t files = st->shmem;
     struct statfs fs;
@@ -1586,7 +1586,7 @@ static uint64_t sandbox_files(const struct eb_warm *sb, const struct eb_cgroup_s
 
 /* Supervises a started sandbox to the end: the output into res, then how it ended with the
  * cgroup's CPU, peak memory and OOM count, and the workspace to list. */
-static int jail_wait(void *state, struct eb_warm *sb, const struct eb_run *run,
+static int jail_wait(void *state, struct eb_box *sb, const struct eb_run *run,
                      struct execbox_result *res, struct eb_wait *w, struct execbox_error *err)
 {
     (void)state;
@@ -1651,7 +1651,7 @@ static int jail_wait(void *state, struct eb_warm *sb, const struct eb_run *run,
 #define EB_TPL_FORK_TIMEOUT_MS 10000
 
 struct eb_tplbox {
-    struct eb_warm sb;  /* the template's own sandbox: init (pid 1) and the interpreter */
+    struct eb_box sb;   /* the template's own sandbox: init (pid 1) and the interpreter */
     int sock;           /* our end of its request socket */
     pthread_mutex_t io; /* one request and its answer at a time */
     struct execbox_policy policy;
@@ -1818,9 +1818,9 @@ static int tpl_start(struct jail *j, const struct execbox_policy *policy,
 
 /* Forks one run from t for policy (the same as t's), walled and waiting for its code. */
 static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_policy *pol,
-                    bool session, struct eb_warm **ret, struct execbox_error *err)
+                    bool session, struct eb_box **ret, struct execbox_error *err)
 {
-    struct eb_warm *sb = malloc(sizeof(*sb));
+    struct eb_box *sb = malloc(sizeof(*sb));
     if (!sb)
         return eb_error_set(err, -ENOMEM, "out of memory");
     sandbox_init(sb, j, pol, t->lang);
@@ -1992,7 +1992,7 @@ static int jail_template_start(void *state, const struct execbox_policy *policy,
 
 /* A session's sandbox: the init told first that the state moves from process to process, the
  * interpreter then that it serves cells (lib/session.c). */
-static int session_begin(struct eb_warm *sb, struct eb_session_box *ret, struct execbox_error *err)
+static int session_begin(struct eb_box *sb, struct eb_session_box *ret, struct execbox_error *err)
 {
     /* The kernel names the sender of each message we receive (lib/session.c learns the state's
      * and the cells' pids so): on before the interpreter may send its first one. */
@@ -2010,7 +2010,7 @@ static int session_begin(struct eb_warm *sb, struct eb_session_box *ret, struct 
     return 0;
 }
 
-static void jail_destroy(void *state, struct eb_warm *sb)
+static void jail_destroy(void *state, struct eb_box *sb)
 {
     (void)state;
     if (sb) {
@@ -2022,7 +2022,7 @@ static void jail_destroy(void *state, struct eb_warm *sb)
 /* A cold start builds the sandbox around its run (the program in its own /code, the input
  * files in the workspace) and it runs at once; a warm one is forked from the template given,
  * or started from nothing, and waits for its code (a session's: for cells, its fd 3 a socket). */
-static int jail_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+static int jail_start(void *state, const struct eb_start *s, struct eb_box **ret,
                       struct execbox_error *err)
 {
     struct jail *j = state;
@@ -2032,7 +2032,7 @@ static int jail_start(void *state, const struct eb_start *s, struct eb_warm **re
     int r = s->run ? 0 : warm_refuse(j, s->policy, s->lang, s->session != NULL, err);
     if (r < 0)
         return r;
-    struct eb_warm *sb = NULL;
+    struct eb_box *sb = NULL;
     if (s->tpl) {
         r = tpl_fork(j, s->tpl, s->policy, s->session != NULL, &sb, err);
     } else {
@@ -2062,7 +2062,7 @@ static int jail_start(void *state, const struct eb_start *s, struct eb_warm **re
 
 /* Warm: writes the program and stdin into the waiting sandbox's /code, places the input
  * files, and sends the go byte; cold: it is running already. */
-static int jail_deliver(void *state, struct eb_warm *sb, const struct eb_run *run,
+static int jail_deliver(void *state, struct eb_box *sb, const struct eb_run *run,
                         struct execbox_error *err)
 {
     (void)state;
@@ -2084,7 +2084,7 @@ static int jail_deliver(void *state, struct eb_warm *sb, const struct eb_run *ru
 
 /* ---- sessions ------------------------------------------------------------------------------ */
 
-static void jail_session_stats(struct eb_warm *sb, struct eb_box_stats *ret)
+static void jail_session_stats(struct eb_box *sb, struct eb_box_stats *ret)
 {
     struct eb_cgroup_stats st;
     eb_cgroup_stats(&sb->cg, &st);
@@ -2095,7 +2095,7 @@ static void jail_session_stats(struct eb_warm *sb, struct eb_box_stats *ret)
     ret->cap = sb->policy.memory + sb->files_budget;
 }
 
-static void jail_session_kill(struct eb_warm *sb)
+static void jail_session_kill(struct eb_box *sb)
 {
     kill_all(&sb->k);
 }

@@ -158,7 +158,7 @@ static int refuse(const struct execbox_policy *policy, const struct eb_language 
  * program). A warm sandbox is a whole jail sandbox in which node has loaded Pyodide and waits
  * (lib/pool.c asks; it serves one run and is destroyed). Node cannot fork a loaded runtime, so
  * there is no template: every warm sandbox pays a full load, off the caller's path. */
-static int pyodide_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+static int pyodide_start(void *state, const struct eb_start *s, struct eb_box **ret,
                          struct execbox_error *err)
 {
     struct pyodide *p = state;
@@ -179,7 +179,7 @@ static int pyodide_start(void *state, const struct eb_start *s, struct eb_warm *
     return eb_backend_jail.start(p->jail, &st, ret, err);
 }
 
-static int pyodide_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+static int pyodide_deliver(void *state, struct eb_box *w, const struct eb_run *run,
                            struct execbox_error *err)
 {
     struct pyodide *p = state;
@@ -188,7 +188,7 @@ static int pyodide_deliver(void *state, struct eb_warm *w, const struct eb_run *
     return eb_backend_jail.deliver(p->jail, w, &r, err);
 }
 
-static int pyodide_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+static int pyodide_wait(void *state, struct eb_box *w, const struct eb_run *run,
                         struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
 {
     struct pyodide *p = state;
@@ -197,7 +197,7 @@ static int pyodide_wait(void *state, struct eb_warm *w, const struct eb_run *run
     return eb_backend_jail.wait(p->jail, w, &r, res, ret, err);
 }
 
-static void pyodide_destroy(void *state, struct eb_warm *w)
+static void pyodide_destroy(void *state, struct eb_box *w)
 {
     struct pyodide *p = state;
     eb_backend_jail.destroy(p->jail, w);

@@ -548,12 +548,12 @@ static int take_result(const struct reply *b, const struct remote *rm, struct ex
     return 0;
 }
 
-/* A run as this backend holds it (the backend's eb_warm): the request, made by start(). */
-struct eb_warm {
+/* A run as this backend holds it (the backend's eb_box): the request, made by start(). */
+struct eb_box {
     char *body;
 };
 
-static void rm_destroy(void *state, struct eb_warm *w)
+static void rm_destroy(void *state, struct eb_box *w)
 {
     (void)state;
     if (w) {
@@ -563,13 +563,13 @@ static void rm_destroy(void *state, struct eb_warm *w)
 }
 
 /* Cold only: the request body (a run this backend cannot carry is refused here). */
-static int rm_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+static int rm_start(void *state, const struct eb_start *s, struct eb_box **ret,
                     struct execbox_error *err)
 {
     (void)state;
     if (!s->run)
         return eb_error_set(err, -ENOTSUP, "the remote backend has no warm starts");
-    struct eb_warm *w = calloc(1, sizeof(*w));
+    struct eb_box *w = calloc(1, sizeof(*w));
     if (!w)
         return eb_error_set(err, -ENOMEM, "out of memory");
     int r = request_body(s->run, &w->body, err);
@@ -582,7 +582,7 @@ static int rm_start(void *state, const struct eb_start *s, struct eb_warm **ret,
 }
 
 /* The request goes out in wait(), whose one POST is both the delivery and its answer. */
-static int rm_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
+static int rm_deliver(void *state, struct eb_box *w, const struct eb_run *run,
                       struct execbox_error *err)
 {
     (void)state, (void)w, (void)run, (void)err;
@@ -591,7 +591,7 @@ static int rm_deliver(void *state, struct eb_warm *w, const struct eb_run *run,
 
 /* POSTs the run to the remotes in turn until one takes it. Its answer is the whole result,
  * made by the far execbox (ret->final); a cancel is the outcome's, for the executor to map. */
-static int rm_wait(void *state, struct eb_warm *w, const struct eb_run *run,
+static int rm_wait(void *state, struct eb_box *w, const struct eb_run *run,
                    struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err)
 {
     struct remote_state *s = state;

@@ -48,7 +48,7 @@ struct run_paths {
 };
 
 /* A started sandbox: cold (the program is already in place) or warm (waiting on go_fd). */
-struct eb_warm {
+struct eb_box {
     struct run_paths paths;
     struct eb_child child;
     int go_fd; /* warm: write end of the guest's fd 3 */
@@ -81,7 +81,7 @@ static int make_paths(const struct execbox_policy *pol, const struct eb_language
     return 0;
 }
 
-static void sandbox_init(struct eb_warm *sb)
+static void sandbox_init(struct eb_box *sb)
 {
     memset(sb, 0, sizeof(*sb));
     eb_child_init(&sb->child);
@@ -89,7 +89,7 @@ static void sandbox_init(struct eb_warm *sb)
 }
 
 /* Kills whatever is still running, reaps init and removes the run dir. */
-static void sandbox_destroy(struct eb_warm *sb)
+static void sandbox_destroy(struct eb_box *sb)
 {
     if (sb->child.pid > 0) {
         if (sb->child.pidfd >= 0)
@@ -116,7 +116,7 @@ static bool can_renice(void)
  * the interpreter runs it with run's stdin. Warm: the interpreter runs lang->warm_bootstrap,
  * which imports preload and waits on fd 3. */
 static int sandbox_start(const struct execbox_policy *pol, const struct eb_language *lang,
-                         const char *preload, const struct eb_run *run, struct eb_warm *sb,
+                         const char *preload, const struct eb_run *run, struct eb_box *sb,
                          struct execbox_error *err)
 {
     bool warm = preload != NULL;
@@ -207,7 +207,7 @@ out:
 }
 
 /* Supervises a started sandbox to the end: the output into res, the outcome, the workspace. */
-static int sub_wait(void *state, struct eb_warm *sb, const struct eb_run *run,
+static int sub_wait(void *state, struct eb_box *sb, const struct eb_run *run,
                     struct execbox_result *res, struct eb_wait *w, struct execbox_error *err)
 {
     (void)state;
@@ -217,7 +217,7 @@ static int sub_wait(void *state, struct eb_warm *sb, const struct eb_run *run,
     return r;
 }
 
-static void sub_destroy(void *state, struct eb_warm *sb)
+static void sub_destroy(void *state, struct eb_box *sb)
 {
     (void)state;
     if (sb) {
@@ -228,14 +228,14 @@ static void sub_destroy(void *state, struct eb_warm *sb)
 
 /* Cold: the sandbox made around its run, which starts at once; warm: the interpreter imports
  * the preload and waits for its code. */
-static int sub_start(void *state, const struct eb_start *s, struct eb_warm **ret,
+static int sub_start(void *state, const struct eb_start *s, struct eb_box **ret,
                      struct execbox_error *err)
 {
     if (!s->run && !s->lang->warm_bootstrap)
         return eb_error_set(err, -ENOTSUP, "%s cannot start warm", s->lang->name);
     if (s->session)
         return eb_error_set(err, -ENOTSUP, "the subprocess backend has no sessions");
-    struct eb_warm *sb = malloc(sizeof(*sb));
+    struct eb_box *sb = malloc(sizeof(*sb));
     if (!sb)
         return eb_error_set(err, -ENOMEM, "out of memory");
     sandbox_init(sb);
@@ -251,7 +251,7 @@ static int sub_start(void *state, const struct eb_start *s, struct eb_warm **ret
 
 /* Warm: the program and stdin into the run's directory, the input files, normal priority
  * again, the go byte; cold: it is running already. */
-static int sub_deliver(void *state, struct eb_warm *sb, const struct eb_run *run,
+static int sub_deliver(void *state, struct eb_box *sb, const struct eb_run *run,
                        struct execbox_error *err)
 {
     (void)state;
