@@ -16,6 +16,7 @@ clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     "$src/tests/fuzz/fuzz_front_head.c" "$src/src/httpd/front.c" "$src/src/httpd/request.c" \
     "$src/src/common/jsonrpc.c" "$src/lib/policy.c" "$src/lib/text.c" "$src/lib/error.c" \
     "$src/lib/lang.c" "$src/lib/util.c" "$src/lib/hostrule.c" "$src/lib/lang_blobs.c" \
+    "$src/lib/traceback.c" "$src/lib/result.c" "$src/lib/workspace.c" \
     -DEB_LANG_DIR="\"$src/lib/lang\"" $(pkg-config --cflags --libs jansson) -lm -lpthread \
     -o "$out/fuzz_front_head"
 "$out/fuzz_front_head" -max_total_time="$seconds" -max_len=4096 -timeout=10 \

@@ -229,6 +229,10 @@ class RemoteTests(Tests):
             out, err = p.communicate(timeout=20)
             assert p.returncode == 130, (p.returncode, err)
             wait_for(lambda: not descendants(back.proc.pid), 10, "the sandbox killed")
+            # the back writes its access line once the killed run's result is made: after the
+            # sandbox is gone, not before
+            wait_for(lambda: sum(1 for e in back.log_lines() if e.get("client_gone")) >= 2, 10,
+                     "the back to log its second client gone")
             assert sum(1 for e in back.log_lines() if e.get("client_gone")) == 2
 
     def test_check_probes_health(self):
