@@ -194,7 +194,14 @@ class TemplateTests(Tests):
 
     def test_generation_is_replaced_after_its_bound(self):
         with Server("--pool", "1", "--template-runs", "4") as srv:
-            hashes = [out_json(execute(srv, "print(hash('execbox'))")) for _ in range(16)]
+            hashes = []
+            for _ in range(16):
+                # each run from a fork the pool has ready (runs outpace a new generation's
+                # start: back to back, half of them would run cold and fewer generations pass)
+                deadline = time.time() + 60
+                while srv.metrics()["execbox_pool_ready"] < 1 and time.time() < deadline:
+                    time.sleep(0.02)
+                hashes.append(out_json(execute(srv, "print(hash('execbox'))")))
             m = srv.metrics()
             assert srv.stop() == 0
         assert m["execbox_templates_started_total"] >= 3, m
