@@ -124,7 +124,8 @@ struct eb_backend_ops {
                 struct eb_wait *ret, struct execbox_error *err);
     /* Removes the sandbox and everything in it (running or not). Accepts NULL. */
     void (*destroy)(void *state, struct eb_box *w);
-    /* start() accepts warm starts (s->run NULL): the executor may keep a pool. */
+    /* start() accepts warm starts (s->run NULL): the executor may keep a pool. Without it the
+     * executor never calls start() without a run (eb_sandbox_start refuses for it). */
     bool warm;
 
     /* Optional templates (lib/template.c): template_start makes one for (policy, language,

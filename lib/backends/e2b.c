@@ -1116,8 +1116,6 @@ static int e2b_start(void *state, const struct eb_start *s, struct eb_box **ret,
                      struct execbox_error *err)
 {
     const struct e2b_state *e = state;
-    if (!s->run)
-        return eb_error_set(err, -ENOTSUP, "the e2b backend has no warm starts");
     int r = refuse(s->run, err);
     if (r < 0)
         return r;

@@ -567,8 +567,6 @@ static int rm_start(void *state, const struct eb_start *s, struct eb_box **ret,
                     struct execbox_error *err)
 {
     (void)state;
-    if (!s->run)
-        return eb_error_set(err, -ENOTSUP, "the remote backend has no warm starts");
     struct eb_box *w = calloc(1, sizeof(*w));
     if (!w)
         return eb_error_set(err, -ENOMEM, "out of memory");
