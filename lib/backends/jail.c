@@ -2073,9 +2073,10 @@ static int jail_deliver(void *state, struct eb_box *sb, const struct eb_run *run
     if (r == 0 && run->req->n_files)
         r = eb_ws_place(sb->ws_fd, run->req, run->policy, err);
     if (r == 0) {
-        struct eb_cgroup_stats st;
-        eb_cgroup_stats(&sb->cg, &st);
-        sb->cpu_base_ns = st.cpu_ns > 0 ? st.cpu_ns : 0;
+        /* The CPU the warm sandbox spent before its run is not the run's (one file read, on
+         * the request's path). */
+        int64_t cpu = eb_cgroup_cpu_ns(&sb->cg);
+        sb->cpu_base_ns = cpu > 0 ? cpu : 0;
         eb_close(&sb->code_fd);
         r = eb_warm_go(&sb->go_fd, err);
     }

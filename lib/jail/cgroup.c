@@ -418,8 +418,7 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
             st->peak_memory = strtoull(buf, NULL, 10);
         if (read_small(d, "memory.stat", buf, sizeof(buf)) == 0 && keyed_u64(buf, "shmem", &v))
             st->shmem = v;
-        if (read_small(d, "cpu.stat", buf, sizeof(buf)) == 0 && keyed_u64(buf, "usage_usec", &v))
-            st->cpu_ns = (int64_t)v * 1000;
+        st->cpu_ns = eb_cgroup_cpu_ns(cg);
         return;
     }
     if (cg->dir[EB_CG_MEMORY][0]) {
@@ -433,9 +432,24 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
             keyed_u64(big, "shmem", &v))
             st->shmem = v;
     }
+    st->cpu_ns = eb_cgroup_cpu_ns(cg);
+}
+
+int64_t eb_cgroup_cpu_ns(const struct eb_cgroup *cg)
+{
+    char buf[2048];
+    uint64_t v;
+    if (!cg->root || cg->root->version == 0)
+        return -1;
+    if (cg->root->version == 2)
+        return read_small(cg->dir[0], "cpu.stat", buf, sizeof(buf)) == 0 &&
+                       keyed_u64(buf, "usage_usec", &v)
+                   ? (int64_t)v * 1000
+                   : -1;
     if (cg->dir[EB_CG_CPUACCT][0] &&
         read_small(cg->dir[EB_CG_CPUACCT], "cpuacct.usage", buf, sizeof(buf)) == 0)
-        st->cpu_ns = (int64_t)strtoull(buf, NULL, 10);
+        return (int64_t)strtoull(buf, NULL, 10);
+    return -1;
 }
 
 static void remove_dir(const char *dir)

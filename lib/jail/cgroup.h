@@ -70,6 +70,9 @@ struct eb_cgroup_stats {
 /* Reads the run's own counters. */
 void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st);
 
+/* Only the CPU time its processes had, in ns (one file); -1 unknown. */
+int64_t eb_cgroup_cpu_ns(const struct eb_cgroup *cg);
+
 /* Kills what is left, removes the cgroup directories (retrying briefly while the kernel lets
  * go of exited tasks) and closes the fds. Safe on a zeroed/partly created cg. */
 void eb_cgroup_destroy(struct eb_cgroup *cg);

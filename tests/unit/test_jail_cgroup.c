@@ -188,6 +188,7 @@ static void test_v2_limits_and_stats(void **state)
     assert_int_equal(st.oom_kills, 1);
     assert_int_equal(st.peak_memory, 67108864);
     assert_int_equal(st.cpu_ns, 250000000);
+    assert_int_equal(eb_cgroup_cpu_ns(&cg), 250000000); /* the warm run's CPU base (v2) */
     eb_cgroup_kill(&cg);
     char buf[64];
     get("prepared/cgroup.kill", buf, sizeof(buf));
@@ -242,6 +243,7 @@ static void test_v1_stats(void **state)
     assert_int_equal(st.oom_kills, 2);
     assert_int_equal(st.peak_memory, 1048576);
     assert_int_equal(st.cpu_ns, 123456789);
+    assert_int_equal(eb_cgroup_cpu_ns(&cg), 123456789); /* v1: cpuacct */
 }
 
 /* A cold run's cgroup: every limit of the policy in its own hierarchy (memory with no swap,
@@ -283,6 +285,7 @@ static void test_v1_limits_only(void **state)
     struct eb_cgroup_stats cs;
     eb_cgroup_stats(&cg, &cs);
     assert_int_equal(cs.cpu_ns, -1);
+    assert_int_equal(eb_cgroup_cpu_ns(&cg), -1); /* no cpuacct hierarchy */
     eb_cgroup_destroy(&cg);
     /* Where nothing is left out, the same as eb_cgroup_create: v2 keeps its one directory. */
     struct eb_cgroup_root v2;
