@@ -19,13 +19,21 @@
 #include "limits.h"
 #include "util.h"
 
-void eb_child_send_error(int fd, int code, const char *msg)
+void eb_child_send_err(int fd, const struct execbox_error *e)
 {
     struct eb_msg m;
     memset(&m, 0, sizeof(m));
     m.type = EB_MSG_ERROR;
-    eb_error_set_raw(&m.err, code, msg);
+    m.err = *e;
     (void)eb_write_all(fd, &m, sizeof(m));
+}
+
+void eb_child_send_error(int fd, int code, const char *msg)
+{
+    struct execbox_error e;
+    memset(&e, 0, sizeof(e));
+    eb_error_set_raw(&e, code, msg);
+    eb_child_send_err(fd, &e);
 }
 
 int eb_child_sigchld_fd(void)

@@ -17,6 +17,9 @@
 /* Sends one EB_MSG_ERROR (code, msg) on fd: one atomic write. */
 void eb_child_send_error(int fd, int code, const char *msg);
 
+/* Sends e as it is (a set-up step's own error) as EB_MSG_ERROR on fd. Async-signal-safe. */
+void eb_child_send_err(int fd, const struct execbox_error *e);
+
 /* An init's SIGCHLD as a non-blocking signalfd, with SIGCHLD set to its default and blocked (so
  * that children are neither auto-reaped nor lost between forks). The fd, or -errno. */
 int eb_child_sigchld_fd(void);

@@ -85,11 +85,7 @@ void eb_guest_exec(const struct eb_guest *g)
     if (g->pre_exec) {
         struct execbox_error e = {0, ""};
         if (g->pre_exec(g->pre_exec_arg, &e) < 0) {
-            struct eb_msg m;
-            memset(&m, 0, sizeof(m));
-            m.type = EB_MSG_ERROR;
-            m.err = e;
-            (void)eb_write_all(status, &m, sizeof(m));
+            eb_child_send_err(status, &e);
             _exit(127);
         }
     }
@@ -126,11 +122,7 @@ static int guest_main(void *arg)
     if (in->guest_setup) {
         struct execbox_error e = {0, ""};
         if (in->guest_setup(in->guest_setup_arg, &e) < 0) {
-            struct eb_msg m;
-            memset(&m, 0, sizeof(m));
-            m.type = EB_MSG_ERROR;
-            m.err = e;
-            (void)eb_write_all(in->status_fd, &m, sizeof(m));
+            eb_child_send_err(in->status_fd, &e);
             _exit(127);
         }
     }
@@ -323,6 +315,15 @@ struct stream {
     enum execbox_stream which;
 };
 
+/* n bytes read from s: to the caller's on_output, then into the capped buffer. */
+static int take_chunk(struct stream *s, const struct execbox_request *req, const char *chunk,
+                      size_t n)
+{
+    if (req->on_output)
+        req->on_output(req->userdata, s->which, chunk, n);
+    return eb_capbuf_append(&s->buf, chunk, n);
+}
+
 static int read_stream(struct stream *s, const struct execbox_request *req, char *chunk)
 {
     ssize_t n = read(*s->fd, chunk, EB_READ_CHUNK);
@@ -336,9 +337,7 @@ static int read_stream(struct stream *s, const struct execbox_request *req, char
         eb_close(s->fd);
         return 0;
     }
-    if (req->on_output)
-        req->on_output(req->userdata, s->which, chunk, (size_t)n);
-    return eb_capbuf_append(&s->buf, chunk, (size_t)n);
+    return take_chunk(s, req, chunk, (size_t)n);
 }
 
 /* After EB_MSG_DONE: nothing can be written to the stream any more, so what the pipe holds is
@@ -354,9 +353,7 @@ static int drain_stream(struct stream *s, const struct execbox_request *req, cha
             eb_close(s->fd);
             break;
         }
-        if (req->on_output)
-            req->on_output(req->userdata, s->which, chunk, (size_t)n);
-        if (eb_capbuf_append(&s->buf, chunk, (size_t)n) < 0)
+        if (take_chunk(s, req, chunk, (size_t)n) < 0)
             r = -ENOMEM;
     }
     return r;
