@@ -424,11 +424,27 @@ class JailWalls(Tests):
             ok(jail("print(1)"))
             assert not os.path.exists(free), "an unused stage of a dead execbox was kept"
             assert os.path.isdir(os.path.join(held, "etc")), "a stage in use was deleted"
-            # Swept at most once per interval: a leftover made now waits for the next one.
-            os.makedirs(os.path.join(free, "etc"))
-            os.chmod(free, 0o755)
-            ok(jail("print(1)"))
-            assert os.path.isdir(free), "swept again within the interval"
+            # Swept at most once per interval: a run within it does not sweep. An execbox of its
+            # own TMPDIR has a sweep stamp of its own (the stamp is per cgroup base and TMPDIR),
+            # so that a parallel test's execbox (serve and mcp sweep at start whatever the
+            # interval) can neither make our sweep due nor be mistaken for ours: ours sweeps
+            # once, then its stamp stays as it was through a second run.
+            own = tempfile.mkdtemp(prefix="eb-sweep-")
+            env = dict(os.environ, TMPDIR=own)
+            try:
+                before = set(glob.glob("/run/execbox/jail/.swept-*"))
+                ok(jail("print(1)", env=env))
+                mine = set(glob.glob("/run/execbox/jail/.swept-*")) - before
+                assert len(mine) == 1, ("no sweep stamp of its own", mine)
+                stamp = mine.pop()
+                t = os.stat(stamp).st_mtime_ns
+                time.sleep(0.05)
+                ok(jail("print(1)", env=env))
+                assert os.stat(stamp).st_mtime_ns == t, "swept again within the interval"
+            finally:
+                shutil.rmtree(own, ignore_errors=True)
+                for st in set(glob.glob("/run/execbox/jail/.swept-*")) - before:
+                    os.unlink(st)  # our TMPDIR's stamp: nobody else's
         finally:
             os.close(fd)
             shutil.rmtree(free, ignore_errors=True)
