@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -376,4 +377,24 @@ void eb_init_loop_done(pid_t guest, int sfd, int status_fd, int ctl_fd, const in
     if (!reported)
         send_exit(status_fd, EB_MSG_EXIT, guest_status);
     _exit(0);
+}
+
+int eb_attach_mount(int fd, const char *dst, bool cover_ro)
+{
+    if (syscall(SYS_move_mount, fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return -errno;
+    if (!cover_ro)
+        return 0;
+    /* Attached in our mount namespace now, it may be cloned on every kernel. */
+    int ro = (int)syscall(SYS_open_tree, AT_FDCWD, dst, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (ro < 0)
+        return -errno;
+    struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                       MOUNT_ATTR_NOEXEC};
+    int r = 0;
+    if (syscall(SYS_mount_setattr, ro, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0 ||
+        syscall(SYS_move_mount, ro, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        r = -errno;
+    close(ro);
+    return r;
 }

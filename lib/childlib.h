@@ -62,4 +62,13 @@ __attribute__((noreturn)) void eb_init_loop_done(pid_t guest, int sfd, int statu
  * and memory_rlimit (RLIMIT_AS or RLIMIT_DATA, -1: none) capped at memory. 0 or -errno. */
 int eb_child_rlimits(uint64_t file_size, uint64_t cpu_seconds, int memory_rlimit, uint64_t memory);
 
+/* Attaches the detached mount fd on dst (a path in the caller's mount namespace). cover_ro: fd
+ * is a writable mount that the library goes on writing through, and the kernel could not give
+ * it a read-only clone while detached (open_tree(OPEN_TREE_CLONE) of a detached mount needs
+ * Linux 6.15): it is attached, a clone of it is made there, made read-only, nosuid, nodev and
+ * noexec, and mounted over it, so the sandbox sees only the read-only view and no path leads to
+ * the writable one (a covered mount is reached only by unmounting what covers it, which needs
+ * a capability the guest never has). 0 or -errno. */
+int eb_attach_mount(int fd, const char *dst, bool cover_ro);
+
 #endif

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* execbox.c - the public entry points: validate a request, pick the backend, fill the result. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "backend.h"
 #include "error.h"
@@ -96,6 +98,16 @@ int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, st
 {
     int r = 0;
     if (!w->final) {
+        /* An init killed by SIGKILL while its sandbox had OOM kills went with the program (an
+         * OOM kill the kernel aimed at it, or one that took the whole cgroup): the program's
+         * end, reported as the memory limit below, not a broken sandbox. */
+        struct eb_outcome *oc = &w->oc;
+        if (!oc->got_exit && !oc->setup_failed && !oc->timed_out && !oc->cancelled &&
+            !oc->flooded && w->oom_kills > 0 && WIFSIGNALED(oc->init_status) &&
+            WTERMSIG(oc->init_status) == SIGKILL) {
+            oc->got_exit = true;
+            oc->status = SIGKILL; /* a wait status: killed by SIGKILL */
+        }
         r = eb_outcome_to_result(&w->oc, policy, res);
         if (r == 0 && w->error_name && !res->error_name &&
             eb_result_set_error(res, w->error_name, w->error_value, w->error_traceback) < 0)

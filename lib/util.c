@@ -299,3 +299,18 @@ int eb_wait_child(pid_t pid, int timeout_ms, int *ret_status)
         close(pfd);
     return r > 0 ? 0 : r;
 }
+
+bool eb_compat_forced(const char *mechanism)
+{
+    const char *v = secure_getenv("EXECBOX_JAIL_COMPAT");
+    size_t n = strlen(mechanism);
+    for (const char *p = v; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, mechanism, n) == 0)
+            return true;
+        p += len;
+        if (*p)
+            p++;
+    }
+    return false;
+}

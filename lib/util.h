@@ -4,6 +4,7 @@
 #define EB_UTIL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -91,5 +92,10 @@ int eb_rm_rf_at(int dirfd, const char *name);
 
 /* The directory for execbox's private temp files: $TMPDIR if absolute, else /tmp. */
 const char *eb_tmp_dir(void);
+
+/* Whether EXECBOX_JAIL_COMPAT (a comma-separated list) names mechanism: the jail then takes the
+ * fallback it has for kernels without it, with the same guarantees, so that the tests can run
+ * the fallback on a newer kernel too. Never a way to turn a wall off. */
+bool eb_compat_forced(const char *mechanism);
 
 #endif

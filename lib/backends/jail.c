@@ -54,6 +54,7 @@
 #include "../error.h"
 #include "../jail/cache.h"
 #include "../jail/cgroup.h"
+#include "../jail/sdscope.h"
 #include "../jail/landlock.h"
 #include "../jail/mntpin.h"
 #include "../jail/mounts.h"
@@ -122,7 +123,7 @@ static long read_long(const char *path, long dflt)
     return v;
 }
 
-static void probe_cgroup(struct eb_cgroup_root *r)
+static void detect_cgroup(struct eb_cgroup_root *r)
 {
     char *self = NULL;
     if (eb_read_file("/proc/self/cgroup", 1U << 16, &self, NULL) < 0) {
@@ -130,8 +131,32 @@ static void probe_cgroup(struct eb_cgroup_root *r)
         snprintf(r->why, sizeof(r->why), "cannot read /proc/self/cgroup");
         return;
     }
-    eb_cgroup_detect("/sys/fs/cgroup", self, r);
+    struct eb_cgroup_host host = {.systemd = eb_systemd_running(), .self = getpid()};
+    eb_cgroup_detect("/sys/fs/cgroup", self, &host, r);
     free(self);
+}
+
+/* Where runs' cgroups go (cgroup.h). On a v2 host whose cgroup here is systemd's (a login
+ * session, a service without Delegate=yes), systemd is asked for a delegated scope of our own
+ * first (sdscope.h): it moves this process, once, and the detection is made again there. */
+static void probe_cgroup(struct eb_cgroup_root *r)
+{
+    detect_cgroup(r);
+    if (r->version == 2 || !r->need_scope)
+        return;
+    char unit[64], why[sizeof(r->why)];
+    struct execbox_error e = {0};
+    snprintf(why, sizeof(why), "%s", r->why);
+    if (eb_systemd_scope(r->slice, unit, sizeof(unit), &e) < 0) {
+        snprintf(r->why, sizeof(r->why), "%.90s; a delegated systemd scope: %.100s", why, e.msg);
+        return;
+    }
+    detect_cgroup(r);
+    char place[sizeof(r->place)];
+    snprintf(place, sizeof(place), "%s", r->place);
+    if (r->version == 2)
+        snprintf(r->place, sizeof(r->place), "%.100s, a scope systemd made for execbox (%.60s)",
+                 place, why);
 }
 
 /* The jail's stage directory (staged /etc, the root's mount point, the probe cache): root's
@@ -221,6 +246,18 @@ static int probe_live(struct execbox_check *c)
         bool ok = cg.version && cg.have[i];
         eb_check_add(c, name, ok, true, ok ? "%s: %s" : "%s%s", ok ? v : "", ok ? cgd[i] : cg.why);
     }
+    /* Which case of the host's cgroups this is, and what to do where none works. */
+    if (cg.version == 2)
+        eb_check_add(c, "cgroup placement", true, false, "v2: runs' cgroups below %s", cg.place);
+    else if (cg.version == 1)
+        eb_check_add(c, "cgroup placement", true, false,
+                     "v1: runs' cgroups below execbox's own cgroup in each hierarchy");
+    else
+        eb_check_add(c, "cgroup placement", false, false,
+                     "none usable (%s): run execbox as root in a systemd unit with Delegate=yes "
+                     "(or `systemd-run -p Delegate=yes --scope execbox ...`), in the root cgroup, "
+                     "or in a container with a cgroup namespace of its own (docs/hosts.md)",
+                     cg.why);
     char detail[200];
     bool sc = eb_seccomp_probe(detail, sizeof(detail)) == 0;
     eb_check_add(c, "seccomp", sc, true, "%s", detail);
@@ -875,11 +912,18 @@ static int fresh_workspace_fd(const struct jail *j, uint64_t size, struct execbo
                           err);
 }
 
+/* Whether open_tree(OPEN_TREE_CLONE) takes a detached mount (Linux 6.15+): 0 not yet known, 1
+ * yes, -1 no (then the child covers the writable mount itself: eb_attach_mount). */
+static atomic_int detached_clone;
+
 /* A detached tmpfs for a warm sandbox's /code: *ret_rw stays with us to write the program
  * and its stdin into at run time; *ret_ro, a read-only clone of the same mount, is what the
  * child attaches. The guest sees the files, read-only, and cannot make the mount writable
- * (no capability over its mount namespace; seccomp denies the mount calls). */
-static int code_mount_fds(int *ret_rw, int *ret_ro, struct execbox_error *err)
+ * (no capability over its mount namespace; seccomp denies the mount calls). Where the kernel
+ * cannot clone a detached mount, *ret_ro is a second fd of the writable mount and *ret_cover
+ * is set: the child attaches it covered by a read-only clone made once it is attached, which
+ * gives the guest the same view (eb_attach_mount). */
+static int code_mount_fds(int *ret_rw, int *ret_ro, bool *ret_cover, struct execbox_error *err)
 {
     char sz[40];
     snprintf(sz, sizeof(sz), "size=%u", EXECBOX_CODE_MAX + EXECBOX_STDIN_MAX + (1U << 20));
@@ -889,11 +933,26 @@ static int code_mount_fds(int *ret_rw, int *ret_ro, struct execbox_error *err)
                             MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "code", err);
     if (rw < 0)
         return rw;
-    int ro =
-        (int)syscall(SYS_open_tree, rw, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    *ret_cover = false;
+    int ro = -1;
+    if (atomic_load(&detached_clone) == 0 && eb_compat_forced("detached-clone"))
+        atomic_store(&detached_clone, -1);
+    if (atomic_load(&detached_clone) >= 0) {
+        ro = (int)syscall(SYS_open_tree, rw, "",
+                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (ro < 0 && errno == EINVAL)
+            atomic_store(&detached_clone, -1);
+        else if (ro >= 0)
+            atomic_store(&detached_clone, 1);
+    }
+    if (ro < 0 && atomic_load(&detached_clone) < 0) {
+        ro = fcntl(rw, F_DUPFD_CLOEXEC, 3);
+        *ret_cover = ro >= 0;
+    }
     struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                                        MOUNT_ATTR_NOEXEC};
-    if (ro < 0 || syscall(SYS_mount_setattr, ro, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0) {
+    if (ro < 0 ||
+        (!*ret_cover && syscall(SYS_mount_setattr, ro, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)) {
         r = -errno;
         if (ro >= 0)
             close(ro);
@@ -1338,9 +1397,11 @@ static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb
     snprintf(guest_stdin, sizeof(guest_stdin), "/code/stdin");
     if (tpl) {
     } else if (warm) {
-        if ((r = code_mount_fds(&sb->code_fd, &code_ro, err)) < 0)
+        bool cover;
+        if ((r = code_mount_fds(&sb->code_fd, &code_ro, &cover, err)) < 0)
             return r;
-        eb_plan_add(dyn, EB_MOP_ATTACH, NULL, "code", NULL, 0, code_ro);
+        eb_plan_add(dyn, cover ? EB_MOP_ATTACH_COVER : EB_MOP_ATTACH, NULL, "code", NULL, 0,
+                    code_ro);
     } else {
         /* The program gets a tmpfs of its own, sized for it (the root is too small for a
          * program of up to EXECBOX_CODE_MAX), read-only once written. */
@@ -1838,7 +1899,8 @@ static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_po
      * so that one is not the run's). */
     if ((r = run_cgroup(sb, files_budget(sb, pol, true, NULL), err)) < 0)
         goto out;
-    if ((r = code_mount_fds(&sb->code_fd, &code_ro, err)) < 0)
+    bool cover;
+    if ((r = code_mount_fds(&sb->code_fd, &code_ro, &cover, err)) < 0)
         goto out;
     for (int i = 0; i < 10; i += 2)
         if ((i == 8 ? go_channel(&fds[i], session) : pipe2(&fds[i], O_CLOEXEC)) < 0) {
@@ -1853,6 +1915,7 @@ static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_po
         .memory = pol->memory,
         .cpu_seconds = (uint64_t)ceil(pol->timeout * pol->cpus) + 1,
         .memory_rlimit = j->cg.version && j->cg.have[EB_CG_MEMORY] ? -1 : t->lang->memory_rlimit,
+        .code_cover = cover,
     };
     int send_fds[EB_TPL_FDS_MAX] = {fds[1], fds[3], fds[5], fds[6], fds[8], sb->ws_fd, code_ro};
     int n = EB_TPL_FD_CG0;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,12 +83,106 @@ static bool is_dir_writable(const char *d)
     return stat(d, &st) == 0 && S_ISDIR(st.st_mode) && access(d, W_OK) == 0;
 }
 
+/* The controllers runs need, as subtree_control words (cpu where the cgroup has it). */
+static bool has_ctrls(const char *list, bool cpu)
+{
+    return word_in(list, "memory", " \n") && word_in(list, "pids", " \n") &&
+           (!cpu || word_in(list, "cpu", " \n"));
+}
+
+/* systemd marks the cgroups it delegates (Delegate=yes; v251+) with this extended attribute. */
+static bool delegated_by_systemd(const char *dir)
+{
+    static const char *const names[] = {"trusted.delegate", "user.delegate"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        char v[8];
+        ssize_t n = getxattr(dir, names[i], v, sizeof(v) - 1);
+        if (n > 0) {
+            v[n] = '\0';
+            if (v[0] == '1')
+                return true;
+        }
+    }
+    return false;
+}
+
+struct procs_scan {
+    pid_t self;
+    bool others;
+    int n;
+};
+
+static int scan_pid(pid_t pid, void *arg)
+{
+    struct procs_scan *s = arg;
+    s->n++;
+    if (pid != s->self)
+        s->others = true;
+    return 0;
+}
+
+/* Whether dir's cgroup.procs names a process other than self. */
+static bool holds_others(const char *dir, pid_t self)
+{
+    char p[EXECBOX_PATH_MAX + 32];
+    snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+    _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct procs_scan s = {.self = self};
+    if (fd < 0 || eb_read_pids(fd, EB_PIDS_MAX, scan_pid, &s) < 0)
+        return true; /* unknown: not ours to take */
+    return s.others;
+}
+
+static int move_pid(pid_t pid, void *arg)
+{
+    const char *leaf = arg;
+    char v[24];
+    snprintf(v, sizeof(v), "%d", (int)pid);
+    /* A process that exited meanwhile is ESRCH: nothing to move. */
+    int r = write_str(leaf, "cgroup.procs", v);
+    return r == -ESRCH ? 0 : r;
+}
+
+/* Moves every process of dir into dir/EB_CG_LEAF and enables ctl in dir's subtree_control:
+ * the v2 way to divide a cgroup that holds processes. A few rounds, since a process may fork
+ * while the list is read. */
+static int leaf_move(const char *dir, const char *ctl, char *leaf, size_t leaf_len)
+{
+    if (snprintf(leaf, leaf_len, "%s/" EB_CG_LEAF, dir) >= (int)leaf_len)
+        return -ENAMETOOLONG;
+    if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    int r = -EBUSY;
+    for (int round = 0; round < 8 && r == -EBUSY; round++) {
+        char p[EXECBOX_PATH_MAX + 32];
+        snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            return -errno;
+        int m = eb_read_pids(fd, EB_PIDS_MAX, move_pid, leaf);
+        if (m < 0)
+            return m;
+        r = write_str(dir, "cgroup.subtree_control", ctl);
+    }
+    return r;
+}
+
 /* v2: usable when our own cgroup's subtree_control already delegates memory and pids, or
- * they can be enabled there (the root cgroup, or a cgroup without processes of its own). */
-static bool detect_v2(const char *mnt, const char *path, struct eb_cgroup_root *r)
+ * they can be enabled there: the root cgroup, or a cgroup of ours once its processes are in
+ * EB_CG_LEAF (see cgroup.h). */
+static bool detect_v2(const char *mnt, const char *path, const struct eb_cgroup_host *host,
+                      struct eb_cgroup_root *r)
 {
     char base[EXECBOX_PATH_MAX], buf[512];
     snprintf(base, sizeof(base), "%s%s", mnt, strcmp(path, "/") == 0 ? "" : path);
+    /* Already in our leaf (an earlier executor of this process, or the execbox that started
+     * us): runs go beside it. */
+    char *last = strrchr(base, '/');
+    bool in_leaf = last && strcmp(last + 1, EB_CG_LEAF) == 0 && last > base + strlen(mnt);
+    if (in_leaf) {
+        snprintf(r->leaf, sizeof(r->leaf), "%s", base);
+        *last = '\0';
+    }
     if (read_small(mnt, "cgroup.controllers", buf, sizeof(buf)) < 0)
         return false;
     buf[strcspn(buf, "\n")] = '\0';
@@ -96,22 +191,58 @@ static bool detect_v2(const char *mnt, const char *path, struct eb_cgroup_root *
                  buf[0] ? buf : "none");
         return false;
     }
-    if (!is_dir_writable(base)) {
-        snprintf(r->why, sizeof(r->why), "v2 %.80s not delegated to us", base);
+    char ctl[512] = "";
+    (void)read_small(base, "cgroup.controllers", ctl, sizeof(ctl));
+    bool cpu_avail = word_in(ctl, "cpu", " \n");
+    const char *want = cpu_avail ? "+memory +pids +cpu" : "+memory +pids";
+    bool root_cg = strcmp(base, mnt) == 0 && strcmp(path, "/") == 0;
+    if (!is_dir_writable(base) || !has_ctrls(ctl, false)) {
+        /* Not ours (no write access), or the controllers stop above us: under systemd, a
+         * delegated scope of our own gets both. */
+        r->need_scope = host->systemd && !in_leaf;
+        snprintf(r->why, sizeof(r->why), "v2 %.80s %s", base,
+                 !is_dir_writable(base) ? "is not delegated to us"
+                                        : "is not given the memory and pids controllers");
         return false;
     }
     if (read_small(base, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
         return false;
-    bool cpu_avail = false;
-    char ctl[512];
-    if (read_small(base, "cgroup.controllers", ctl, sizeof(ctl)) == 0)
-        cpu_avail = word_in(ctl, "cpu", " \n");
-    if (!word_in(buf, "memory", " \n") || !word_in(buf, "pids", " \n") ||
-        (cpu_avail && !word_in(buf, "cpu", " \n"))) {
-        /* Fails with EBUSY when our cgroup holds processes (no internal processes rule). */
-        if (write_str(base, "cgroup.subtree_control",
-                      cpu_avail ? "+memory +pids +cpu" : "+memory +pids") < 0) {
-            snprintf(r->why, sizeof(r->why), "v2 %.80s: cannot enable memory/pids", base);
+    if (root_cg)
+        snprintf(r->place, sizeof(r->place), "the root cgroup");
+    else if (in_leaf)
+        snprintf(r->place, sizeof(r->place), "%s (execbox is in its leaf " EB_CG_LEAF ")",
+                 base + strlen(mnt));
+    else
+        snprintf(r->place, sizeof(r->place), "%s", base + strlen(mnt));
+    if (!has_ctrls(buf, cpu_avail)) {
+        int w = write_str(base, "cgroup.subtree_control", want);
+        if (w == -EBUSY && !in_leaf) {
+            /* Our cgroup holds processes (always us): divide it only where it is ours. */
+            bool delegated = delegated_by_systemd(base);
+            bool ns_root = strcmp(path, "/") == 0; /* not the real root: that one takes it */
+            bool alone = !holds_others(base, host->self);
+            if (delegated || ns_root || (alone && !host->systemd)) {
+                w = leaf_move(base, want, r->leaf, sizeof(r->leaf));
+                snprintf(r->place, sizeof(r->place),
+                         "%s (%s; execbox moved %s into its leaf " EB_CG_LEAF ")",
+                         ns_root ? "/" : base + strlen(mnt),
+                         delegated ? "delegated by systemd"
+                         : ns_root ? "the root of this cgroup namespace, as in a container"
+                                   : "a cgroup only execbox was in",
+                         alone ? "itself" : "its processes");
+                if (w < 0)
+                    r->leaf[0] = '\0';
+            } else {
+                r->need_scope = host->systemd;
+                snprintf(r->why, sizeof(r->why),
+                         "v2 %.80s holds other processes and is not delegated to execbox",
+                         base + strlen(mnt));
+                return false;
+            }
+        }
+        if (w < 0) {
+            snprintf(r->why, sizeof(r->why), "v2 %.80s: cannot enable memory/pids: %s",
+                     base + strlen(mnt), execbox_strerror(w));
             return false;
         }
         if (read_small(base, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
@@ -127,7 +258,8 @@ static bool detect_v2(const char *mnt, const char *path, struct eb_cgroup_root *
     return true;
 }
 
-void eb_cgroup_detect(const char *fs_root, const char *self_cgroup, struct eb_cgroup_root *r)
+void eb_cgroup_detect(const char *fs_root, const char *self_cgroup,
+                      const struct eb_cgroup_host *host, struct eb_cgroup_root *r)
 {
     memset(r, 0, sizeof(*r));
     char v2why[200] = "";
@@ -149,8 +281,21 @@ void eb_cgroup_detect(const char *fs_root, const char *self_cgroup, struct eb_cg
             snprintf(probe, sizeof(probe), "%s/cgroup.controllers", mnt);
             if (access(probe, F_OK) != 0)
                 continue;
-            if (detect_v2(mnt, path, r))
+            if (detect_v2(mnt, path, host, r))
                 return;
+            if (r->need_scope) {
+                /* The slice we are in now, where the scope goes too ("" for the default). */
+                char *sl = strrchr(path, '/');
+                if (sl && sl != path) {
+                    *sl = '\0';
+                    char *p = strrchr(path, '/');
+                    p = p ? p + 1 : path;
+                    size_t pl = strlen(p);
+                    if (pl > 6 && strcmp(p + pl - 6, ".slice") == 0)
+                        snprintf(r->slice, sizeof(r->slice), "%s", p);
+                    *sl = '/';
+                }
+            }
             snprintf(v2why, sizeof(v2why), "%s", r->why);
         }
     }
@@ -241,9 +386,11 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64
         snprintf(val, sizeof(val), "%" PRIu64, memory);
         if (root->have[EB_CG_MEMORY] &&
             ((r = write_str(d, "memory.max", val)) < 0 ||
-             (r = write_str(d, "memory.swap.max", "0")) < 0 ||
-             /* One OOM kill takes the whole sandbox, as a container would. */
-             (r = write_str(d, "memory.oom.group", "1")) < 0)) {
+             /* No memory.oom.group: as on v1, an OOM kill takes the process the kernel
+              * chooses (a session's cell before its state: lib/session.c), and the init,
+              * which outlives it, ends the rest and reports the kill as the run's. With it,
+              * the init would die too and a session would lose its state. */
+             (r = write_str(d, "memory.swap.max", "0")) < 0)) {
             eb_error_set(err, r, "set the cgroup memory limit: %s", execbox_strerror(r));
             goto fail;
         }
@@ -302,8 +449,11 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64
         /* Opened by us, so that the kernel checks our credentials and cgroup namespace (5.16+)
          * when the unprivileged init writes to it. Best effort: without it the run's cgroup
          * is removed only after init's exit. */
-        snprintf(p, sizeof(p), "%s/%s", root->base[root->version == 1 ? c : 0],
-                 root->version == 1 ? "tasks" : "cgroup.procs");
+        if (root->version == 2 && root->leaf[0]) /* base has controllers: no processes */
+            snprintf(p, sizeof(p), "%s/cgroup.procs", root->leaf);
+        else
+            snprintf(p, sizeof(p), "%s/%s", root->base[root->version == 1 ? c : 0],
+                     root->version == 1 ? "tasks" : "cgroup.procs");
         cg->leave_fd[c] = open(p, O_WRONLY | O_CLOEXEC);
     }
     return 0;

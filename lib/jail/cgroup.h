@@ -3,12 +3,21 @@
  * a delegated v2 tree with the memory and pids controllers is usable, else v1 (memory, pids,
  * cpu, cpuacct). Limits, the run's own OOM/CPU/memory counters, kill, removal, and removal of
  * what a killed execbox left behind. The cgroupfs root is a parameter so tests can point the
- * code at a fake tree. */
+ * code at a fake tree.
+ *
+ * On v2 a cgroup that holds processes cannot give controllers to children (the "no internal
+ * processes" rule), and the cgroup execbox starts in always holds execbox. Where that cgroup is
+ * execbox's to divide (delegated by systemd, a container's cgroup namespace root, or one that
+ * only execbox is in on a host without systemd), its processes move into the leaf EB_CG_LEAF
+ * below it first and runs' cgroups are made beside the leaf. Where it is systemd's (a login
+ * session's scope, a service without Delegate=yes), detection says so (need_scope) and the
+ * caller asks systemd for a delegated scope (sdscope.h), then detects again. */
 #ifndef EB_JAIL_CGROUP_H
 #define EB_JAIL_CGROUP_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "execbox/execbox.h"
 
@@ -21,13 +30,33 @@ struct eb_cgroup_root {
     bool have[EB_CG_N];                   /* controller usable */
     bool memsw;                           /* v1: memory.memsw.* exists (swap accounting) */
     char why[200];                        /* why v2 / v1 / none was chosen */
+    /* v2: the leaf that execbox's own processes were moved into (runs' inits leave their
+     * cgroups into it), "" when they stay in base (the root cgroup, which may hold processes). */
+    char leaf[EXECBOX_PATH_MAX];
+    /* v2: how base was found, for `execbox check` (root cgroup, leaf move, systemd scope). */
+    char place[240];
+    bool need_scope; /* v2, unusable: the cgroup is systemd's; ask it for a delegated scope */
+    char slice[128]; /* with need_scope: the slice the process is in now ("" for default) */
+};
+
+/* The leaf execbox's own processes live in below a v2 cgroup it divides. Not named with the run
+ * prefix: the stale sweep never removes it (a container's other processes may share it). */
+#define EB_CG_LEAF "execbox.main"
+
+/* What eb_cgroup_detect may assume of the host. */
+struct eb_cgroup_host {
+    bool systemd; /* systemd manages the host: a cgroup it did not delegate is not ours */
+    pid_t self;   /* this process (a fake tree's test names its own) */
 };
 
 /* Detects the cgroup setup under fs_root ("/sys/fs/cgroup") for a process whose
  * /proc/self/cgroup text is self_cgroup. Prefers v2 when its tree at our own cgroup has (or can
- * be given) memory and pids in cgroup.subtree_control and is writable. Never fails: version 0
- * with why set when nothing is usable. */
-void eb_cgroup_detect(const char *fs_root, const char *self_cgroup, struct eb_cgroup_root *r);
+ * be given) memory and pids in cgroup.subtree_control and is writable, moving this process (and
+ * the cgroup's other processes, where the cgroup is ours) into EB_CG_LEAF to make that possible
+ * (see above). Never fails: version 0 with why set (and need_scope where systemd could help)
+ * when nothing is usable. */
+void eb_cgroup_detect(const char *fs_root, const char *self_cgroup,
+                      const struct eb_cgroup_host *host, struct eb_cgroup_root *r);
 
 /* One run's cgroup. */
 struct eb_cgroup {

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../childlib.h"
 #include "../error.h"
 #include "../util.h"
 #include "ns.h"
@@ -287,9 +288,7 @@ static int run_op(const struct eb_mop *o)
     case EB_MOP_TMPFS:
         return mount("tmpfs", o->dst, "tmpfs", MS_NOSUID | MS_NODEV, o->data) < 0 ? -errno : 0;
     case EB_MOP_ATTACH:
-        return syscall(SYS_move_mount, o->fd, "", AT_FDCWD, o->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0
-                   ? -errno
-                   : 0;
+    case EB_MOP_ATTACH_COVER: return eb_attach_mount(o->fd, o->dst, o->type == EB_MOP_ATTACH_COVER);
     case EB_MOP_CHOWN:
         return syscall(SYS_fchownat, AT_FDCWD, o->dst, o->uid, o->gid, AT_SYMLINK_NOFOLLOW) < 0
                    ? -errno

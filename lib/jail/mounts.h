@@ -12,17 +12,18 @@
 #include "execbox/execbox.h"
 
 enum eb_mop_type {
-    EB_MOP_DIR,      /* mkdir dst */
-    EB_MOP_SYMLINK,  /* symlink src -> dst */
-    EB_MOP_FILE,     /* create dst with data (mode 0444) */
-    EB_MOP_BIND_RO,  /* bind src (recursively) on dst: read-only, nosuid, nodev */
-    EB_MOP_BIND_RW,  /* bind src on dst: nosuid, nodev */
-    EB_MOP_BIND_DEV, /* bind the device node src on the empty file dst: nosuid, noexec */
-    EB_MOP_TMPFS,    /* tmpfs on dst with options data: nosuid, nodev */
-    EB_MOP_ATTACH,   /* move the detached mount fd onto dst */
-    EB_MOP_PROC,     /* a fresh proc for our pid namespace on dst */
-    EB_MOP_CHOWN,    /* give dst (not following links) to uid:gid */
-    EB_MOP_RDONLY,   /* make the mount on dst read-only, nosuid, nodev, noexec */
+    EB_MOP_DIR,          /* mkdir dst */
+    EB_MOP_SYMLINK,      /* symlink src -> dst */
+    EB_MOP_FILE,         /* create dst with data (mode 0444) */
+    EB_MOP_BIND_RO,      /* bind src (recursively) on dst: read-only, nosuid, nodev */
+    EB_MOP_BIND_RW,      /* bind src on dst: nosuid, nodev */
+    EB_MOP_BIND_DEV,     /* bind the device node src on the empty file dst: nosuid, noexec */
+    EB_MOP_TMPFS,        /* tmpfs on dst with options data: nosuid, nodev */
+    EB_MOP_ATTACH,       /* move the detached mount fd onto dst */
+    EB_MOP_ATTACH_COVER, /* fd onto dst, covered by a read-only clone (eb_attach_mount) */
+    EB_MOP_PROC,         /* a fresh proc for our pid namespace on dst */
+    EB_MOP_CHOWN,        /* give dst (not following links) to uid:gid */
+    EB_MOP_RDONLY,       /* make the mount on dst read-only, nosuid, nodev, noexec */
 };
 
 struct eb_mop {

@@ -137,7 +137,7 @@ static int r_main(void *arg)
         r_fail(t, -errno, "mount /dev/shm");
     if ((r = attach(fd[EB_TPL_FD_WS], "/workspace")) < 0)
         r_fail(t, r, "attach /workspace");
-    if ((r = attach(fd[EB_TPL_FD_CODE], "/code")) < 0)
+    if ((r = eb_attach_mount(fd[EB_TPL_FD_CODE], "/code", t->req.code_cover != 0)) < 0)
         r_fail(t, r, "attach /code");
     /* Shows only the run's own pid namespace. */
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)

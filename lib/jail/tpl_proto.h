@@ -34,6 +34,7 @@ struct eb_tpl_req {
     uint64_t cpu_seconds;  /* RLIMIT_CPU, 0: none */
     int32_t memory_rlimit; /* RLIMIT_AS / RLIMIT_DATA, or -1 (the cgroup caps memory) */
     uint32_t n_leave;      /* the last n_leave fds: the host side's cgroup.procs (up to 4) */
+    uint32_t code_cover;   /* the /code fd is writable: cover it read-only (eb_attach_mount) */
 };
 
 /* The answer to a request (with the run's pidfd when code is 0), and the template's first

@@ -22,6 +22,8 @@
 #include "util.h"
 
 static char root[256];
+/* A host without systemd; self is this test process. */
+static struct eb_cgroup_host nosd;
 
 static void put(const char *rel, const char *text)
 {
@@ -55,6 +57,8 @@ static void mk(const char *rel)
 static int setup(void **state)
 {
     (void)state;
+    nosd.systemd = false;
+    nosd.self = getpid();
     snprintf(root, sizeof(root), "/tmp/eb-cgtest-XXXXXX");
     assert_non_null(mkdtemp(root));
     return 0;
@@ -78,7 +82,7 @@ static void test_v2_delegated(void **state)
     put("svc/cgroup.controllers", "cpu memory pids\n");
     put("svc/cgroup.subtree_control", "cpu memory pids\n");
     struct eb_cgroup_root r;
-    eb_cgroup_detect(root, "0::/svc\n", &r);
+    eb_cgroup_detect(root, "0::/svc\n", &nosd, &r);
     assert_int_equal(r.version, 2);
     assert_true(r.have[EB_CG_MEMORY] && r.have[EB_CG_PIDS] && r.have[EB_CG_CPU]);
     char want[512];
@@ -93,8 +97,9 @@ static void test_v2_delegated(void **state)
     assert_string_equal(buf, "67108864");
     get("svc/execbox-1-0/memory.swap.max", buf, sizeof(buf));
     assert_string_equal(buf, "0");
-    get("svc/execbox-1-0/memory.oom.group", buf, sizeof(buf));
-    assert_string_equal(buf, "1");
+    /* No memory.oom.group: an OOM kill must leave the init (and a session's state) alive. */
+    snprintf(buf, sizeof(buf), "%s/svc/execbox-1-0/memory.oom.group", root);
+    assert_int_equal(access(buf, F_OK), -1);
     get("svc/execbox-1-0/pids.max", buf, sizeof(buf));
     assert_string_equal(buf, "32");
     get("svc/execbox-1-0/cpu.max", buf, sizeof(buf));
@@ -137,12 +142,86 @@ static void test_v2_enable_controllers(void **state)
     put("b/cgroup.controllers", "memory pids\n");
     put("b/cgroup.subtree_control", "");
     struct eb_cgroup_root r;
-    eb_cgroup_detect(root, "0::/b\n", &r);
+    eb_cgroup_detect(root, "0::/b\n", &nosd, &r);
     assert_int_equal(r.version, 2);
     char buf[64];
     get("b/cgroup.subtree_control", buf, sizeof(buf));
     assert_string_equal(buf, "+memory +pids");
     assert_false(r.have[EB_CG_CPU]);
+}
+
+/* An execbox started by one that moved itself into the leaf (or a second executor of the same
+ * process) finds the leaf: runs go beside it, and inits leave their run's cgroup into it (the
+ * base has controllers, so it may hold no process). */
+static void test_v2_in_leaf(void **state)
+{
+    (void)state;
+    put("cgroup.controllers", "cpu memory pids\n");
+    mk("svc");
+    put("svc/cgroup.controllers", "cpu memory pids\n");
+    put("svc/cgroup.subtree_control", "cpu memory pids\n");
+    mk("svc/" EB_CG_LEAF);
+    put("svc/" EB_CG_LEAF "/cgroup.procs", "");
+    struct eb_cgroup_root r;
+    eb_cgroup_detect(root, "0::/svc/" EB_CG_LEAF "\n", &nosd, &r);
+    assert_int_equal(r.version, 2);
+    char want[512];
+    snprintf(want, sizeof(want), "%s/svc", root);
+    assert_string_equal(r.base[0], want);
+    snprintf(want, sizeof(want), "%s/svc/" EB_CG_LEAF, root);
+    assert_string_equal(r.leaf, want);
+    assert_non_null(strstr(r.place, EB_CG_LEAF));
+    struct eb_cgroup cg;
+    struct execbox_error err = {0};
+    assert_int_equal(eb_cgroup_create(&r, "execbox-1-1", 64 << 20, 32, 1, &cg, &err), 0);
+    assert_true(cg.leave_fd[0] >= 0);
+    assert_int_equal(write(cg.leave_fd[0], "0", 1), 1);
+    char buf[64];
+    get("svc/" EB_CG_LEAF "/cgroup.procs", buf, sizeof(buf));
+    assert_string_equal(buf, "0");
+    eb_cgroup_destroy(&cg);
+    /* The leaf is not a run's cgroup: the stale sweep never takes it. */
+    assert_int_equal(eb_cgroup_remove_stale(&r, "execbox-"), 0);
+    assert_int_equal(access(want, F_OK), 0);
+}
+
+/* The root cgroup may hold processes and still give controllers: no leaf. */
+static void test_v2_root_cgroup(void **state)
+{
+    (void)state;
+    put("cgroup.controllers", "cpu memory pids\n");
+    put("cgroup.subtree_control", "");
+    struct eb_cgroup_root r;
+    eb_cgroup_detect(root, "0::/\n", &nosd, &r);
+    assert_int_equal(r.version, 2);
+    assert_string_equal(r.base[0], root);
+    assert_string_equal(r.leaf, "");
+    assert_string_equal(r.place, "the root cgroup");
+    char buf[64];
+    get("cgroup.subtree_control", buf, sizeof(buf));
+    assert_string_equal(buf, "+memory +pids +cpu");
+}
+
+/* Controllers that stop above our cgroup: under systemd a scope of our own is asked for, in the
+ * slice we are in; without systemd the reason is all. */
+static void test_v2_not_given_controllers(void **state)
+{
+    (void)state;
+    put("cgroup.controllers", "cpu memory pids\n");
+    mk("user.slice");
+    mk("user.slice/user-0.slice");
+    mk("user.slice/user-0.slice/session-3.scope");
+    put("user.slice/user-0.slice/session-3.scope/cgroup.controllers", "\n");
+    struct eb_cgroup_root r;
+    eb_cgroup_detect(root, "0::/user.slice/user-0.slice/session-3.scope\n", &nosd, &r);
+    assert_int_equal(r.version, 0);
+    assert_false(r.need_scope);
+    assert_non_null(strstr(r.why, "not given the memory and pids controllers"));
+    struct eb_cgroup_host sd = {.systemd = true, .self = getpid()};
+    eb_cgroup_detect(root, "0::/user.slice/user-0.slice/session-3.scope\n", &sd, &r);
+    assert_int_equal(r.version, 0);
+    assert_true(r.need_scope);
+    assert_string_equal(r.slice, "user-0.slice");
 }
 
 static void test_v2_limits_and_stats(void **state)
@@ -153,7 +232,7 @@ static void test_v2_limits_and_stats(void **state)
     put("a/cgroup.controllers", "cpu memory pids\n");
     put("a/cgroup.subtree_control", "memory pids cpu\n");
     struct eb_cgroup_root r;
-    eb_cgroup_detect(root, "12:pids:/x\n0::/a\n", &r);
+    eb_cgroup_detect(root, "12:pids:/x\n0::/a\n", &nosd, &r);
     assert_int_equal(r.version, 2);
     /* A fake "cgroupfs": make mkdir succeed and the interface files exist by pointing the root
      * at a directory whose run cgroup we fill in before the writes. */
@@ -209,7 +288,7 @@ static void test_v2_undelegated_falls_back_to_v1(void **state)
     mk("pids");
     mk("cpu");
     struct eb_cgroup_root r;
-    eb_cgroup_detect(root, "4:memory:/api\n8:pids:/\n1:cpu:/\n0::/\n", &r);
+    eb_cgroup_detect(root, "4:memory:/api\n8:pids:/\n1:cpu:/\n0::/\n", &nosd, &r);
     assert_int_equal(r.version, 1);
     assert_true(r.have[EB_CG_MEMORY] && r.have[EB_CG_PIDS] && r.have[EB_CG_CPU]);
     assert_false(r.have[EB_CG_CPUACCT]);
@@ -256,7 +335,7 @@ static void test_v1_limits_only(void **state)
     for (size_t i = 0; i < 4; i++)
         mk(ctl[i]);
     struct eb_cgroup_root r;
-    eb_cgroup_detect(root, "4:memory:/\n8:pids:/\n1:cpu:/\n2:cpuacct:/\n0::/\n", &r);
+    eb_cgroup_detect(root, "4:memory:/\n8:pids:/\n1:cpu:/\n2:cpuacct:/\n0::/\n", &nosd, &r);
     assert_int_equal(r.version, 1);
     assert_true(r.have[EB_CG_MEMORY] && r.have[EB_CG_PIDS] && r.have[EB_CG_CPU]);
     assert_true(r.have[EB_CG_CPUACCT]);
@@ -298,7 +377,7 @@ static void test_nothing_usable(void **state)
 {
     (void)state;
     struct eb_cgroup_root r;
-    eb_cgroup_detect(root, "0::/nope\n", &r);
+    eb_cgroup_detect(root, "0::/nope\n", &nosd, &r);
     assert_int_equal(r.version, 0);
     assert_true(r.why[0] != '\0');
     struct eb_cgroup cg;
@@ -427,6 +506,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_v2_delegated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_enable_controllers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_in_leaf, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_root_cgroup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_not_given_controllers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_limits_and_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_undelegated_falls_back_to_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_stats, setup, teardown),
