@@ -45,6 +45,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -171,6 +172,7 @@ static void stage_path(char *buf, size_t n)
 }
 
 static int probe_live(struct execbox_check *c);
+static void check_kernel(struct execbox_check *c);
 
 /* `execbox check`: every wall asked of the kernel now; the report is kept for the next runs
  * (best effort, only into a stage directory that exists and is ours: see cache.h). */
@@ -258,6 +260,7 @@ static int probe_live(struct execbox_check *c)
                      "(or `systemd-run -p Delegate=yes --scope execbox ...`), in the root cgroup, "
                      "or in a container with a cgroup namespace of its own (docs/hosts.md)",
                      cg.why);
+    check_kernel(c);
     char detail[200];
     bool sc = eb_seccomp_probe(detail, sizeof(detail)) == 0;
     eb_check_add(c, "seccomp", sc, true, "%s", detail);
@@ -962,6 +965,53 @@ static int code_mount_fds(int *ret_rw, int *ret_ro, bool *ret_cover, struct exec
     *ret_rw = rw;
     *ret_ro = ro;
     return 0;
+}
+
+/* `execbox check`: the newer kernel interfaces the jail relies on, and which mechanism it takes
+ * where a newer one is missing (docs/hosts.md lists them by kernel version). */
+static void check_kernel(struct execbox_check *c)
+{
+    struct utsname u;
+    if (uname(&u) < 0)
+        snprintf(u.release, sizeof(u.release), "?");
+    int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    bool pidfd = pfd >= 0;
+    if (pfd >= 0)
+        close(pfd);
+    if (geteuid() != 0) {
+        eb_check_add(c, "kernel interfaces", pidfd, false, "Linux %s: pidfds %s", u.release,
+                     pidfd ? "yes" : "missing (Linux 5.3+)");
+        return;
+    }
+    /* As root the jail makes detached tmpfs (fsopen/fsmount, 5.2), sets their flags
+     * (mount_setattr, 5.12), and clones /code's read-only view: of the detached mount where
+     * the kernel allows it (6.15+), else once the child has attached it. */
+    struct execbox_error e = {0};
+    const char *const opts[] = {"size=4096", "nr_inodes=4"};
+    int m =
+        detached_tmpfs(opts, ARRAY_SIZE(opts), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "probe", &e);
+    bool setattr = false, clone = false;
+    if (m >= 0) {
+        struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
+        setattr = syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &a, sizeof(a)) == 0;
+        int ro =
+            (int)syscall(SYS_open_tree, m, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        clone = ro >= 0;
+        if (ro >= 0)
+            close(ro);
+        close(m);
+    }
+    bool ok = pidfd && m >= 0 && setattr;
+    eb_check_add(c, "kernel interfaces", ok, false, "Linux %s: %s; /code's read-only view %s",
+                 u.release,
+                 ok         ? "mount API, mount_setattr, pidfds"
+                 : m < 0    ? e.msg
+                 : !setattr ? "mount_setattr missing (Linux 5.12+)"
+                            : "pidfds missing (Linux 5.3+)",
+                 clone && !eb_compat_forced("detached-clone")
+                     ? "cloned from the detached mount"
+                     : "cloned once attached (the kernel cannot clone a detached mount before "
+                       "6.15, or EXECBOX_JAIL_COMPAT says so)");
 }
 
 /* A started sandbox: cold (its program already in /code) or warm (waiting on fd 3). */
