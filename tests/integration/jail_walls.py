@@ -32,7 +32,8 @@ def owner_alive(path):
     every execbox this test started has exited."""
     parts = os.path.basename(path).split("-")
     try:
-        os.kill(int(parts[1]), 0)
+        # execbox-PID-..., or a systemd scope execbox-PID.scope (cgroup v2 under systemd)
+        os.kill(int(parts[1].split(".")[0]), 0)
         return True
     except (IndexError, ValueError, ProcessLookupError):
         return False
@@ -45,6 +46,19 @@ def force_sweep():
     for stamp in glob.glob("/run/execbox/jail/.swept*") + glob.glob(
             os.path.join(tempfile.gettempdir(), f"execbox-jail-{os.geteuid()}/.swept*")):
         os.unlink(stamp)
+
+
+def execbox_cgroups():
+    """Every cgroup named by execbox at any depth of the host's tree (v1: per hierarchy; v2: below
+    the root, a slice, a service or a scope), leaf execbox.main aside (execbox's own processes,
+    not a run's)."""
+    found = []
+    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+        if top.count("/") > 9:
+            dirs[:] = []
+            continue
+        found += [os.path.join(top, d) for d in dirs if d.startswith("execbox-")]
+    return found
 
 
 class JailWalls(Tests):
@@ -165,6 +179,23 @@ class JailWalls(Tests):
                 " try: open(p, 'w'); print('WROTE', p)\n except OSError as e: print(p, e.errno)")
         out = ok(jail(code))
         assert "WROTE" not in out, out
+
+    def test_code_read_only(self):
+        # /code holds the program (a warm run's is written by the library at run time): the
+        # program may read it, never write, replace or remount it.
+        code = ("import errno, os\n"
+                "for p in ['/code/x', '/code/main.py']:\n"
+                "    try:\n"
+                "        open(p, 'a').write('x'); print('WROTE', p)\n"
+                "    except OSError as e: print('refused', p, errno.errorcode[e.errno])\n"
+                "try:\n"
+                "    os.rename('/code/main.py', '/code/y'); print('RENAMED')\n"
+                "except OSError as e: print('refused rename', errno.errorcode[e.errno])\n")
+        out = ok(jail(code))
+        assert "WROTE" not in out and "RENAMED" not in out, out
+        assert out.count("refused") == 3, out
+        # Refused by the mount, not only by the files' owner: the guest's view is read-only.
+        assert "refused /code/x EROFS" in out, out
 
     def test_rm_rf_root(self):
         canary = tempfile.NamedTemporaryFile(dir="/var/tmp", delete=False)
@@ -454,8 +485,7 @@ class JailWalls(Tests):
         ok(jail("print(1)"))
         r = jail("while True: pass", "-t", "0.3")
         assert r["timed_out"]
-        left = [p for p in glob.glob("/sys/fs/cgroup/*/execbox-*") + glob.glob("/sys/fs/cgroup/*/*/*/execbox-*")
-                if not owner_alive(p)]
+        left = [p for p in execbox_cgroups() if not owner_alive(p)]
         assert not left, left
         # Of ours, only the documented, bounded pin of the prepared mount namespace may stay
         # mounted on the host (docs/jail.md); any other mount of ours is a leak.
