@@ -178,7 +178,7 @@ static bool detect_v2(const char *mnt, const char *path, const struct eb_cgroup_
     /* Already in our leaf (an earlier executor of this process, or the execbox that started
      * us): runs go beside it. */
     char *last = strrchr(base, '/');
-    bool in_leaf = last && strcmp(last + 1, EB_CG_LEAF) == 0 && last > base + strlen(mnt);
+    bool in_leaf = last && strcmp(last + 1, EB_CG_LEAF) == 0 && last >= base + strlen(mnt);
     if (in_leaf) {
         snprintf(r->leaf, sizeof(r->leaf), "%s", base);
         *last = '\0';

@@ -185,6 +185,23 @@ static void test_v2_in_leaf(void **state)
     assert_int_equal(access(want, F_OK), 0);
 }
 
+/* A container's processes moved into the leaf at its cgroup namespace's root: a later execbox
+ * started from them finds it there too (runs beside it, at the namespace's root). */
+static void test_v2_in_leaf_at_ns_root(void **state)
+{
+    (void)state;
+    put("cgroup.controllers", "cpu memory pids\n");
+    put("cgroup.subtree_control", "cpu memory pids\n");
+    mk(EB_CG_LEAF);
+    struct eb_cgroup_root r;
+    eb_cgroup_detect(root, "0::/" EB_CG_LEAF "\n", &nosd, &r);
+    assert_int_equal(r.version, 2);
+    assert_string_equal(r.base[0], root);
+    char want[512];
+    snprintf(want, sizeof(want), "%s/" EB_CG_LEAF, root);
+    assert_string_equal(r.leaf, want);
+}
+
 /* The root cgroup may hold processes and still give controllers: no leaf. */
 static void test_v2_root_cgroup(void **state)
 {
@@ -507,6 +524,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v2_delegated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_enable_controllers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_in_leaf, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_in_leaf_at_ns_root, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_root_cgroup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_not_given_controllers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_limits_and_stats, setup, teardown),
