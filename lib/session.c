@@ -479,6 +479,14 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
         goto sandbox_error;
     if (!oc.got_exit)
         broken = true; /* timed out or cancelled, and the state never reported: lost */
+    struct pollfd cp = {.fd = cell_pidfd, .events = POLLIN};
+    if (oc.got_exit && !oc.kept && poll(&cp, 1, 0) == 0) {
+        /* The state reports a failed cell only once it has reaped the cell's process: this
+         * report, with the process still running, came from the cell (which holds the status
+         * pipe too, to report its own success). Nothing of it is believed. */
+        kill_cell(&k);
+        broken = true;
+    }
     struct eb_box_stats after = {.cpu_ns = -1};
     s->ops->session_stats(s->sbx.w, &after);
     struct eb_wait w;

@@ -1915,6 +1915,9 @@ static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_po
     sb->child.kill_all = kill_all;
     sb->child.ctx = &sb->k;
     sb->child.exit_msg_ends = req.n_leave > 0;
+    /* A run's init reports EB_MSG_DONE, and its guest holds no copy of the status pipe
+     * (tpl_helper.c closes it before the guest's code); a session's cells hold theirs. */
+    sb->child.done_ok = !session;
     sb->go_fd = TAKE_FD(fds[9]);
 out:
     for (int i = 0; i < 10; i++)
