@@ -32,6 +32,11 @@ struct eb_session_box {
     int sock;  /* our end of the session's SOCK_SEQPACKET socket, owned by the caller, with
                   SO_PASSCRED on since before the interpreter could send on it */
     int ws_fd; /* the workspace directory, for file calls (the backend's, borrowed) */
+    /* SO_PASSPIDFD is on as well (kernel 6.5+): each message comes with a pidfd of the process
+     * that sent it (SCM_PIDFD), and a message without one is from a process already gone. Off:
+     * only the sender's pid number (SCM_CREDENTIALS), which names whatever process has that
+     * number when we look (see session_member). */
+    bool pidfd_cmsg;
 };
 
 /* What the executor asks a backend's start() for. */
@@ -153,6 +158,11 @@ struct eb_backend_ops {
      * also while a cell is supervised). */
     void (*session_stats)(struct eb_box *w, struct eb_box_stats *ret);
     void (*session_kill)(struct eb_box *w);
+    /* Whether the process pid (as we see it; pinned by the caller: a pidfd still alive after
+     * procdir, its /proc directory, was opened) is one of the session's sandbox: in its pid
+     * namespace and its cgroup. Nothing is done to a process the session names unless this
+     * says so. */
+    bool (*session_member)(struct eb_box *w, pid_t pid, int procdir);
 };
 
 const struct eb_backend_ops *eb_backend_find(const char *name);

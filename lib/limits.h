@@ -35,6 +35,9 @@
 #define EB_KILL_WAIT_MS 5000
 /* Read chunk for guest output. */
 #define EB_READ_CHUNK 65536
+/* After EB_MSG_DONE, what one drain reads before the loop looks at the deadline again: more than
+ * a pipe holds (pipe-max-size, 1 MiB by default). */
+#define EB_DRAIN_MAX (2U << 20)
 
 /* A template's generation (docs/pool.md): its runs share its string-hash secret and address
  * layout, so it is replaced after this many runs or seconds. 1000 runs keep a template's start

@@ -341,11 +341,16 @@ static int read_stream(struct stream *s, const struct execbox_request *req, char
 }
 
 /* After EB_MSG_DONE: nothing can be written to the stream any more, so what the pipe holds is
- * the rest of it; read that and close it as at EOF (its writers may still be exiting). */
-static int drain_stream(struct stream *s, const struct execbox_request *req, char *chunk)
+ * the rest of it; read that and close it as at EOF (its writers may still be exiting). Bounded
+ * all the same: by until (the run's deadline) and by what one pipe can hold (EB_DRAIN_MAX) per
+ * call, after which the supervision loop looks at the deadline and the cancel again and calls
+ * us once more; a stream still full then is read on as any other. */
+static int drain_stream(struct stream *s, const struct execbox_request *req, char *chunk,
+                        uint64_t until)
 {
     int r = 0;
-    while (*s->fd >= 0) {
+    size_t got = 0;
+    while (*s->fd >= 0 && got < EB_DRAIN_MAX && eb_now_ns() < until) {
         ssize_t n = read(*s->fd, chunk, EB_READ_CHUNK);
         if (n < 0 && errno == EINTR)
             continue;
@@ -353,6 +358,7 @@ static int drain_stream(struct stream *s, const struct execbox_request *req, cha
             eb_close(s->fd);
             break;
         }
+        got += (size_t)n;
         if (take_chunk(s, req, chunk, (size_t)n) < 0)
             r = -ENOMEM;
     }
@@ -375,7 +381,8 @@ static int read_status(struct eb_child *c, struct eb_outcome *out)
         out->setup_failed = true;
         out->setup_err = m.err;
         out->setup_err.msg[sizeof(out->setup_err.msg) - 1] = '\0';
-    } else if ((m.type == EB_MSG_EXIT || m.type == EB_MSG_KEPT || m.type == EB_MSG_DONE) &&
+    } else if ((m.type == EB_MSG_EXIT || m.type == EB_MSG_KEPT ||
+                (m.type == EB_MSG_DONE && c->done_ok)) &&
                !out->got_exit) {
         out->got_exit = true;
         out->kept = m.type == EB_MSG_KEPT;
@@ -492,9 +499,9 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
                 rc = eb_error_set(err, -ENOMEM, "out of memory buffering output");
         if (i_status >= 0 && pfd[i_status].revents)
             read_status(c, out);
-        if (out->done && chunk)
+        if (out->done && chunk && !killing)
             for (int i = 0; i < 2; i++)
-                if (*st[i].fd >= 0 && drain_stream(&st[i], req, chunk) < 0 && !rc)
+                if (*st[i].fd >= 0 && drain_stream(&st[i], req, chunk, deadline) < 0 && !rc)
                     rc = eb_error_set(err, -ENOMEM, "out of memory buffering output");
         if (i_cancel >= 0 && pfd[i_cancel].revents) {
             out->cancelled = true;

@@ -121,6 +121,10 @@ struct eb_child {
     /* With exit_msg_ends: once EB_MSG_EXIT (or EB_MSG_KEPT) has arrived, wait at most this long
      * for EOF on the streams (a session's cell may leave a process holding them); 0: no limit. */
     unsigned drain_after_exit_ms;
+    /* EB_MSG_DONE is believed: the status pipe's only writer is a template run's init (its
+     * guest holds no copy of it). Anywhere else (a session's cell holds its status pipe) the
+     * record is ignored, for it ends the run on the word of its sender. */
+    bool done_ok;
 };
 
 void eb_child_init(struct eb_child *c);

@@ -8,16 +8,20 @@
  * One cell:
  *   library --{"t":"cell"} + fds: stdout, stderr, status (write ends), results memfd, code
  *             memfd, stdin-->  state S
- *   S forks C (its own process group). C --{"t":"started"}--> library: the kernel tells us C's
- *   pid (SO_PASSCRED); we open its pidfd and make it the OOM killer's first choice, S its last.
+ *   S forks C (its own process group). C --{"t":"started"}--> library: the kernel tells us who
+ *   sent it (a pidfd, SCM_PIDFD; before kernel 6.5 only its pid, SO_PASSCRED); we pin that
+ *   process, check it is of the session's sandbox (recv_from_member: a message queued by a
+ *   process now gone names nobody), and make it the OOM killer's first choice, S its last.
  *   library --{"t":"go"}--> C, which runs the cell. Then either
  *   - C ended normally: it leaves the cell's pipes, tells S ('p', S exits) and sends
  *     EB_MSG_KEPT on the status pipe: C is the new state; or
  *   - C failed, was killed at the deadline or by a cancel, or by the OOM killer: S reaps it,
  *     kills what it left in its group and sends EB_MSG_EXIT with its status: S is still the
  *     state, exactly as before the cell (rolled back).
- * Everything the sandbox sends is untrusted: messages are bounded, every wait has a deadline,
- * and a session that stops making sense is killed and ended, never trusted further.
+ * Everything the sandbox sends is untrusted (every process in it runs the user's code, and a
+ * cell holds the socket and its status pipe): messages are bounded, every wait has a deadline,
+ * a process is acted on only through a pidfd once it is known to be the sandbox's, and a
+ * session that stops making sense is killed and ended, never trusted further.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -86,38 +90,58 @@ static double expires_at(const struct execbox_session *s)
     return a < b ? a : b;
 }
 
-/* The OOM killer's choice inside the session's cgroup: the cell before anything else, the
- * state last (root may set either; a cell may not lower its own again). */
-static void set_oom_adj(const struct execbox_session *s, pid_t pid, int adj)
+static int pidfd_of(pid_t pid)
 {
-    if (!s->oom_adj || pid <= 0)
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* The OOM killer's choice inside the session's cgroup: the cell before anything else, the
+ * state last (root may set either; a cell may not lower its own again). procdir is the
+ * process's /proc directory, pinned (struct sender): never a path by its number. */
+static void set_oom_adj(const struct execbox_session *s, int procdir, int adj)
+{
+    if (!s->oom_adj || procdir < 0)
         return;
-    char path[64], v[16];
-    snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+    char v[16];
     int n = snprintf(v, sizeof(v), "%d", adj);
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = openat(procdir, "oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (fd >= 0) {
         (void)!write(fd, v, (size_t)n);
         close(fd);
     }
 }
 
-static int pidfd_of(pid_t pid)
+#ifndef SCM_PIDFD
+#define SCM_PIDFD 0x04 /* linux/socket.h, for older headers */
+#endif
+
+/* Who sent a message, as the kernel named it: the process pinned (pidfd), the directory of
+ * /proc that is its and no other's (procdir, eb_pidfd_procdir), its pid as we see it. */
+struct sender {
+    int pidfd;
+    int procdir;
+    pid_t pid;
+};
+
+static void sender_close(struct sender *who)
 {
-    return (int)syscall(SYS_pidfd_open, pid, 0);
+    eb_close(&who->pidfd);
+    eb_close(&who->procdir);
+    who->pid = 0;
 }
 
-/* Receives one message from the sandbox within timeout_ms, with the sender's pid as the kernel
- * saw it; fds that came along are closed. watch_fd (a pidfd, or -1) turning readable first is
- * -ESRCH. The text is NUL-terminated. */
-static int recv_msg(int sock, int watch_fd, int timeout_ms, char *buf, size_t cap, pid_t *ret_pid,
-                    struct execbox_error *err)
+/* Receives one message from the sandbox within timeout_ms, with the sender as the kernel named
+ * it: the pidfd it attached (SCM_PIDFD) in *ret_pidfd, or -1, and the pid number it gave
+ * (SCM_CREDENTIALS) in *ret_pid, or 0; *ret_trunc when the message or its fds did not fit. fds
+ * that came along are closed. watch_fd (a pidfd, or -1) turning readable first is -ESRCH. The
+ * text is NUL-terminated. */
+static int recv_msg(int sock, int watch_fd, uint64_t end, char *buf, size_t cap, int *ret_pidfd,
+                    pid_t *ret_pid, bool *ret_trunc, struct execbox_error *err)
 {
-    uint64_t end = eb_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
     for (;;) {
         uint64_t now = eb_now_ns();
         if (now >= end)
-            return eb_error_set(err, -ETIMEDOUT, "the session did not answer in %d ms", timeout_ms);
+            return eb_error_set(err, -ETIMEDOUT, "the session did not answer in time");
         struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = watch_fd, .events = POLLIN}};
         int n = poll(p, watch_fd >= 0 ? 2 : 1, (int)((end - now) / 1000000ULL) + 1);
         if (n < 0 && errno == EINTR)
@@ -134,7 +158,8 @@ static int recv_msg(int sock, int watch_fd, int timeout_ms, char *buf, size_t ca
             return eb_error_set(err, -ESRCH, "the session's process ended");
     }
     union {
-        char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * 16)];
+        char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int)) +
+                 CMSG_SPACE(sizeof(int) * 16)];
         struct cmsghdr align;
     } u;
     struct iovec iov = {.iov_base = buf, .iov_len = cap - 1};
@@ -144,6 +169,7 @@ static int recv_msg(int sock, int watch_fd, int timeout_ms, char *buf, size_t ca
     if (n <= 0)
         return eb_error_set(err, n == 0 ? -EPIPE : -errno, "the session's socket closed");
     pid_t pid = 0;
+    int pidfd = -1;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != SOL_SOCKET)
             continue;
@@ -151,6 +177,13 @@ static int recv_msg(int sock, int watch_fd, int timeout_ms, char *buf, size_t ca
             struct ucred cr;
             memcpy(&cr, CMSG_DATA(c), sizeof(cr));
             pid = cr.pid;
+        } else if (c->cmsg_type == SCM_PIDFD && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c), sizeof(int));
+            if (pidfd >= 0)
+                close(fd);
+            else
+                pidfd = fd;
         } else if (c->cmsg_type == SCM_RIGHTS) {
             size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
             for (size_t i = 0; i < k; i++) {
@@ -160,11 +193,50 @@ static int recv_msg(int sock, int watch_fd, int timeout_ms, char *buf, size_t ca
             }
         }
     }
-    if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-        return eb_error_set(err, -EBADMSG, "the session sent a message too large");
     buf[n] = '\0';
+    *ret_pidfd = pidfd;
     *ret_pid = pid;
+    *ret_trunc = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
     return 0;
+}
+
+/* Receives the next message from a process of the session's sandbox, by end (monotonic ns),
+ * with its sender pinned in *ret (the caller closes it). A message whose sender is gone, or is
+ * not of the sandbox, is dropped unread: what the sandbox sent earlier and left queued (a cell
+ * may queue anything on the socket before it exits) names a process by a number that may be
+ * another's by now, and nothing is ever done to a process on such a message. The sender is
+ * pinned before it is checked (a pidfd, then its /proc directory while the pidfd says it still
+ * lives), so the check and every later act (its oom_score_adj through procdir, its kill
+ * through pidfd) are about the one process, which cannot leave the sandbox's pid namespace. */
+static int recv_from_member(struct execbox_session *s, int watch_fd, uint64_t end, char *buf,
+                            size_t cap, struct sender *ret, struct execbox_error *err)
+{
+    for (;;) {
+        int pidfd = -1;
+        pid_t pid = 0;
+        bool trunc = false;
+        int r = recv_msg(s->box.sock, watch_fd, end, buf, cap, &pidfd, &pid, &trunc, err);
+        if (r < 0)
+            return r;
+        /* With SCM_PIDFD on, a message without a pidfd is from a process already gone; its
+         * number is never used. Without it (kernels before 6.5), the number is all we have: we
+         * pin whatever process has it now, and check that one. */
+        if (pidfd < 0 && !s->box.pidfd_cmsg && pid > 0)
+            pidfd = pidfd_of(pid);
+        struct sender who = {.pidfd = pidfd, .procdir = -1};
+        if (who.pidfd >= 0)
+            who.procdir = eb_pidfd_procdir(who.pidfd, &who.pid);
+        if (who.procdir < 0 || !s->ops->session_member(s->sbx.w, who.pid, who.procdir)) {
+            sender_close(&who);
+            continue;
+        }
+        if (trunc) {
+            sender_close(&who);
+            return eb_error_set(err, -EBADMSG, "the session sent a message too large");
+        }
+        *ret = who;
+        return 0;
+    }
 }
 
 static bool msg_is(const char *buf, const char *type)
@@ -262,20 +334,21 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
         return r;
     }
     char buf[SESSION_MSG_MAX];
-    pid_t pid = 0;
-    r = recv_msg(s->box.sock, -1, SESSION_READY_MS, buf, sizeof(buf), &pid, err);
-    if (r == 0 && (!msg_is(buf, "ready") || pid <= 0))
+    struct sender who = {.pidfd = -1, .procdir = -1};
+    r = recv_from_member(s, -1, eb_now_ns() + (uint64_t)SESSION_READY_MS * 1000000ULL, buf,
+                         sizeof(buf), &who, err);
+    if (r == 0 && !msg_is(buf, "ready"))
         r = eb_error_set(err, -EBADMSG, "the session did not start as it should (pid %d: %.80s)",
-                         (int)pid, buf);
-    if (r == 0 && (s->state_pidfd = pidfd_of(pid)) < 0)
-        r = eb_error_set(err, -errno, "pidfd_open of the session's state: %s",
-                         execbox_strerror(-errno));
+                         (int)who.pid, buf);
     if (r < 0) {
+        sender_close(&who);
         eb_error_prefix(err, r, "start a session");
         execbox_session_free(s);
         return r;
     }
-    set_oom_adj(s, pid, -999);
+    set_oom_adj(s, who.procdir, -999);
+    s->state_pidfd = TAKE_FD(who.pidfd);
+    sender_close(&who);
     s->created = s->last_used = now_wall();
     *ret = s;
     return 0;
@@ -365,7 +438,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     size_t code_len = req->code_len ? req->code_len : strlen(req->code);
     struct execbox_error serr = {0, ""};
     int fds[6] = {-1, -1, -1, -1, -1, -1}; /* out r/w, err r/w, status r/w */
-    _cleanup_close_ int res_fd = -1, code_fd = -1, in_fd = -1, cell_pidfd = -1;
+    _cleanup_close_ int res_fd = -1, code_fd = -1, in_fd = -1, cell_pidfd = -1, cell_procdir = -1;
     int r = 0;
     bool broken = false;
     if (req->n_files) {
@@ -416,15 +489,14 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
 
     /* The cell's process announces itself; the deadline already runs. */
     uint64_t deadline = start_ns + (uint64_t)(pol->timeout * 1e9);
-    uint64_t now = eb_now_ns();
-    int wait_ms = now < deadline ? (int)((deadline - now) / 1000000ULL) + 1 : 1;
     char buf[SESSION_MSG_MAX];
-    pid_t pid = 0;
-    r = recv_msg(s->box.sock, s->state_pidfd, wait_ms, buf, sizeof(buf), &pid, &serr);
-    if (r == 0 && (!msg_is(buf, "started") || pid <= 0))
+    struct sender who = {.pidfd = -1, .procdir = -1};
+    r = recv_from_member(s, s->state_pidfd, deadline, buf, sizeof(buf), &who, &serr);
+    if (r == 0 && !msg_is(buf, "started"))
         r = eb_error_set(&serr, -EBADMSG, "the session did not start the cell as it should");
-    if (r == 0 && (cell_pidfd = pidfd_of(pid)) < 0)
-        r = eb_error_set(&serr, -errno, "pidfd_open of the cell: %s", execbox_strerror(-errno));
+    pid_t pid = who.pid;
+    cell_pidfd = TAKE_FD(who.pidfd);
+    cell_procdir = TAKE_FD(who.procdir);
     if (r < 0) {
         broken = true;
         if (r == -ETIMEDOUT) {
@@ -436,7 +508,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
         }
         goto sandbox_error;
     }
-    set_oom_adj(s, pid, 1000);
+    set_oom_adj(s, cell_procdir, 1000);
     struct eb_box_stats before = {.cpu_ns = -1};
     s->ops->session_stats(s->sbx.w, &before);
     if ((r = send_msg(s->box.sock, "{\"t\": \"go\"}", NULL, 0)) < 0) {
@@ -479,6 +551,14 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
         goto sandbox_error;
     if (!oc.got_exit)
         broken = true; /* timed out or cancelled, and the state never reported: lost */
+    struct pollfd cp = {.fd = cell_pidfd, .events = POLLIN};
+    if (oc.got_exit && !oc.kept && poll(&cp, 1, 0) == 0) {
+        /* The state reports a failed cell only once it has reaped the cell's process: this
+         * report, with the process still running, came from the cell (which holds the status
+         * pipe too, to report its own success). Nothing of it is believed. */
+        kill_cell(&k);
+        broken = true;
+    }
     struct eb_box_stats after = {.cpu_ns = -1};
     s->ops->session_stats(s->sbx.w, &after);
     struct eb_wait w;
@@ -508,7 +588,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
         eb_close(&s->state_pidfd);
         s->state_pidfd = TAKE_FD(cell_pidfd);
         pthread_mutex_unlock(&s->lock);
-        set_oom_adj(s, pid, -999);
+        set_oom_adj(s, cell_procdir, -999);
     }
     if (broken)
         end_session(s);

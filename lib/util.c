@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -313,4 +314,45 @@ bool eb_compat_forced(const char *mechanism)
             p++;
     }
     return false;
+}
+
+/* The "Pid:" line of a pidfd's fdinfo: the process's pid in our pid namespace, -1 once it is
+ * gone (0 when it is in none we can see). */
+static pid_t pidfd_pid(int pidfd)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = eb_read_full(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "\nPid:");
+    if (!p)
+        return -1;
+    long v = strtol(p + 5, NULL, 10);
+    return v > 0 && v <= 0x3fffffff ? (pid_t)v : -1; /* PID_MAX_LIMIT is 4M */
+}
+
+int eb_pidfd_procdir(int pidfd, pid_t *ret_pid)
+{
+    pid_t pid = pidfd_pid(pidfd);
+    if (pid <= 0)
+        return -ESRCH;
+    char path[32];
+    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+    int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return errno == ENOENT ? -ESRCH : -errno;
+    /* Still there (a zombie too holds its number): the directory we opened was its. */
+    if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+        int e = errno == ESRCH ? -ESRCH : -errno;
+        close(dir);
+        return e;
+    }
+    *ret_pid = pid;
+    return dir;
 }

@@ -90,6 +90,13 @@ int eb_rm_rf(const char *path);
 /* The same for the entry name of the directory dirfd. */
 int eb_rm_rf_at(int dirfd, const char *name);
 
+/* The process pidfd stands for, pinned as a directory of /proc: its pid as we see it in
+ * *ret_pid (from the pidfd's fdinfo) and an fd of its /proc/<pid> directory, opened while the
+ * pidfd said it was still alive (not yet reaped), so that the directory is that process's and
+ * never another's that took the number later (its files then fail with ESRCH). The fd, or
+ * -ESRCH when the process is gone, or -errno. */
+int eb_pidfd_procdir(int pidfd, pid_t *ret_pid);
+
 /* The directory for execbox's private temp files: $TMPDIR if absolute, else /tmp. */
 const char *eb_tmp_dir(void);
 

@@ -1036,7 +1036,8 @@ struct eb_box {
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
     struct eb_tplbox *tpl;  /* forked from this template (the executor keeps it alive), or NULL */
     bool cold;              /* started with its run: the program is in place and running */
-    bool session; /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/session.c) */
+    bool session;      /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/session.c) */
+    struct stat pidns; /* a session's: its pid namespace (nsfs st_dev and st_ino) */
     uint64_t guest_bytes; /* what the guest wrote, all streams */
 };
 
@@ -2028,6 +2029,9 @@ static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_po
     sb->child.kill_all = kill_all;
     sb->child.ctx = &sb->k;
     sb->child.exit_msg_ends = req.n_leave > 0;
+    /* A run's init reports EB_MSG_DONE, and its guest holds no copy of the status pipe
+     * (tpl_helper.c closes it before the guest's code); a session's cells hold theirs. */
+    sb->child.done_ok = !session;
     sb->go_fd = TAKE_FD(fds[9]);
 out:
     for (int i = 0; i < 10; i++)
@@ -2103,15 +2107,35 @@ static int jail_template_start(void *state, const struct execbox_policy *policy,
     return r < 0 ? r : tpl_start(j, policy, lang, preload, ret, err);
 }
 
+/* SO_PASSPIDFD and SCM_PIDFD (asm-generic/socket.h, linux/socket.h) for older headers. */
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD 76
+#endif
+
 /* A session's sandbox: the init told first that the state moves from process to process, the
  * interpreter then that it serves cells (lib/session.c). */
 static int session_begin(struct eb_box *sb, struct eb_session_box *ret, struct execbox_error *err)
 {
+    /* The session's pid namespace, which its init (pid 1 there) is in: lib/session.c acts on no
+     * process the session names that is not in it (session_member). */
+    pid_t init_pid = 0;
+    _cleanup_close_ int init_dir = eb_pidfd_procdir(sb->child.pidfd, &init_pid);
+    if (init_dir < 0)
+        return eb_error_set(err, init_dir, "the session's init: %s", execbox_strerror(init_dir));
+    if (fstatat(init_dir, "ns/pid", &sb->pidns, 0) < 0)
+        return eb_error_set(err, -errno, "the session's pid namespace: %s",
+                            execbox_strerror(-errno));
     /* The kernel names the sender of each message we receive (lib/session.c learns the state's
      * and the cells' pids so): on before the interpreter may send its first one. */
     int one = 1;
     if (setsockopt(sb->go_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
         return eb_error_set(err, -errno, "SO_PASSCRED: %s", execbox_strerror(-errno));
+    /* Better, where the kernel has it (6.5+): the sender itself, as a pidfd, which no other
+     * process can ever stand for. EXECBOX_TEST_NO_SCM_PIDFD=1 leaves it off, for the tests of
+     * the fallback (kernels before 6.5); the fallback is as safe, only less direct. */
+    const char *no = secure_getenv("EXECBOX_TEST_NO_SCM_PIDFD");
+    ret->pidfd_cmsg = !(no && strcmp(no, "1") == 0) &&
+                      setsockopt(sb->go_fd, SOL_SOCKET, SO_PASSPIDFD, &one, sizeof(one)) == 0;
     /* The init first, so that it knows before the interpreter could hand its state on. */
     if (eb_write_all(sb->child.ctl_fd, "S", 1) < 0 || send(sb->go_fd, "s", 1, MSG_NOSIGNAL) != 1)
         return eb_error_set(err, -EPIPE, "the session's sandbox died before it started");
@@ -2214,6 +2238,19 @@ static void jail_session_kill(struct eb_box *sb)
     kill_all(&sb->k);
 }
 
+/* In the session's pid namespace (a process cannot leave its own) and in its cgroup (no process
+ * of the sandbox may move itself out: it holds no cgroup.procs outside; its init leaves only once
+ * the sandbox is empty). A pid number the session named that now belongs to a host process is in
+ * neither. */
+static bool jail_session_member(struct eb_box *sb, pid_t pid, int procdir)
+{
+    struct stat ns;
+    if (fstatat(procdir, "ns/pid", &ns, 0) < 0 || ns.st_dev != sb->pidns.st_dev ||
+        ns.st_ino != sb->pidns.st_ino)
+        return false;
+    return !sb->j->cg.version || eb_cgroup_has(&sb->cg, pid) == 1;
+}
+
 /* ---- for backends layered on the jail ----------------------------------------------------- */
 
 int eb_jail_bind_ro(void *state, const char *src, const char *dst, struct execbox_error *err)
@@ -2256,4 +2293,5 @@ const struct eb_backend_ops eb_backend_jail = {
     .input_files = true,
     .session_stats = jail_session_stats,
     .session_kill = jail_session_kill,
+    .session_member = jail_session_member,
 };

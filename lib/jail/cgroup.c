@@ -585,6 +585,49 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
     st->cpu_ns = eb_cgroup_cpu_ns(cg);
 }
 
+struct has_pid {
+    pid_t want;
+    bool found;
+};
+
+static int has_pid(pid_t pid, void *arg)
+{
+    struct has_pid *h = arg;
+    if (pid == h->want)
+        h->found = true;
+    return 0;
+}
+
+int eb_cgroup_has(const struct eb_cgroup *cg, pid_t pid)
+{
+    if (!cg->root || cg->root->version == 0)
+        return -ENOENT;
+    /* One hierarchy is enough: the cgroup is the run's own, and every process of the run joins
+     * all of its hierarchies before it can run anything. */
+    const char *d = NULL;
+    if (cg->root->version == 2)
+        d = cg->dir[0];
+    else if (cg->dir[EB_CG_PIDS][0])
+        d = cg->dir[EB_CG_PIDS];
+    else if (cg->dir[EB_CG_MEMORY][0])
+        d = cg->dir[EB_CG_MEMORY];
+    if (!d || !d[0])
+        return -ENOENT;
+    char p[EXECBOX_PATH_MAX + 16];
+    if (snprintf(p, sizeof(p), "%s/%s", d, cg->root->version == 1 ? "tasks" : "cgroup.procs") >=
+        (int)sizeof(p))
+        return -ENAMETOOLONG;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct has_pid h = {.want = pid};
+    int r = eb_read_pids(fd, EB_PIDS_MAX, has_pid, &h);
+    close(fd);
+    if (r < 0)
+        return r;
+    return h.found ? 1 : 0;
+}
+
 int64_t eb_cgroup_cpu_ns(const struct eb_cgroup *cg)
 {
     char buf[2048];

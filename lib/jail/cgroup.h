@@ -99,6 +99,9 @@ struct eb_cgroup_stats {
 /* Reads the run's own counters. */
 void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st);
 
+/* Whether pid (as this process sees it) is in the run's cgroup now: 1, 0, or -errno (no
+ * cgroup, or it could not be read). The caller pins pid first (a pidfd still alive). */
+int eb_cgroup_has(const struct eb_cgroup *cg, pid_t pid);
 /* Only the CPU time its processes had, in ns (one file); -1 unknown. */
 int64_t eb_cgroup_cpu_ns(const struct eb_cgroup *cg);
 

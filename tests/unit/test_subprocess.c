@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include "executor.h"
 #include "execbox/execbox.h"
 #include "lang.h"
+#include "policy.h"
 #include "proc.h"
 #include "result.h"
 #include "util.h"
@@ -999,6 +1001,99 @@ static void test_wait_child_deadline(void **state)
     assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* A sandbox whose status pipe says EB_MSG_DONE while its output never stops (the pipe made
+ * large and fed by several processes, read by a slow on_output, so that a read never finds it
+ * empty): the supervision
+ * still ends at the run's deadline, timed out, whether the record is believed (done_ok: it
+ * drains, but by the deadline) or not (a session's cell wrote it). Before, the drain after the
+ * record read on for as long as the writers wrote. */
+static void slow_output(void *ud, enum execbox_stream which, const char *data, size_t len)
+{
+    (void)ud;
+    (void)which;
+    (void)data;
+    (void)len;
+    usleep(2000); /* a client that takes its time: the writers keep the pipe full */
+}
+
+static void supervise_done_flood(bool done_ok)
+{
+    int out[2], errp[2], status[2];
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(errp, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(status, O_CLOEXEC), 0);
+    (void)fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        setpgid(0, 0);
+        close(out[0]); /* the writers die of EPIPE if the test itself is gone */
+        close(errp[0]);
+        close(status[0]);
+        static char buf[65536];
+        memset(buf, 'x', sizeof(buf));
+        for (int i = 0; i < 3; i++)
+            if (fork() == 0)
+                for (;;)
+                    (void)!write(out[1], buf, sizeof(buf));
+        for (int i = 0; i < 16; i++)
+            (void)!write(out[1], buf, sizeof(buf));
+        struct eb_msg m;
+        memset(&m, 0, sizeof(m));
+        m.type = EB_MSG_DONE;
+        (void)!write(status[1], &m, sizeof(m));
+        for (;;)
+            (void)!write(out[1], buf, sizeof(buf));
+    }
+    setpgid(p, p);
+    close(out[1]);
+    close(errp[1]);
+    close(status[1]);
+    struct eb_child c;
+    eb_child_init(&c);
+    c.pid = p;
+    c.pidfd = (int)syscall(SYS_pidfd_open, p, 0);
+    assert_true(c.pidfd >= 0);
+    c.out_fd = out[0];
+    c.err_fd = errp[0];
+    c.status_fd = status[0];
+    c.kill_pgid = p;
+    c.done_ok = done_ok;
+    struct execbox_policy pol;
+    memset(&pol, 0, sizeof(pol));
+    eb_policy_resolve(&pol);
+    pol.timeout = 1;
+    struct execbox_request req;
+    memset(&req, 0, sizeof(req));
+    req.on_output = slow_output;
+    struct execbox_result *res = eb_result_new("subprocess", "python");
+    assert_non_null(res);
+    struct eb_outcome oc;
+    struct execbox_error err = {0, ""};
+    uint64_t t0 = eb_now_ns();
+    int r = eb_supervise(&c, &req, &pol, t0, res, &oc, &err);
+    uint64_t ms = (eb_now_ns() - t0) / 1000000U;
+    kill(-p, SIGKILL);
+    eb_child_close(&c);
+    execbox_result_free(res);
+    assert_int_equal(r, 0);
+    assert_true(ms < 5000);
+    assert_true(oc.timed_out);
+    assert_int_equal(oc.done, done_ok);
+}
+
+static void test_supervise_done_flood_believed(void **state)
+{
+    (void)state;
+    supervise_done_flood(true);
+}
+
+static void test_supervise_done_flood_ignored(void **state)
+{
+    (void)state;
+    supervise_done_flood(false);
+}
+
 int main(void)
 {
     if (access("/usr/bin/python3", X_OK) != 0) {
@@ -1014,6 +1109,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_close_all_except_refuses_too_many),
         cmocka_unit_test(test_wait_child_deadline),
+        cmocka_unit_test(test_supervise_done_flood_believed),
+        cmocka_unit_test(test_supervise_done_flood_ignored),
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_signals),
         cmocka_unit_test(test_timeout_busy_loop),
