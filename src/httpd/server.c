@@ -50,6 +50,8 @@
 /* Output waiting to be streamed to a slow SSE client; past it, output is dropped from the
  * stream (the final result event still carries the run's capped output). */
 #define SRV_SSE_PENDING_MAX (8U << 20)
+/* The stream buffer's first size; it doubles as needed, and holds only what is unsent. */
+#define SRV_SSE_BUF_MIN (64U << 10)
 /* How often the watchdog looks for clients that hung up. */
 #define SRV_WATCH_MS 50
 #define SRV_CONN_TIMEOUT_S 60U
@@ -144,7 +146,9 @@ struct job {
     double run_s;
     /* streaming */
     char *sse_buf;
-    size_t sse_len, sse_off, sse_dropped;
+    size_t sse_cap;          /* sse_buf's size */
+    size_t sse_off, sse_len; /* sse_buf[sse_off, sse_len) is still to be sent */
+    uint64_t sse_dropped;    /* bytes of output the client was too slow for (not streamed) */
     bool sse_done;
     char carry[2][4]; /* an incomplete UTF-8 sequence at the end of the last chunk */
     size_t carry_len[2];
@@ -488,22 +492,38 @@ static int enqueue(struct srv *s, struct job *j)
 
 /* ---- streaming --------------------------------------------------------------------------- */
 
-/* Appends a frame to the job's stream and wakes its connection; false when it was dropped.
- * Called with j->lock held. */
+/* Makes room for len more bytes at the end of the job's stream buffer: what the client has
+ * already been sent is dropped from its front first, so that the buffer holds only what is
+ * still to be sent (a client that keeps up a little at a time never drains it fully, and a
+ * buffer that only grew would hold every byte ever streamed). Called with j->lock held. */
+static bool sse_reserve(struct job *j, size_t len)
+{
+    size_t pending = j->sse_len - j->sse_off;
+    if (j->sse_off && (j->sse_off >= j->sse_cap / 2 || j->sse_cap - j->sse_len < len)) {
+        memmove(j->sse_buf, j->sse_buf + j->sse_off, pending);
+        j->sse_off = 0;
+        j->sse_len = pending;
+    }
+    if (j->sse_cap - j->sse_len >= len)
+        return true;
+    size_t cap = j->sse_cap ? j->sse_cap : SRV_SSE_BUF_MIN;
+    while (cap < j->sse_len + len)
+        cap *= 2;
+    char *nb = realloc(j->sse_buf, cap);
+    if (!nb)
+        return false;
+    j->sse_buf = nb;
+    j->sse_cap = cap;
+    return true;
+}
+
+/* Appends a frame to the job's stream and wakes its connection; false when it was dropped
+ * (the client is more than SRV_SSE_PENDING_MAX behind; a forced frame is never dropped for
+ * that). Called with j->lock held. */
 static bool sse_push(struct job *j, const char *frame, size_t len, bool force)
 {
-    if (!force && j->sse_len - j->sse_off + len > SRV_SSE_PENDING_MAX) {
-        j->sse_dropped += len;
+    if ((!force && j->sse_len - j->sse_off + len > SRV_SSE_PENDING_MAX) || !sse_reserve(j, len))
         return false;
-    }
-    if (j->sse_off && j->sse_off == j->sse_len)
-        j->sse_off = j->sse_len = 0;
-    char *nb = realloc(j->sse_buf, j->sse_len + len);
-    if (!nb) {
-        j->sse_dropped += len;
-        return false;
-    }
-    j->sse_buf = nb;
     memcpy(j->sse_buf + j->sse_len, frame, len);
     j->sse_len += len;
     if (j->suspended && j->conn) {
@@ -523,15 +543,32 @@ static bool e2b_push(void *ud, const char *line, size_t len, bool force)
     return kept;
 }
 
-static void sse_event(struct job *j, const char *event, const char *json, bool force)
+static bool sse_event(struct job *j, const char *event, const char *json, bool force)
 {
     size_t n;
     char *f = srv_sse_frame(event, json, &n);
     if (!f)
-        return;
+        return false;
     pthread_mutex_lock(&j->lock);
-    sse_push(j, f, n, force);
+    bool kept = sse_push(j, f, n, force);
     pthread_mutex_unlock(&j->lock);
+    free(f);
+    return kept;
+}
+
+/* The note that output was dropped from the stream, as one stderr event that is never
+ * dropped itself. Called with j->lock held. */
+static void sse_dropped_note(struct job *j)
+{
+    char note[200];
+    snprintf(note, sizeof(note),
+             "{\"data\":\"\\n[execbox: %llu bytes of output were not streamed: the client read "
+             "too slowly]\\n\"}",
+             (unsigned long long)j->sse_dropped);
+    size_t n;
+    char *f = srv_sse_frame("stderr", note, &n);
+    if (f)
+        sse_push(j, f, n, true);
     free(f);
 }
 
@@ -554,8 +591,8 @@ static void on_output(void *ud, enum execbox_stream stream, const char *data, si
         j->carry_len[k] = keep;
         json_t *o = clen ? json_pack("{s:s%}", "data", clean, clen) : NULL;
         char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        if (s)
-            sse_event(j, k ? "stderr" : "stdout", s, false);
+        if (clen && (!s || !sse_event(j, k ? "stderr" : "stdout", s, false)))
+            j->sse_dropped += clen; /* only the worker's thread counts it */
         free(s);
         json_decref(o);
         execbox_free(clean);
@@ -575,6 +612,15 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
             n = max;
         memcpy(buf, j->sse_buf + j->sse_off, n);
         j->sse_off += n;
+        if (j->sse_off == j->sse_len) {
+            /* All sent: the buffer starts over, and a large one goes back to the system. */
+            j->sse_off = j->sse_len = 0;
+            if (j->sse_cap > SRV_SSE_BUF_MIN) {
+                free(j->sse_buf);
+                j->sse_buf = NULL;
+                j->sse_cap = 0;
+            }
+        }
         r = (ssize_t)n;
     } else if (j->sse_done) {
         r = MHD_CONTENT_READER_END_OF_STREAM;
@@ -953,7 +999,10 @@ static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
         /* The lines were the answer; a call that never ran just ends. */
         j->sse_done = true;
     } else if (j->sse) {
-        /* The final event: the result record, or the error. */
+        /* What the client was too slow for is said on stderr, as on the E2B route; then the
+         * final event: the result record, or the error. */
+        if (j->sse_dropped)
+            sse_dropped_note(j);
         if (body) {
             size_t n;
             char *f = srv_sse_frame(status == 200 ? "result" : "error", body, &n);
