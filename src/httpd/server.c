@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,8 @@
 #define SRV_SSE_PENDING_MAX (8U << 20)
 /* The stream buffer's first size; it doubles as needed, and holds only what is unsent. */
 #define SRV_SSE_BUF_MIN (64U << 10)
+/* A download is read from its file this much at a time: what the server holds of it. */
+#define SRV_FILE_BLOCK (64U << 10)
 /* How often the watchdog looks for clients that hung up. */
 #define SRV_WATCH_MS 50
 #define SRV_CONN_TIMEOUT_S 60U
@@ -139,7 +142,9 @@ struct job {
     int run_status; /* the worker's answer, published as status in http_done() */
     char *resp;
     size_t resp_len;
-    void (*resp_free)(void *); /* how resp is freed: free, or execbox_free for file bytes */
+    void (*resp_free)(void *); /* how resp is freed: free, or execbox_free */
+    int resp_fd;               /* a download: the file, sent from it (resp is NULL); or -1 */
+    uint64_t resp_fd_size;     /* ... its size when opened: what is sent */
     const char *resp_ctype;    /* static; NULL: application/json */
     const char *outcome;       /* for the log; NULL when nothing ran */
     int exit_code;
@@ -309,6 +314,8 @@ static void job_unref(struct job *j)
     srv_run_spec_clear(&j->spec);
     if (j->resp)
         j->resp_free(j->resp);
+    if (j->resp_fd >= 0)
+        close(j->resp_fd);
     free(j->sse_buf);
     free(j->file_path);
     sess_put(j->sess);
@@ -345,6 +352,7 @@ static struct job *job_new(struct srv *s, struct MHD_Connection *c, const char *
     j->srv = s;
     j->conn = c;
     j->fd = -1;
+    j->resp_fd = -1;
     j->resp_free = free;
     j->body_max = s->cfg.max_body;
     j->t0_ns = now_ns();
@@ -403,16 +411,10 @@ static const char *allowed_methods(enum route r)
     }
 }
 
-/* Queues a response whose body (malloc'd, freed by free_fn) is handed over. */
-static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int status,
-                               const char *ctype, char *body, size_t len, void (*free_fn)(void *),
-                               size_t retry_secs)
+/* Adds the headers every answer carries and queues it. */
+static enum MHD_Result queue_answer(struct job *j, struct MHD_Connection *c, int status,
+                                    const char *ctype, struct MHD_Response *r, size_t retry_secs)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free_fn);
-    if (!r) {
-        free_fn(body);
-        return MHD_NO;
-    }
     if (status != 204)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, "X-Request-Id", j->id);
@@ -443,6 +445,54 @@ static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int stat
     j->status = status;
     j->state = J_ANSWERED;
     return ok;
+}
+
+/* Queues a response whose body (malloc'd, freed by free_fn) is handed over. */
+static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int status,
+                               const char *ctype, char *body, size_t len, void (*free_fn)(void *),
+                               size_t retry_secs)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free_fn);
+    if (!r) {
+        free_fn(body);
+        return MHD_NO;
+    }
+    return queue_answer(j, c, status, ctype, r, retry_secs);
+}
+
+/* A download's reader: the next block of the file, read at the offset libmicrohttpd asks for
+ * into its one buffer of SRV_FILE_BLOCK bytes. A file that shrank under the download (a cell
+ * truncated it) ends the response with an error: the connection is closed, and the client sees
+ * a body shorter than its Content-Length rather than a wait. */
+static ssize_t file_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    int fd = (int)(intptr_t)cls;
+    ssize_t n;
+    do
+        n = pread(fd, buf, max, (off_t)pos);
+    while (n < 0 && errno == EINTR);
+    return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void file_close(void *cls)
+{
+    close((int)(intptr_t)cls);
+}
+
+/* Queues a download sent from the file itself (fd, handed over): it is read a block at a time
+ * as the client takes it, so that the server holds one block of it per connection however
+ * large it is and however slowly the client reads. size is what is sent (its size when
+ * opened). */
+static enum MHD_Result respond_file(struct job *j, struct MHD_Connection *c, const char *ctype,
+                                    int fd, uint64_t size)
+{
+    struct MHD_Response *r = MHD_create_response_from_callback(size, SRV_FILE_BLOCK, file_read,
+                                                               (void *)(intptr_t)fd, file_close);
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    return queue_answer(j, c, 200, ctype, r, 0);
 }
 
 static enum MHD_Result respond_error(struct job *j, struct MHD_Connection *c, int status,
@@ -878,22 +928,26 @@ static void run_file_op(struct job *j)
         return;
     }
     case OP_FILE_GET: {
-        char *data = NULL;
-        size_t len = 0;
-        r = execbox_session_read_file(es, j->file_path, file_cap(sess_policy(j->sess)), &data, &len,
+        /* Opened here, sent from the descriptor by the polling thread (respond_file). */
+        int fd = -1;
+        uint64_t size = 0;
+        r = execbox_session_open_file(es, j->file_path, file_cap(sess_policy(j->sess)), &fd, &size,
                                       &err);
         if (r < 0)
             break;
-        if (!data) { /* an empty file may come back without a buffer */
-            data = strdup("");
-            if (!data) {
+        if (size == 0) { /* nothing to send from it */
+            close(fd);
+            char *empty = strdup("");
+            if (!empty) {
                 set_error_answer(j, 503, "unavailable", "out of memory", NULL);
                 return;
             }
-            set_answer(j, 200, data, 0, srv_mime_from_name(j->file_path), free);
+            set_answer(j, 200, empty, 0, srv_mime_from_name(j->file_path), free);
             return;
         }
-        set_answer(j, 200, data, len, srv_mime_from_name(j->file_path), execbox_free);
+        set_answer(j, 200, NULL, 0, srv_mime_from_name(j->file_path), free);
+        j->resp_fd = fd;
+        j->resp_fd_size = size;
         return;
     }
     case OP_FILE_PUT: {
@@ -982,10 +1036,13 @@ static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
     }
     pthread_mutex_lock(&j->lock);
     int status = j->run_status;
-    if (end == RUNNER_DROPPED || (!j->resp && !status)) {
+    if (end == RUNNER_DROPPED || (!j->resp && j->resp_fd < 0 && !status)) {
         __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
         if (j->resp)
             j->resp_free(j->resp);
+        if (j->resp_fd >= 0)
+            close(j->resp_fd);
+        j->resp_fd = -1;
         status = 499;
         j->resp = srv_error_json("client_gone", "the client disconnected before the run", NULL);
         j->resp_len = j->resp ? strlen(j->resp) : 0;
@@ -1679,7 +1736,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return answer_now(s, j, c);
     pthread_mutex_lock(&j->lock);
     enum MHD_Result ret = MHD_YES;
-    if (j->state == J_DONE && !j->sse) {
+    if (j->state == J_DONE && !j->sse && j->resp_fd >= 0) {
+        int fd = j->resp_fd;
+        j->resp_fd = -1;
+        ret = respond_file(j, c, j->resp_ctype ? j->resp_ctype : "application/octet-stream", fd,
+                           j->resp_fd_size);
+    } else if (j->state == J_DONE && !j->sse) {
         char *body = j->resp;
         j->resp = NULL;
         if (!body)
