@@ -1336,6 +1336,21 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
     j->close =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
 
+    /* DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 is, to the
+     * browser, of the same origin as this server, and may read every answer; its requests
+     * still name evil.example in Host. Without a token, only our own names are served. */
+    if (s->cfg.check_host) {
+        const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+        if (host && !srv_host_allowed(host, s->cfg.allow_hosts, s->cfg.n_allow_hosts)) {
+            j->op = OP_NONE;
+            reject(j, 421, "misdirected_request",
+                   "Host names no name of this server (without a token: its address, "
+                   "localhost, --allow-host-header)",
+                   0);
+            return MHD_YES;
+        }
+    }
+
     /* A browser names the page behind a request in Origin, and sends a "simple" cross-site
      * POST without asking first: a page the user merely opens must not run code here. */
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");

@@ -251,7 +251,7 @@ class HardeningTests(Tests):
         """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 makes the
         browser send Host: evil.example. Without a token the server answers only to its own
         names: every route refuses such a request with 421 and a JSON error."""
-        with Server("--allow-host-header", "execbox.internal") as s:
+        with Server() as s:
             port = s.port
             st, _, data = s.request("POST", "/v1/sessions", {})
             if st == 501:
@@ -282,7 +282,7 @@ class HardeningTests(Tests):
             ]
             bad = ["evil.example", f"evil.example:{port}", "EVIL.example:80",
                    "localhost.evil.example", "127.0.0.1.evil.example", f"evil.example:{port}x",
-                   "execbox.internal.evil.example", "[::1].evil.example", "",
+                   "[::1].evil.example", "", "local host",
                    f"127.0.0.1:{port}@evil.example"]
             for host in bad:
                 for method, path, body in routes:
@@ -301,10 +301,10 @@ class HardeningTests(Tests):
             assert st == 200 and json.loads(data)["execution_count"] == 0, data
             st, _, data = s.request("GET", "/v1/sessions")
             assert len(json.loads(data)["sessions"]) == 1, data
-            # The server's own names: loopback, with or without the port, and the flag's.
+            # The server's own names: loopback and IP addresses, with or without the port.
             good = ["localhost", f"localhost:{port}", "LocalHost", "127.0.0.1",
-                    f"127.0.0.1:{port}", "127.9.8.7", "[::1]", f"[::1]:{port}",
-                    "execbox.internal", f"execbox.internal:{port}", "EXECBOX.INTERNAL"]
+                    f"127.0.0.1:{port}", "127.9.8.7", "[::1]", f"[::1]:{port}", "10.1.2.3:80",
+                    "localhost."]
             for host in good:
                 st, _, data = s.request("GET", f"/v1/sessions/{sid}/files/secret.txt",
                                         headers={"Host": host})
@@ -318,6 +318,30 @@ class HardeningTests(Tests):
             assert any(e.get("event") == "access" and e.get("status") == 421
                        for e in s.log_lines())
             assert s.request("DELETE", f"/v1/sessions/{sid}")[0] == 204
+            assert s.stop() == 0
+
+    def test_allow_host_header_admits_a_name(self):
+        """--allow-host-header NAME: Host NAME (any port, any case) is served, a name that
+        merely starts or ends like it is not; the name given with --listen is one of ours."""
+        with Server("--allow-host-header", "execbox.internal",
+                    "--allow-host-header", "box2.example.") as s:
+            port = s.port
+            for host in ["execbox.internal", f"execbox.internal:{port}", "EXECBOX.INTERNAL",
+                         "box2.example", "box2.example.:1", "localhost", "127.0.0.1"]:
+                st, _, data = s.request("GET", "/v1/sessions", headers={"Host": host})
+                assert st == 200, (host, st, data[:200])
+                st, _, data = s.request("GET", "/e2b/health", headers={"Host": host})
+                assert st == 200, (host, st, data[:200])
+            for host in ["execbox.internal.evil.example", "evil.execbox.internal",
+                         "xexecbox.internal", "execbox.interna", "evil.example"]:
+                st, _, data = s.request("GET", "/v1/sessions", headers={"Host": host})
+                assert st == 421, (host, st, data[:200])
+            assert s.stop() == 0
+        with Server(listen="localhost:0") as s:
+            st, _, data = s.request("GET", "/v1/sessions", headers={"Host": "localhost"})
+            assert st == 200, (st, data)
+            st, _, data = s.request("GET", "/v1/sessions", headers={"Host": "evil.example"})
+            assert st == 421, (st, data)
             assert s.stop() == 0
 
     def test_host_header_not_checked_with_token(self):
