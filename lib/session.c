@@ -726,6 +726,13 @@ int execbox_session_read_file(struct execbox_session *s, const char *path, size_
     return r < 0 ? r : eb_ws_read(s->box.ws_fd, path, max, ret_data, ret_len, err);
 }
 
+int execbox_session_open_file(struct execbox_session *s, const char *path, uint64_t max,
+                              int *ret_fd, uint64_t *ret_size, struct execbox_error *err)
+{
+    int r = file_call(s, err);
+    return r < 0 ? r : eb_ws_open_read(s->box.ws_fd, path, max, ret_fd, ret_size, err);
+}
+
 int execbox_session_list_files(struct execbox_session *s, struct execbox_file **ret_files,
                                size_t *ret_n, struct execbox_error *err)
 {

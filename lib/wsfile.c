@@ -164,8 +164,8 @@ int eb_ws_write(int dirfd, const char *path, const void *data, size_t len, uint6
     return 0;
 }
 
-int eb_ws_read(int dirfd, const char *path, size_t max, char **ret_data, size_t *ret_len,
-               struct execbox_error *err)
+int eb_ws_open_read(int dirfd, const char *path, uint64_t max, int *ret_fd, uint64_t *ret_size,
+                    struct execbox_error *err)
 {
     int r = eb_ws_path_check(path, err);
     if (r < 0)
@@ -182,10 +182,27 @@ int eb_ws_read(int dirfd, const char *path, size_t max, char **ret_data, size_t 
     if (!S_ISREG(st.st_mode))
         return eb_error_set(err, -EINVAL, "'%.200s' is not a regular file", path);
     if ((uint64_t)st.st_size > max)
-        return eb_error_set(err, -EFBIG, "'%.200s' is %lld bytes, more than %zu", path,
-                            (long long)st.st_size, max);
+        return eb_error_set(err, -EFBIG, "'%.200s' is %lld bytes, more than %llu", path,
+                            (long long)st.st_size, (unsigned long long)max);
+    /* A regular file: reads never block, and the caller's reads may be plain ones. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+        return eb_error_set(err, -errno, "fcntl '%.200s': %s", path, execbox_strerror(-errno));
+    *ret_size = (uint64_t)st.st_size;
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
+int eb_ws_read(int dirfd, const char *path, size_t max, char **ret_data, size_t *ret_len,
+               struct execbox_error *err)
+{
+    _cleanup_close_ int fd = -1;
+    uint64_t size = 0;
+    int r = eb_ws_open_read(dirfd, path, max, &fd, &size, err);
+    if (r < 0)
+        return r;
     /* The size may change under us (a cell may be writing): read at most max + 1. */
-    size_t cap = (size_t)st.st_size + 1, n = 0;
+    size_t cap = (size_t)size + 1, n = 0;
     char *buf = malloc(cap + 1);
     if (!buf)
         return eb_error_set(err, -ENOMEM, "out of memory");

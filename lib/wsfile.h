@@ -21,6 +21,11 @@ int eb_ws_path_check(const char *path, struct execbox_error *err);
 int eb_ws_write(int dirfd, const char *path, const void *data, size_t len, uint64_t max,
                 struct execbox_error *err);
 
+/* Opens the regular file at path for reading (O_CLOEXEC, blocking), at most max bytes long
+ * (-EFBIG beyond): *ret_fd is the caller's to close, *ret_size its size when opened. */
+int eb_ws_open_read(int dirfd, const char *path, uint64_t max, int *ret_fd, uint64_t *ret_size,
+                    struct execbox_error *err);
+
 /* Reads the regular file at path, at most max bytes (-EFBIG beyond), NUL-terminated. */
 int eb_ws_read(int dirfd, const char *path, size_t max, char **ret_data, size_t *ret_len,
                struct execbox_error *err);

@@ -31,3 +31,9 @@ set_tests_properties(fuzz.front_head PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
 # Sessions over HTTP (docs/sessions.md): real serve on loopback and the real jail.
 eb_integration_test(sessions)
 set_tests_properties(integration.sessions PROPERTIES TIMEOUT 600)
+
+# Three attacks on serve, run for real (tests/integration/serve_hardening.py): a steady reader
+# of an endless stream, twenty slow downloads of a 64 MiB file (serve's memory stays bounded),
+# and DNS rebinding against a server without a token (421 on every route).
+eb_integration_test(serve_hardening)
+set_tests_properties(integration.serve_hardening PROPERTIES TIMEOUT 300)

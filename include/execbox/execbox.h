@@ -487,6 +487,13 @@ int execbox_session_write_file(struct execbox_session *s, const char *path, cons
                                size_t len, struct execbox_error *err);
 int execbox_session_read_file(struct execbox_session *s, const char *path, size_t max,
                               char **ret_data, size_t *ret_len, struct execbox_error *err);
+/* Opens a workspace file for reading, as read_file resolves and checks it, without reading it:
+ * for a caller that streams a large file (a download) rather than holding it whole. *ret_fd is
+ * a blocking, close-on-exec descriptor the caller closes; *ret_size is the file's size when
+ * opened (-EFBIG when larger than max). A cell may change the file meanwhile: the caller
+ * decides how to treat bytes past *ret_size or a file that shrinks. */
+int execbox_session_open_file(struct execbox_session *s, const char *path, uint64_t max,
+                              int *ret_fd, uint64_t *ret_size, struct execbox_error *err);
 int execbox_session_list_files(struct execbox_session *s, struct execbox_file **ret_files,
                                size_t *ret_n, struct execbox_error *err);
 int execbox_session_remove_file(struct execbox_session *s, const char *path,

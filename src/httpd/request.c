@@ -5,6 +5,7 @@
 
 #include "common/jsonrpc.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -531,6 +532,77 @@ char *srv_sse_frame(const char *event, const char *json, size_t *ret_len)
     if (ret_len)
         *ret_len = (size_t)w;
     return f;
+}
+
+bool srv_host_name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > SRV_HOST_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+bool srv_host_allowed(const char *host, const char *const *names, size_t n_names)
+{
+    char h[SRV_HOST_NAME_MAX + 1];
+    size_t len = strlen(host), hl;
+    const char *port = NULL;
+    if (host[0] == '[') {
+        /* "[v6]" or "[v6]:port": any IPv6 literal. */
+        const char *close = strchr(host, ']');
+        if (!close)
+            return false;
+        hl = (size_t)(close - host - 1);
+        if (close[1] == ':')
+            port = close + 2;
+        else if (close[1])
+            return false;
+        if (hl >= sizeof(h))
+            return false;
+        memcpy(h, host + 1, hl);
+        h[hl] = '\0';
+        struct in6_addr a6;
+        if (inet_pton(AF_INET6, h, &a6) != 1)
+            return false;
+    } else {
+        const char *colon = strchr(host, ':');
+        hl = colon ? (size_t)(colon - host) : len;
+        if (colon)
+            port = colon + 1;
+        if (hl == 0 || hl >= sizeof(h))
+            return false;
+        memcpy(h, host, hl);
+        h[hl] = '\0';
+    }
+    if (port && (!*port || strlen(port) > 5 || strspn(port, "0123456789") != strlen(port)))
+        return false;
+    if (host[0] == '[')
+        return true;
+    if (!srv_host_name_ok(h))
+        return false;
+    if (hl > 1 && h[hl - 1] == '.') /* "localhost." is localhost */
+        h[--hl] = '\0';
+    /* An IPv4 literal: a browser sends one only for a URL naming that address, whose pages
+     * are then of that address's origin; no DNS answer can be behind it. */
+    struct in_addr a4;
+    if (inet_pton(AF_INET, h, &a4) == 1)
+        return true;
+    if (strcasecmp(h, "localhost") == 0)
+        return true;
+    for (size_t i = 0; i < n_names; i++) {
+        size_t nl = strlen(names[i]);
+        if (nl > 1 && names[i][nl - 1] == '.')
+            nl--;
+        if (nl == hl && strncasecmp(h, names[i], nl) == 0)
+            return true;
+    }
+    return false;
 }
 
 bool srv_request_id_ok(const char *id)

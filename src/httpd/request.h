@@ -81,6 +81,19 @@ char *srv_error_json(const char *code, const char *message, const char *field);
  * single line (jansson's compact output is). NULL on no memory. */
 char *srv_sse_frame(const char *event, const char *json, size_t *ret_len);
 
+/* The longest host name (DNS: 253 bytes). */
+#define SRV_HOST_NAME_MAX 253
+
+/* Whether name is a host name as --allow-host-header takes it: 1 to SRV_HOST_NAME_MAX of
+ * [A-Za-z0-9.-], no port. */
+bool srv_host_name_ok(const char *name);
+
+/* Whether a Host header names this server, against DNS rebinding (a page whose own name now
+ * resolves to a loopback address makes the browser send that name): an IP literal (a.b.c.d,
+ * [v6]), "localhost", or one of names (compared ignoring case and a trailing dot), each with
+ * or without ":port". Anything else, an empty value included, is not. */
+bool srv_host_allowed(const char *host, const char *const *names, size_t n_names);
+
 /* Whether a client-supplied request id is safe to echo and log: 1 to 64 of [A-Za-z0-9._-]. */
 bool srv_request_id_ok(const char *id);
 

@@ -20,6 +20,7 @@
 #include "common/cliopts.h"
 #include "common/sessions.h"
 #include "execbox/execbox.h"
+#include "request.h"
 #include "server.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8080"
@@ -28,6 +29,7 @@
 #define LISTEN_BACKLOG 1024
 #define FORCED_STOP_GRACE_S 5
 #define MAX_ALLOW_ORIGINS 32
+#define MAX_ALLOW_HOSTS 32
 
 static void help(FILE *f)
 {
@@ -53,6 +55,11 @@ static void help(FILE *f)
             "      --allow-origin ORIGIN  let web pages from ORIGIN (e.g. https://app.example)\n"
             "                           call this server (repeatable; '*': any). A request\n"
             "                           with any other Origin header gets 403 (default: all)\n"
+            "      --allow-host-header NAME  without a token, also serve requests whose Host\n"
+            "                           header is NAME (any port; repeatable). Without a\n"
+            "                           token only IP addresses, localhost, the --listen name\n"
+            "                           and these are served; any other Host gets 421, so\n"
+            "                           that a DNS-rebinding web page cannot reach the server\n"
             "      --max-sessions N     sessions open at once (default 16); more get 429\n"
             "      --session-idle-max SECONDS  most idle_timeout a session may ask for\n"
             "                           (default 3600; a session's default is 600, or this)\n"
@@ -215,6 +222,7 @@ int cmd_serve(int argc, char **argv)
         OPT_DRAIN,
         OPT_DRAIN_GRACE,
         OPT_ALLOW_ORIGIN,
+        OPT_ALLOW_HOST_HEADER,
         OPT_MAX_SESSIONS,
         OPT_SESSION_IDLE_MAX,
         OPT_SESSION_LIFETIME,
@@ -231,6 +239,7 @@ int cmd_serve(int argc, char **argv)
         {"drain-timeout", required_argument, NULL, OPT_DRAIN},
         {"drain-grace", required_argument, NULL, OPT_DRAIN_GRACE},
         {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+        {"allow-host-header", required_argument, NULL, OPT_ALLOW_HOST_HEADER},
         {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"session-idle-max", required_argument, NULL, OPT_SESSION_IDLE_MAX},
         {"session-lifetime", required_argument, NULL, OPT_SESSION_LIFETIME},
@@ -249,6 +258,10 @@ int cmd_serve(int argc, char **argv)
            lifetime = (size_t)SESS_LIFETIME_DEFAULT;
     const char *origins[MAX_ALLOW_ORIGINS];
     size_t n_origins = 0;
+    /* the --allow-host-header names, then the --listen host's */
+    const char *hosts[MAX_ALLOW_HOSTS + 1];
+    size_t n_hosts = 0;
+    char listen_host[SRV_HOST_NAME_MAX + 1] = "";
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "L:h", longopts, NULL)) != -1) {
@@ -305,6 +318,17 @@ int cmd_serve(int argc, char **argv)
             }
             origins[n_origins++] = optarg;
             break;
+        case OPT_ALLOW_HOST_HEADER:
+            /* A name as a Host header carries it: no scheme, no port, no path. */
+            if (n_hosts == MAX_ALLOW_HOSTS || !srv_host_name_ok(optarg)) {
+                fprintf(stderr,
+                        "execbox serve: --allow-host-header: '%s' is not a host name such as "
+                        "execbox.internal (letters, digits, '.', '-'; no port; at most %d)\n",
+                        optarg, MAX_ALLOW_HOSTS);
+                return EXIT_EXECBOX;
+            }
+            hosts[n_hosts++] = optarg;
+            break;
         case OPT_DRAIN: {
             char *end;
             drain_timeout = strtod(optarg, &end);
@@ -336,6 +360,15 @@ int cmd_serve(int argc, char **argv)
     }
     if (token && !*token)
         token = NULL;
+    /* The name given with --listen is one of ours too ("[v6]" and IP literals always are). */
+    const char *lc = strrchr(listen_addr, ':');
+    if (strncmp(listen_addr, "unix:", 5) != 0 && lc &&
+        (size_t)(lc - listen_addr) < sizeof(listen_host)) {
+        memcpy(listen_host, listen_addr, (size_t)(lc - listen_addr));
+        listen_host[lc - listen_addr] = '\0';
+        if (srv_host_name_ok(listen_host))
+            hosts[n_hosts++] = listen_host;
+    }
 
     struct srv_config cfg = {.token = token,
                              .workers = workers,
@@ -343,6 +376,10 @@ int cmd_serve(int argc, char **argv)
                              .max_body = max_body,
                              .allow_origins = origins,
                              .n_allow_origins = n_origins,
+                             /* A unix socket is out of a browser's reach: no name to rebind. */
+                             .check_host = !token && strncmp(listen_addr, "unix:", 5) != 0,
+                             .allow_hosts = hosts,
+                             .n_allow_hosts = n_hosts,
                              .max_sessions = max_sessions,
                              .session_idle_max = (double)idle_max,
                              .session_lifetime = (double)lifetime};

@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,10 @@
 /* Output waiting to be streamed to a slow SSE client; past it, output is dropped from the
  * stream (the final result event still carries the run's capped output). */
 #define SRV_SSE_PENDING_MAX (8U << 20)
+/* The stream buffer's first size; it doubles as needed, and holds only what is unsent. */
+#define SRV_SSE_BUF_MIN (64U << 10)
+/* A download is read from its file this much at a time: what the server holds of it. */
+#define SRV_FILE_BLOCK (64U << 10)
 /* How often the watchdog looks for clients that hung up. */
 #define SRV_WATCH_MS 50
 #define SRV_CONN_TIMEOUT_S 60U
@@ -137,14 +142,18 @@ struct job {
     int run_status; /* the worker's answer, published as status in http_done() */
     char *resp;
     size_t resp_len;
-    void (*resp_free)(void *); /* how resp is freed: free, or execbox_free for file bytes */
+    void (*resp_free)(void *); /* how resp is freed: free, or execbox_free */
+    int resp_fd;               /* a download: the file, sent from it (resp is NULL); or -1 */
+    uint64_t resp_fd_size;     /* ... its size when opened: what is sent */
     const char *resp_ctype;    /* static; NULL: application/json */
     const char *outcome;       /* for the log; NULL when nothing ran */
     int exit_code;
     double run_s;
     /* streaming */
     char *sse_buf;
-    size_t sse_len, sse_off, sse_dropped;
+    size_t sse_cap;          /* sse_buf's size */
+    size_t sse_off, sse_len; /* sse_buf[sse_off, sse_len) is still to be sent */
+    uint64_t sse_dropped;    /* bytes of output the client was too slow for (not streamed) */
     bool sse_done;
     char carry[2][4]; /* an incomplete UTF-8 sequence at the end of the last chunk */
     size_t carry_len[2];
@@ -305,6 +314,8 @@ static void job_unref(struct job *j)
     srv_run_spec_clear(&j->spec);
     if (j->resp)
         j->resp_free(j->resp);
+    if (j->resp_fd >= 0)
+        close(j->resp_fd);
     free(j->sse_buf);
     free(j->file_path);
     sess_put(j->sess);
@@ -341,6 +352,7 @@ static struct job *job_new(struct srv *s, struct MHD_Connection *c, const char *
     j->srv = s;
     j->conn = c;
     j->fd = -1;
+    j->resp_fd = -1;
     j->resp_free = free;
     j->body_max = s->cfg.max_body;
     j->t0_ns = now_ns();
@@ -399,16 +411,10 @@ static const char *allowed_methods(enum route r)
     }
 }
 
-/* Queues a response whose body (malloc'd, freed by free_fn) is handed over. */
-static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int status,
-                               const char *ctype, char *body, size_t len, void (*free_fn)(void *),
-                               size_t retry_secs)
+/* Adds the headers every answer carries and queues it. */
+static enum MHD_Result queue_answer(struct job *j, struct MHD_Connection *c, int status,
+                                    const char *ctype, struct MHD_Response *r, size_t retry_secs)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free_fn);
-    if (!r) {
-        free_fn(body);
-        return MHD_NO;
-    }
     if (status != 204)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, "X-Request-Id", j->id);
@@ -439,6 +445,54 @@ static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int stat
     j->status = status;
     j->state = J_ANSWERED;
     return ok;
+}
+
+/* Queues a response whose body (malloc'd, freed by free_fn) is handed over. */
+static enum MHD_Result respond(struct job *j, struct MHD_Connection *c, int status,
+                               const char *ctype, char *body, size_t len, void (*free_fn)(void *),
+                               size_t retry_secs)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free_fn);
+    if (!r) {
+        free_fn(body);
+        return MHD_NO;
+    }
+    return queue_answer(j, c, status, ctype, r, retry_secs);
+}
+
+/* A download's reader: the next block of the file, read at the offset libmicrohttpd asks for
+ * into its one buffer of SRV_FILE_BLOCK bytes. A file that shrank under the download (a cell
+ * truncated it) ends the response with an error: the connection is closed, and the client sees
+ * a body shorter than its Content-Length rather than a wait. */
+static ssize_t file_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    int fd = (int)(intptr_t)cls;
+    ssize_t n;
+    do
+        n = pread(fd, buf, max, (off_t)pos);
+    while (n < 0 && errno == EINTR);
+    return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void file_close(void *cls)
+{
+    close((int)(intptr_t)cls);
+}
+
+/* Queues a download sent from the file itself (fd, handed over): it is read a block at a time
+ * as the client takes it, so that the server holds one block of it per connection however
+ * large it is and however slowly the client reads. size is what is sent (its size when
+ * opened). */
+static enum MHD_Result respond_file(struct job *j, struct MHD_Connection *c, const char *ctype,
+                                    int fd, uint64_t size)
+{
+    struct MHD_Response *r = MHD_create_response_from_callback(size, SRV_FILE_BLOCK, file_read,
+                                                               (void *)(intptr_t)fd, file_close);
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    return queue_answer(j, c, 200, ctype, r, 0);
 }
 
 static enum MHD_Result respond_error(struct job *j, struct MHD_Connection *c, int status,
@@ -488,22 +542,38 @@ static int enqueue(struct srv *s, struct job *j)
 
 /* ---- streaming --------------------------------------------------------------------------- */
 
-/* Appends a frame to the job's stream and wakes its connection; false when it was dropped.
- * Called with j->lock held. */
+/* Makes room for len more bytes at the end of the job's stream buffer: what the client has
+ * already been sent is dropped from its front first, so that the buffer holds only what is
+ * still to be sent (a client that keeps up a little at a time never drains it fully, and a
+ * buffer that only grew would hold every byte ever streamed). Called with j->lock held. */
+static bool sse_reserve(struct job *j, size_t len)
+{
+    size_t pending = j->sse_len - j->sse_off;
+    if (j->sse_off && (j->sse_off >= j->sse_cap / 2 || j->sse_cap - j->sse_len < len)) {
+        memmove(j->sse_buf, j->sse_buf + j->sse_off, pending);
+        j->sse_off = 0;
+        j->sse_len = pending;
+    }
+    if (j->sse_cap - j->sse_len >= len)
+        return true;
+    size_t cap = j->sse_cap ? j->sse_cap : SRV_SSE_BUF_MIN;
+    while (cap < j->sse_len + len)
+        cap *= 2;
+    char *nb = realloc(j->sse_buf, cap);
+    if (!nb)
+        return false;
+    j->sse_buf = nb;
+    j->sse_cap = cap;
+    return true;
+}
+
+/* Appends a frame to the job's stream and wakes its connection; false when it was dropped
+ * (the client is more than SRV_SSE_PENDING_MAX behind; a forced frame is never dropped for
+ * that). Called with j->lock held. */
 static bool sse_push(struct job *j, const char *frame, size_t len, bool force)
 {
-    if (!force && j->sse_len - j->sse_off + len > SRV_SSE_PENDING_MAX) {
-        j->sse_dropped += len;
+    if ((!force && j->sse_len - j->sse_off + len > SRV_SSE_PENDING_MAX) || !sse_reserve(j, len))
         return false;
-    }
-    if (j->sse_off && j->sse_off == j->sse_len)
-        j->sse_off = j->sse_len = 0;
-    char *nb = realloc(j->sse_buf, j->sse_len + len);
-    if (!nb) {
-        j->sse_dropped += len;
-        return false;
-    }
-    j->sse_buf = nb;
     memcpy(j->sse_buf + j->sse_len, frame, len);
     j->sse_len += len;
     if (j->suspended && j->conn) {
@@ -523,15 +593,32 @@ static bool e2b_push(void *ud, const char *line, size_t len, bool force)
     return kept;
 }
 
-static void sse_event(struct job *j, const char *event, const char *json, bool force)
+static bool sse_event(struct job *j, const char *event, const char *json, bool force)
 {
     size_t n;
     char *f = srv_sse_frame(event, json, &n);
     if (!f)
-        return;
+        return false;
     pthread_mutex_lock(&j->lock);
-    sse_push(j, f, n, force);
+    bool kept = sse_push(j, f, n, force);
     pthread_mutex_unlock(&j->lock);
+    free(f);
+    return kept;
+}
+
+/* The note that output was dropped from the stream, as one stderr event that is never
+ * dropped itself. Called with j->lock held. */
+static void sse_dropped_note(struct job *j)
+{
+    char note[200];
+    snprintf(note, sizeof(note),
+             "{\"data\":\"\\n[execbox: %llu bytes of output were not streamed: the client read "
+             "too slowly]\\n\"}",
+             (unsigned long long)j->sse_dropped);
+    size_t n;
+    char *f = srv_sse_frame("stderr", note, &n);
+    if (f)
+        sse_push(j, f, n, true);
     free(f);
 }
 
@@ -554,8 +641,8 @@ static void on_output(void *ud, enum execbox_stream stream, const char *data, si
         j->carry_len[k] = keep;
         json_t *o = clen ? json_pack("{s:s%}", "data", clean, clen) : NULL;
         char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        if (s)
-            sse_event(j, k ? "stderr" : "stdout", s, false);
+        if (clen && (!s || !sse_event(j, k ? "stderr" : "stdout", s, false)))
+            j->sse_dropped += clen; /* only the worker's thread counts it */
         free(s);
         json_decref(o);
         execbox_free(clean);
@@ -575,6 +662,15 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
             n = max;
         memcpy(buf, j->sse_buf + j->sse_off, n);
         j->sse_off += n;
+        if (j->sse_off == j->sse_len) {
+            /* All sent: the buffer starts over, and a large one goes back to the system. */
+            j->sse_off = j->sse_len = 0;
+            if (j->sse_cap > SRV_SSE_BUF_MIN) {
+                free(j->sse_buf);
+                j->sse_buf = NULL;
+                j->sse_cap = 0;
+            }
+        }
         r = (ssize_t)n;
     } else if (j->sse_done) {
         r = MHD_CONTENT_READER_END_OF_STREAM;
@@ -832,22 +928,26 @@ static void run_file_op(struct job *j)
         return;
     }
     case OP_FILE_GET: {
-        char *data = NULL;
-        size_t len = 0;
-        r = execbox_session_read_file(es, j->file_path, file_cap(sess_policy(j->sess)), &data, &len,
+        /* Opened here, sent from the descriptor by the polling thread (respond_file). */
+        int fd = -1;
+        uint64_t size = 0;
+        r = execbox_session_open_file(es, j->file_path, file_cap(sess_policy(j->sess)), &fd, &size,
                                       &err);
         if (r < 0)
             break;
-        if (!data) { /* an empty file may come back without a buffer */
-            data = strdup("");
-            if (!data) {
+        if (size == 0) { /* nothing to send from it */
+            close(fd);
+            char *empty = strdup("");
+            if (!empty) {
                 set_error_answer(j, 503, "unavailable", "out of memory", NULL);
                 return;
             }
-            set_answer(j, 200, data, 0, srv_mime_from_name(j->file_path), free);
+            set_answer(j, 200, empty, 0, srv_mime_from_name(j->file_path), free);
             return;
         }
-        set_answer(j, 200, data, len, srv_mime_from_name(j->file_path), execbox_free);
+        set_answer(j, 200, NULL, 0, srv_mime_from_name(j->file_path), free);
+        j->resp_fd = fd;
+        j->resp_fd_size = size;
         return;
     }
     case OP_FILE_PUT: {
@@ -936,10 +1036,13 @@ static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
     }
     pthread_mutex_lock(&j->lock);
     int status = j->run_status;
-    if (end == RUNNER_DROPPED || (!j->resp && !status)) {
+    if (end == RUNNER_DROPPED || (!j->resp && j->resp_fd < 0 && !status)) {
         __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
         if (j->resp)
             j->resp_free(j->resp);
+        if (j->resp_fd >= 0)
+            close(j->resp_fd);
+        j->resp_fd = -1;
         status = 499;
         j->resp = srv_error_json("client_gone", "the client disconnected before the run", NULL);
         j->resp_len = j->resp ? strlen(j->resp) : 0;
@@ -953,7 +1056,10 @@ static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
         /* The lines were the answer; a call that never ran just ends. */
         j->sse_done = true;
     } else if (j->sse) {
-        /* The final event: the result record, or the error. */
+        /* What the client was too slow for is said on stderr, as on the E2B route; then the
+         * final event: the result record, or the error. */
+        if (j->sse_dropped)
+            sse_dropped_note(j);
         if (body) {
             size_t n;
             char *f = srv_sse_frame(status == 200 ? "result" : "error", body, &n);
@@ -1229,6 +1335,21 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
     /* The front door checked that this is "chunked" and the only framing header. */
     j->close =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+
+    /* DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 is, to the
+     * browser, of the same origin as this server, and may read every answer; its requests
+     * still name evil.example in Host. Without a token, only our own names are served. */
+    if (s->cfg.check_host) {
+        const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+        if (host && !srv_host_allowed(host, s->cfg.allow_hosts, s->cfg.n_allow_hosts)) {
+            j->op = OP_NONE;
+            reject(j, 421, "misdirected_request",
+                   "Host names no name of this server (without a token: its address, "
+                   "localhost, --allow-host-header)",
+                   0);
+            return MHD_YES;
+        }
+    }
 
     /* A browser names the page behind a request in Origin, and sends a "simple" cross-site
      * POST without asking first: a page the user merely opens must not run code here. */
@@ -1630,7 +1751,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return answer_now(s, j, c);
     pthread_mutex_lock(&j->lock);
     enum MHD_Result ret = MHD_YES;
-    if (j->state == J_DONE && !j->sse) {
+    if (j->state == J_DONE && !j->sse && j->resp_fd >= 0) {
+        int fd = j->resp_fd;
+        j->resp_fd = -1;
+        ret = respond_file(j, c, j->resp_ctype ? j->resp_ctype : "application/octet-stream", fd,
+                           j->resp_fd_size);
+    } else if (j->state == J_DONE && !j->sse) {
         char *body = j->resp;
         j->resp = NULL;
         if (!body)

@@ -20,6 +20,12 @@ struct srv_config {
      * request with any other Origin header gets 403. None by default; "*" allows any. */
     const char *const *allow_origins; /* borrowed; outlives the server */
     size_t n_allow_origins;
+    /* Against DNS rebinding when there is no token: true makes a request whose Host header is
+     * not an IP literal, "localhost" or one of allow_hosts (the listen address's name and
+     * --allow-host-header's) get 421 on every route. With a token the token is the defence. */
+    bool check_host;
+    const char *const *allow_hosts; /* borrowed; outlives the server */
+    size_t n_allow_hosts;
     int listen_fd; /* bound, listening socket; the server takes it */
     /* Sessions (/v1/sessions, docs/sessions.md): 0 fields take the defaults of
      * common/sessions.h. */

@@ -76,6 +76,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
               "no '..' part");
     }
 
+    /* A Host header (libmicrohttpd hands it over NUL-terminated): whatever is allowed against
+     * a list of one name is an IP literal, localhost or that name, and no '@', '/' or space. */
+    char host[300];
+    size_t hlen = size < sizeof(host) - 1 ? size : sizeof(host) - 1;
+    memcpy(host, data, hlen);
+    host[hlen] = '\0';
+    static const char *const names[] = {"execbox.internal"};
+    if (srv_host_allowed(host, names, 1))
+        check(!strpbrk(host, "@/ \t\r\n?#"), "an allowed Host is a name, an address, a port");
+
     size_t keep = 0, clen = 0;
     char *clean = execbox_utf8_sanitize((const char *)data, size, &clen, &keep);
     if (clean) {

@@ -208,7 +208,7 @@ class RemoteTests(Tests):
                 # the back kills the sandbox
                 c = socket.create_connection((front.host, front.port))
                 body = json.dumps(sleeper).encode()
-                c.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                c.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
                           b"application/json\r\nContent-Length: " + str(len(body)).encode() +
                           b"\r\n\r\n" + body)
                 wait_for(lambda: descendants(back.proc.pid), 20, "the sandbox on the back")

@@ -414,7 +414,7 @@ class ServeTests(Tests):
             sock.settimeout(30)
             sock.connect(path)
             body = json.dumps({"code": "print('over unix')"}).encode()
-            sock.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            sock.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
                          b"Content-Type: application/json\r\nContent-Length: " +
                          str(len(body)).encode() + b"\r\n\r\n" + body)
             data = b""
@@ -455,7 +455,7 @@ class ServeTests(Tests):
             c.close()
             # A huge declared length is refused at once, without reading it.
             sock = socket.create_connection((s.host, s.port), timeout=30)
-            sock.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: x\r\n"
+            sock.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: localhost\r\n"
                          b"Content-Length: 99999999999\r\n\r\n")
             head = sock.recv(4096)
             sock.close()
@@ -469,8 +469,8 @@ class ServeTests(Tests):
         connection is closed; also when it comes as a later request on a kept-alive
         connection. A request whose framing a proxy and we could read differently (two
         lengths, a length and chunked, another coding) is refused, never guessed."""
-        ok = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
-        post = b"POST /v1/execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        ok = b"GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        post = b"POST /v1/execute HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         cases = [
             (b"Content-Length: -1\r\n", 400, "bad_request"),
             (b"Content-Length: abc\r\n", 400, "bad_request"),

@@ -147,7 +147,7 @@ def scenario_serve(exe, ws, nonce):
         body = json.dumps({"code": guest_code(nonce, f"started-{i}")}).encode()
         try:
             s = socket.create_connection(("127.0.0.1", port), timeout=130)
-            s.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            s.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                       b"Content-Length: %d\r\n\r\n" % len(body) + body)
             s.recv(1)
             s.close()
