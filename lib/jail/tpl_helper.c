@@ -14,7 +14,7 @@
  *   cgroup namespace, mounts the run's own /tmp, /dev/shm, /workspace, /code and /proc, forks G
  *   (the only copy of T's memory a run costs), drops every privilege and execs the init program
  *   (pid 1 of the run), which ends the vfork.
- *   G (pid 2, or 3 when 2 is T's own pid: see spare_main) jumps back into T's frame of
+ *   G (pid 2; T itself is pid 3 of its sandbox, see r_main) jumps back into T's frame of
  *   eb_tpl_serve, lets Python finish the fork, places its
  *   fds, sets rlimits, drops every capability, applies Landlock and seccomp and returns 0: the
  *   bootstrap then waits on fd 3 for the code.
@@ -170,9 +170,9 @@ static int r_main(void *arg)
      * fork by its pid (OpenSSL 3 reseeds its generators when getpid() is not the pid of their
      * last use), and G's raw fork runs no atfork handler: with T's pid, G would go on from T's
      * generator state, and every sibling would draw the same bytes and make the same keys. In
-     * the run's new pid namespace R is 1 and pids go up from there: when T's own pid is the
-     * next one, a spare child (sharing our memory, R waiting: it costs no copy) takes it and
-     * exits first. */
+     * the run's new pid namespace R is 1 and pids go up from there. T's sandbox made T pid 3
+     * (eb_init.spare_pid), so G is 2 as a cold guest is; should T still be 2, a spare child
+     * (sharing our memory, R waiting: it costs no copy) takes 2 and exits first. */
     if (t->guest != 2) {
         long s = clone(spare_main, spare_stack + sizeof(spare_stack),
                        CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
