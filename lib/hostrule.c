@@ -251,13 +251,6 @@ bool eb_host_rule_matches(const struct eb_host_rule *r, const uint16_t *ports,
     return false;
 }
 
-bool eb_host_rule_covers_addr(const struct eb_host_rule *r, const uint16_t *ports, int family,
-                              const uint8_t *addr, uint16_t port)
-{
-    return r->kind == EB_RULE_ADDR && r->family == family && port_ok(r, ports, port) &&
-           prefix_match(r->addr, r->prefix, addr);
-}
-
 bool eb_host_rule_within(const struct eb_host_rule *in, const uint16_t *in_ports,
                          const struct eb_host_rule *out, const uint16_t *out_ports)
 {
@@ -285,7 +278,15 @@ bool eb_host_rule_within(const struct eb_host_rule *in, const uint16_t *in_ports
     return false;
 }
 
-static const char *v4_special(const uint8_t *a)
+/* The class of a special address: its name and the range of it that holds the address (the
+ * narrowest one listed: a metadata address is its own class, inside link-local). */
+struct special_class {
+    const char *what;
+    uint8_t net[16];
+    unsigned prefix;
+};
+
+static bool v4_special(const uint8_t *a, struct special_class *ret)
 {
     static const struct {
         uint8_t net[4];
@@ -311,21 +312,37 @@ static const char *v4_special(const uint8_t *a)
         {{240, 0, 0, 0}, 4, "reserved"}, /* and the broadcast address */
     };
     for (size_t i = 0; i < ARRAY_SIZE(ranges); i++)
-        if (prefix_match(ranges[i].net, ranges[i].prefix, a))
-            return ranges[i].what;
-    return NULL;
+        if (prefix_match(ranges[i].net, ranges[i].prefix, a)) {
+            memset(ret, 0, sizeof(*ret));
+            ret->what = ranges[i].what;
+            memcpy(ret->net, ranges[i].net, 4);
+            ret->prefix = ranges[i].prefix;
+            return true;
+        }
+    return false;
 }
 
-const char *eb_addr_special(int family, const uint8_t *a)
+static bool addr_class(int family, const uint8_t *a, struct special_class *ret)
 {
     if (family == AF_INET)
-        return v4_special(a);
-    if (family != AF_INET6)
-        return "reserved";
+        return v4_special(a, ret);
+    memset(ret, 0, sizeof(*ret));
+    if (family != AF_INET6) {
+        ret->what = "reserved";
+        return true;
+    }
     static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b};
-    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0)
-        return v4_special(a + 12);
+    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) {
+        /* Judged by the IPv4 address inside; the class's range is the IPv4 one under the same
+         * 96-bit prefix (::ffff:127.0.0.0/104 is loopback). */
+        if (!v4_special(a + 12, ret))
+            return false;
+        memmove(ret->net + 12, ret->net, 4);
+        memcpy(ret->net, a, 12);
+        ret->prefix += 96;
+        return true;
+    }
     static const struct {
         uint8_t net[16];
         unsigned prefix;
@@ -342,7 +359,33 @@ const char *eb_addr_special(int family, const uint8_t *a)
         {{0xff}, 8, "multicast"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(ranges); i++)
-        if (prefix_match(ranges[i].net, ranges[i].prefix, a))
-            return ranges[i].what;
-    return NULL;
+        if (prefix_match(ranges[i].net, ranges[i].prefix, a)) {
+            ret->what = ranges[i].what;
+            memcpy(ret->net, ranges[i].net, 16);
+            ret->prefix = ranges[i].prefix;
+            return true;
+        }
+    return false;
+}
+
+const char *eb_addr_special(int family, const uint8_t *a)
+{
+    struct special_class k;
+    return addr_class(family, a, &k) ? k.what : NULL;
+}
+
+bool eb_host_rule_covers_addr(const struct eb_host_rule *r, const uint16_t *ports, int family,
+                              const uint8_t *addr, uint16_t port)
+{
+    if (r->kind != EB_RULE_ADDR || r->family != family || !port_ok(r, ports, port) ||
+        !prefix_match(r->addr, r->prefix, addr))
+        return false;
+    /* A range that holds the address names it only when it lies within the address's class: a
+     * catch-all (0.0.0.0/0, ::/0) or any range wider than loopback, private, link-local or a
+     * metadata address says "the internet", not "this machine" or "the cloud's metadata
+     * service". 127.0.0.0/8, 10.1.0.0/16 and 169.254.169.254 name theirs. */
+    struct special_class k;
+    if (!addr_class(family, addr, &k))
+        return true; /* an ordinary address: any range holding it allows it */
+    return r->prefix >= k.prefix && prefix_match(k.net, k.prefix, r->addr);
 }

@@ -52,7 +52,11 @@ int eb_target_parse(const char *host, struct eb_target *ret);
 bool eb_host_rule_matches(const struct eb_host_rule *r, const uint16_t *ports,
                           const struct eb_target *t, uint16_t port);
 
-/* Does rule r name the address (family, addr) explicitly and allow port? */
+/* Does rule r name the address (family, addr) explicitly and allow port? An address rule
+ * names an address of a special class (eb_addr_special) only when its range lies within that
+ * class's range: 127.0.0.0/8 names 127.0.0.1, 169.254.169.254 names the metadata service,
+ * 0.0.0.0/0, ::/0, 169.254.0.0/16 (for the metadata address) or 0.0.0.0/1 name none of them.
+ * Any range holding an ordinary public address names it. */
 bool eb_host_rule_covers_addr(const struct eb_host_rule *r, const uint16_t *ports, int family,
                               const uint8_t *addr, uint16_t port);
 

@@ -130,6 +130,13 @@ static int guest_main(void *arg)
     return 127; /* not reached: eb_guest_exec execs or exits */
 }
 
+/* A child that only takes a pid and exits (eb_init.spare_pid). */
+static int spare_main(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
 /* The guest's stack until its execve (the rest of init never touches it), with a guard page
  * below it. */
 #define GUEST_STACK_SIZE (256U << 10)
@@ -172,6 +179,21 @@ void eb_init_main(const struct eb_init *in)
     if (stack == MAP_FAILED || mprotect(stack, 4096, PROT_NONE) < 0) {
         eb_child_send_error(in->status_fd, -errno, "map the guest's stack");
         _exit(1);
+    }
+    if (in->spare_pid) {
+        /* A template's forks are guests in pid namespaces of their own, where the first child
+         * of their init is pid 2, as a cold guest is. OpenSSL 3 (like any library that compares
+         * getpid() with the pid of its last use) tells a fork only by a pid that changed: if the
+         * template's interpreter were pid 2 too, each fork would go on from the template's
+         * random generator state and siblings would draw the same bytes. The spare takes pid 2
+         * here (sharing our memory and stack, init waiting: it costs no copy), so the
+         * interpreter is pid 3. */
+        pid_t s =
+            clone(spare_main, stack + GUEST_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+        if (s < 0 || waitpid(s, NULL, 0) != s) {
+            eb_child_send_error(in->status_fd, -errno, "take the template's spare pid");
+            _exit(1);
+        }
     }
     struct guest_start gs = {.in = in, .sfd = sfd};
     pid_t guest =

@@ -75,6 +75,9 @@ struct eb_init {
      * eb_init_loop_leave); init keeps them, the guest closes them before anything else. */
     const int *leave_fds;
     int n_leave;
+    /* A template: a spare child takes the guest's usual pid first (it exits at once), so the
+     * template's interpreter never has the pid its forks' guests get (see tpl_helper.c). */
+    bool spare_pid;
 };
 
 #define EB_KEEP_FDS_MAX 24

@@ -1592,7 +1592,7 @@ static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb
         .cg = j->cg.version ? &sb->cg : NULL,
         .plans = {sysplan, dyn},
         .nplans = 2,
-        .init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest},
+        .init = {.status_fd = fds[5], .ctl_fd = fds[6], .guest = &guest, .spare_pid = tpl},
         /* /dev/shm: POSIX semaphores and shared memory (multiprocessing). */
         .writable = {"/tmp", "/workspace", "/dev/shm", NULL},
         .tpl = tpl,

@@ -14,7 +14,8 @@
  *   cgroup namespace, mounts the run's own /tmp, /dev/shm, /workspace, /code and /proc, forks G
  *   (the only copy of T's memory a run costs), drops every privilege and execs the init program
  *   (pid 1 of the run), which ends the vfork.
- *   G (pid 2) jumps back into T's frame of eb_tpl_serve, lets Python finish the fork, places its
+ *   G (pid 2; T itself is pid 3 of its sandbox, see r_main) jumps back into T's frame of
+ *   eb_tpl_serve, lets Python finish the fork, places its
  *   fds, sets rlimits, drops every capability, applies Landlock and seccomp and returns 0: the
  *   bootstrap then waits on fd 3 for the code.
  * Nothing of a run ever reaches T: R writes only its error into T's memory before it execs.
@@ -38,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../childlib.h"
@@ -69,6 +71,7 @@ struct tpl {
     int n_fds;
     char tmp_opts[160], shm_opts[96];
     char guest_pid[16], n_leave[16];
+    pid_t self_pid, guest; /* T's pid (in T's pid namespace); the pid G must get in the run's */
     sigset_t saved_mask;
     jmp_buf jb;
     /* written by R before it execs or exits: 0, or why the run could not be set up */
@@ -76,10 +79,18 @@ struct tpl {
     char r_msg[160];
 };
 
-static struct tpl tpl; /* one template per process; the stack below is R's */
+static struct tpl tpl; /* one template per process; the stacks below are R's and the spare's */
 static char r_stack[R_STACK_SIZE] __attribute__((aligned(16)));
+static char spare_stack[4096] __attribute__((aligned(16)));
 
 /* ---- R: the run's init-to-be, sharing T's memory (raw syscalls, no allocation) ------------ */
+
+/* A child that only takes a pid and exits (see r_main, before G). */
+static int spare_main(void *arg)
+{
+    (void)arg;
+    return 0;
+}
 
 __attribute__((noreturn)) static void r_fail(struct tpl *t, int code, const char *what)
 {
@@ -155,12 +166,29 @@ static int r_main(void *arg)
     dfl.sa_handler = SIG_DFL;
     if (sigaction(SIGCHLD, &dfl, NULL) < 0)
         r_fail(t, -errno, "reset SIGCHLD");
+    /* G must not have T's pid. A library that keeps state it must not share with a fork tells a
+     * fork by its pid (OpenSSL 3 reseeds its generators when getpid() is not the pid of their
+     * last use), and G's raw fork runs no atfork handler: with T's pid, G would go on from T's
+     * generator state, and every sibling would draw the same bytes and make the same keys. In
+     * the run's new pid namespace R is 1 and pids go up from there. T's sandbox made T pid 3
+     * (eb_init.spare_pid), so G is 2 as a cold guest is; should T still be 2, a spare child
+     * (sharing our memory, R waiting: it costs no copy) takes 2 and exits first. */
+    if (t->guest != 2) {
+        long s = clone(spare_main, spare_stack + sizeof(spare_stack),
+                       CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+        if (s < 0 || waitpid((pid_t)s, NULL, 0) != s)
+            r_fail(t, -errno, "take the template's pid in the run's pid namespace");
+    }
     /* The guest: a raw fork, so no libc atfork handler runs in memory we share with T. */
     long g = syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0UL);
     if (g < 0)
         r_fail(t, -errno, "fork the guest");
     if (g == 0)
         longjmp(t->jb, 1); /* G: on our copy of T's memory, back into eb_tpl_serve */
+    if (g != t->guest || g == t->self_pid) {
+        kill((pid_t)g, SIGKILL);
+        r_fail(t, -EAGAIN, "the guest did not get the pid planned for it");
+    }
     /* R becomes the run's init: its status and kill pipes at 3 and 4, the program at 5, the
      * host side's cgroup.procs (its way out of the run's cgroup once the run is over) from 6. */
     int status = fcntl(fd[EB_TPL_FD_STATUS], F_DUPFD_CLOEXEC, 16);
@@ -381,6 +409,7 @@ int eb_tpl_serve(int sock, int init_fd, int bpf_fd, int mpl_fd, const char *mpl_
     memset(t, 0, sizeof(*t));
     t->init_fd = init_fd;
     t->landlock = landlock != 0;
+    t->self_pid = getpid();
     char msg[200] = "";
     int r = 0;
     t->before = (py_fork_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "PyOS_BeforeFork");
@@ -433,7 +462,8 @@ int eb_tpl_serve(int sock, int init_fd, int bpf_fd, int mpl_fd, const char *mpl_
         snprintf(t->shm_opts, sizeof(t->shm_opts),
                  "size=%llu,nr_inodes=1024,mode=1777,uid=%d,gid=%d", (unsigned long long)t->req.shm,
                  EB_JAIL_UID, EB_JAIL_GID);
-        snprintf(t->guest_pid, sizeof(t->guest_pid), "2");
+        t->guest = t->self_pid == 2 ? 3 : 2; /* never T's pid (see r_main) */
+        snprintf(t->guest_pid, sizeof(t->guest_pid), "%d", (int)t->guest);
         snprintf(t->n_leave, sizeof(t->n_leave), "%u", (unsigned)t->req.n_leave);
         t->r_err = 0;
         t->r_msg[0] = '\0';

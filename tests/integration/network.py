@@ -10,6 +10,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+class Origin6(Origin):
+    address_family = socket.AF_INET6
+
+
+def socket_has_ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
 
 
 def enter_private_hosts():
@@ -306,6 +320,43 @@ print(json.dumps([urllib.request.urlopen(u, timeout=5).read().decode() for u in
         res = self.py(code, "--allow-host", f"localhost:{L}", "--allow-host", "web.test",
                       "--allow-host", "127.0.0.0/8", "--policy", self.ports_file(P))
         assert self.out(res) == ["hello from local\n", "hello from web\n"], res
+
+    def test_catch_all_range_does_not_open_loopback(self):
+        """The review's attack: --allow-host 0.0.0.0/0:PORT (or ::/0) reached a host service on
+        127.0.0.1. A range wider than loopback says "the internet"; only an entry naming
+        loopback (an address, a range within 127.0.0.0/8 or ::1, localhost) opens it."""
+        L = self.local.port
+        six = Origin6("local6", "::1") if socket_has_ipv6_loopback() else None
+        hits = (self.local.hits, six.hits if six else 0)
+        urls = [f"http://127.0.0.1:{L}/hello", f"http://[::ffff:127.0.0.1]:{L}/hello"]
+        if six:
+            urls.append(f"http://[::1]:{six.port}/hello")
+        code = f"""
+import json, urllib.request, urllib.error
+out = []
+for url in {urls!r}:
+    try:
+        out.append([url, urllib.request.urlopen(url, timeout=5).status, ""])
+    except urllib.error.HTTPError as e:
+        out.append([url, e.code, e.read().decode()])
+print(json.dumps(out))
+"""
+        flags = ["--allow-host", f"0.0.0.0/0:{L}", "--allow-host", f"[::/0]:{L}"]
+        if six:
+            flags += ["--allow-host", f"[::/0]:{six.port}", "--allow-host",
+                      f"0.0.0.0/0:{six.port}"]
+        o = self.out(self.py(code, *flags))
+        for url, st, body in o:
+            assert st == 403 and "loopback address, which no entry names" in body, (url, st, body)
+        assert (self.local.hits, six.hits if six else 0) == hits, "a catch-all reached loopback"
+        # Naming loopback still opens it.
+        named = ["--allow-host", f"127.0.0.1:{L}", "--allow-host", f"[::ffff:127.0.0.0/104]:{L}"]
+        if six:
+            named += ["--allow-host", f"[::1]:{six.port}"]
+        o = self.out(self.py(code, *named))
+        assert all(st == 200 for _, st, _ in o), o
+        if six:
+            six.shutdown()
 
     def ports_file(self, port):
         f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)

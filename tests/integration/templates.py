@@ -9,13 +9,15 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import SKIP, Tests, run  # noqa: E402
+from common import SKIP, SkipTest, Tests, run  # noqa: E402
+import serve  # noqa: E402
 from serve import Server  # noqa: E402
 
 JSON = {"Content-Type": "application/json"}
@@ -191,6 +193,62 @@ class TemplateTests(Tests):
         assert len({r[3] for r in rows}) <= (m["execbox_templates_started_total"] +
                                              m['execbox_pool_runs_total{sandbox="cold"}']), rows
         assert m['execbox_pool_runs_total{sandbox="warm"}'] >= 40, m
+
+    def test_forks_do_not_share_openssl_random_state(self):
+        """A preloaded module that builds an SSL context at import (requests >= 2.32 does) has
+        OpenSSL's generator instantiated in the template: a fork that OpenSSL does not see as a
+        fork (the same pid as the template's interpreter) goes on drawing from the template's
+        state, and every sibling draws the same bytes and makes the same keys. The module comes
+        from a directory bound over a dist-packages directory in a mount namespace of serve's own
+        (the jail sees serve's view of /usr); nothing on the host changes."""
+        site = "/usr/local/lib/python3.11/dist-packages"
+        if not os.path.isdir(site) or not shutil.which("unshare"):
+            raise SkipTest(f"no {site} or no unshare(1) to put a test module in its view")
+        mod = tempfile.mkdtemp(prefix="execbox-tplmod-")
+        os.chmod(mod, 0o755)  # the jail's user reads the module
+        try:
+            for name in os.listdir(site):  # what the directory holds stays in view
+                if os.path.isfile(os.path.join(site, name)):
+                    shutil.copy2(os.path.join(site, name), mod)
+            with open(os.path.join(mod, "eb_ctx_at_import.py"), "w") as f:
+                f.write("import ssl\nCONTEXT = ssl.create_default_context()\n")
+            wrap = os.path.join(mod, "serve-in-ns.sh")
+            with open(wrap, "w") as f:
+                f.write("#!/bin/sh\nexec unshare --mount --propagation private sh -c "
+                        f"'mount --bind {mod} {site} && exec \"$@\"' sh {serve.EXECBOX} \"$@\"\n")
+            os.chmod(wrap, 0o755)
+            code = ("import json, ssl\n"
+                    "out = {'rand': ssl.RAND_bytes(16).hex(), 'ec': None}\n"
+                    "try:\n"
+                    "    from cryptography.hazmat.primitives.asymmetric import ec\n"
+                    "    k = ec.generate_private_key(ec.SECP256R1())\n"
+                    "    out['ec'] = k.private_numbers().private_value\n"
+                    "except ImportError:\n"
+                    "    pass\n"
+                    "print(json.dumps(out))\n")
+            saved, serve.EXECBOX = serve.EXECBOX, wrap
+            try:
+                with Server("--pool", "2", "--preload", "ssl,eb_ctx_at_import") as srv:
+                    first = out_json(execute(srv, "import eb_ctx_at_import; print('{}')"))
+                    assert first == {}, first
+                    rows = [out_json(execute(srv, code)) for _ in range(10)]
+                    m = srv.metrics()
+                    assert srv.stop() == 0
+            finally:
+                serve.EXECBOX = saved
+        finally:
+            shutil.rmtree(mod, True)
+        warm = m['execbox_pool_runs_total{sandbox="warm"}']
+        assert warm >= 8, m
+        rand = [r["rand"] for r in rows]
+        print(f"  RAND_bytes(16): {len(set(rand))} distinct of 10 ({warm:.0f} warm runs)")
+        assert len(set(rand)) == 10, f"ssl.RAND_bytes repeats across runs: {rand}"
+        keys = [r["ec"] for r in rows if r["ec"] is not None]
+        if keys:
+            print(f"  EC private keys: {len(set(keys))} distinct of {len(keys)}")
+            assert len(set(keys)) == len(keys), f"identical EC keys across runs: {keys}"
+        else:
+            print("  (no cryptography module: the EC key part is skipped)")
 
     def test_generation_is_replaced_after_its_bound(self):
         with Server("--pool", "1", "--template-runs", "4") as srv:

@@ -781,7 +781,7 @@ static void test_host_rules(void **state)
     assert_null(special("8.8.8.8"));
     assert_null(special("203.0.113.5"));
     assert_null(special("2606:4700::1111"));
-    /* An explicit entry names a special address; a wider one does too. */
+    /* An explicit entry names a special address, and so does a range within its class. */
     struct eb_host_rule r;
     uint8_t a[4] = {10, 9, 9, 9};
     const uint16_t ports[EXECBOX_ALLOW_PORTS_MAX] = {0};
@@ -790,6 +790,83 @@ static void test_host_rules(void **state)
     assert_false(eb_host_rule_covers_addr(&r, ports, AF_INET, a, 22));
     assert_int_equal(eb_host_rule_parse("private.test", &r, NULL), 0);
     assert_false(eb_host_rule_covers_addr(&r, ports, AF_INET, a, 443));
+}
+
+static bool covers(const char *entry, const char *addr)
+{
+    struct eb_host_rule r;
+    uint8_t a[16];
+    int family = AF_INET;
+    const uint16_t ports[EXECBOX_ALLOW_PORTS_MAX] = {0};
+    assert_int_equal(eb_host_rule_parse(entry, &r, NULL), 0);
+    if (inet_pton(AF_INET, addr, a) != 1) {
+        assert_int_equal(inet_pton(AF_INET6, addr, a), 1);
+        family = AF_INET6;
+    }
+    return eb_host_rule_covers_addr(&r, ports, family, a, 443);
+}
+
+/* A catch-all range (or any range wider than a special class) is "the internet": it must not
+ * open loopback, private, link-local or the metadata service (the review's attack was
+ * --allow-host 0.0.0.0/0:PORT reaching a host service on 127.0.0.1 and 169.254.169.254). */
+static void test_wide_ranges_do_not_name_special_addresses(void **state)
+{
+    (void)state;
+    static const char *const special_addrs[] = {
+        "127.0.0.1",       "127.255.0.9", "10.9.9.9",        "172.16.0.1",     "192.168.1.1",
+        "100.64.0.1",      "169.254.1.1", "169.254.169.254", "169.254.170.2",  "168.63.129.16",
+        "100.100.100.200", "0.0.0.0",     "224.0.0.1",       "255.255.255.255"};
+    for (size_t i = 0; i < sizeof(special_addrs) / sizeof(special_addrs[0]); i++)
+        assert_false(covers("0.0.0.0/0", special_addrs[i]));
+    assert_false(covers("0.0.0.0/1", "127.0.0.1"));
+    assert_false(covers("0.0.0.0/1", "10.9.9.9"));
+    assert_false(covers("128.0.0.0/1", "169.254.169.254"));
+    assert_false(covers("128.0.0.0/1", "192.168.1.1"));
+    assert_false(covers("169.254.0.0/16", "169.254.169.254")); /* metadata is its own class */
+    assert_false(covers("168.0.0.0/8", "168.63.129.16"));
+    assert_false(covers("127.0.0.0/7", "127.0.0.1"));
+    assert_false(covers("172.0.0.0/8", "172.16.0.1"));
+    /* What names them: an address, a range within the class. */
+    assert_true(covers("127.0.0.1", "127.0.0.1"));
+    assert_true(covers("127.0.0.0/8", "127.0.0.1"));
+    assert_true(covers("10.0.0.0/8", "10.9.9.9"));
+    assert_true(covers("10.9.0.0/16", "10.9.9.9"));
+    assert_true(covers("169.254.0.0/16", "169.254.1.1"));
+    assert_true(covers("169.254.169.254", "169.254.169.254"));
+    assert_true(covers("168.63.129.16", "168.63.129.16"));
+    /* Public addresses: any range holding them. */
+    assert_true(covers("0.0.0.0/0", "8.8.8.8"));
+    assert_true(covers("203.0.113.0/24", "203.0.113.5"));
+    /* IPv6: ::/0 names none of loopback, link-local, unique-local, metadata or the mapped and
+     * NAT64 forms of special IPv4 addresses. */
+    static const char *const special6[] = {"::1",
+                                           "fe80::1",
+                                           "fc00::1",
+                                           "fd12:3456::1",
+                                           "fd00:ec2::254",
+                                           "::ffff:127.0.0.1",
+                                           "::ffff:169.254.169.254",
+                                           "::ffff:10.0.0.1",
+                                           "64:ff9b::7f00:1",
+                                           "::",
+                                           "ff02::1"};
+    for (size_t i = 0; i < sizeof(special6) / sizeof(special6[0]); i++)
+        assert_false(covers("::/0", special6[i]));
+    assert_false(covers("[::/1]:443", "::1"));
+    assert_false(covers("[::/1]:443", "::ffff:127.0.0.1"));
+    assert_false(covers("[::/1]:443", "64:ff9b::7f00:1"));
+    assert_false(covers("fc00::/6", "fc00::1"));
+    assert_false(covers("fe80::/9", "fe80::1"));
+    assert_false(covers("fd00::/8", "fd00:ec2::254"));
+    assert_false(covers("::ffff:0:0/96", "::ffff:127.0.0.1"));
+    assert_false(covers("::ffff:127.0.0.0/103", "::ffff:127.0.0.1"));
+    assert_true(covers("::1", "::1"));
+    assert_true(covers("fe80::/10", "fe80::1"));
+    assert_true(covers("fc00::/7", "fd12:3456::1"));
+    assert_true(covers("fd00:ec2::254", "fd00:ec2::254"));
+    assert_true(covers("::ffff:127.0.0.0/104", "::ffff:127.0.0.1"));
+    assert_true(covers("::ffff:127.0.0.1", "::ffff:127.0.0.1"));
+    assert_true(covers("::/0", "2606:4700::1111"));
 }
 
 static void test_network_json(void **state)
@@ -818,15 +895,25 @@ static void test_network_json(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),          cmocka_unit_test(test_cap),
-        cmocka_unit_test(test_parse_size_good),   cmocka_unit_test(test_parse_size_bad),
-        cmocka_unit_test(test_set_every_field),   cmocka_unit_test(test_set_dash_and_underscore),
-        cmocka_unit_test(test_set_relative_path), cmocka_unit_test(test_set_bad_values),
-        cmocka_unit_test(test_set_unknown_key),   cmocka_unit_test(test_merge_json),
-        cmocka_unit_test(test_merge_json_bad),    cmocka_unit_test(test_load_file),
-        cmocka_unit_test(test_check_within),      cmocka_unit_test(test_to_json_round_trip),
-        cmocka_unit_test(test_error_kinds),       cmocka_unit_test(test_network_fields),
-        cmocka_unit_test(test_network_within),    cmocka_unit_test(test_host_rules),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_parse_size_good),
+        cmocka_unit_test(test_parse_size_bad),
+        cmocka_unit_test(test_set_every_field),
+        cmocka_unit_test(test_set_dash_and_underscore),
+        cmocka_unit_test(test_set_relative_path),
+        cmocka_unit_test(test_set_bad_values),
+        cmocka_unit_test(test_set_unknown_key),
+        cmocka_unit_test(test_merge_json),
+        cmocka_unit_test(test_merge_json_bad),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_check_within),
+        cmocka_unit_test(test_to_json_round_trip),
+        cmocka_unit_test(test_error_kinds),
+        cmocka_unit_test(test_network_fields),
+        cmocka_unit_test(test_network_within),
+        cmocka_unit_test(test_host_rules),
+        cmocka_unit_test(test_wide_ranges_do_not_name_special_addresses),
         cmocka_unit_test(test_network_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
