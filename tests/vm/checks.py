@@ -55,9 +55,10 @@ def run_json(*args):
 def check_check():
     p = sh([EXE, "check"])
     if "status: ready" not in p.stdout:
-        bad = [ln.strip() for ln in p.stdout.splitlines() if ln.strip().startswith(("FAIL", "fail",
-                                                                                   "no ", "-"))]
-        raise Fail(f"not ready (exit {p.returncode}): {' / '.join(bad)[:400] or tail(p.stdout)} "
+        # The rows that are not `ok`, and the tier: what the check found missing.
+        bad = [ln.strip() for ln in p.stdout.splitlines()
+               if ln.strip() and not ln.strip().startswith("ok ")]
+        raise Fail(f"not ready (exit {p.returncode}): {' | '.join(bad)[-600:]} "
                    f"{tail(p.stderr, 200)}")
 
 

@@ -88,6 +88,10 @@ setpriv --pdeathsig KILL -- qemu-system-x86_64 \
     -virtfs "local,path=$W,mount_tag=lane,security_model=passthrough,multidevs=remap" \
     ${EXECBOX_VM_QEMU_ARGS:-} </dev/null >"$W/qemu.log" 2>&1 &
 qpid=$!
+# The command's stdout as it comes (the share's file is the host's own); stderr at the end.
+: >"$W/out"
+tail -n +1 -s 0.5 -f --pid="$qpid" "$W/out" &
+tpid=$!
 deadline=$(($(date +%s) + timeout))
 timed_out=0
 while kill -0 "$qpid" 2>/dev/null; do
@@ -96,8 +100,8 @@ while kill -0 "$qpid" 2>/dev/null; do
 done
 wait "$qpid" 2>/dev/null || true
 qpid=
+wait "$tpid" 2>/dev/null || true
 secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-[[ -f "$W/out" ]] && cat "$W/out"
 [[ -f "$W/err" ]] && cat "$W/err" >&2
 [[ -s "$W/qemu.log" ]] && sed 's/^/run.sh: qemu: /' "$W/qemu.log" >&2
 if [[ $timed_out -eq 1 ]]; then
