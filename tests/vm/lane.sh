@@ -33,7 +33,7 @@ total_pass=0 total_fail=0 skipped=0 summary=()
 for k in "${kernels[@]}"; do
     for l in "${layouts[@]}"; do
         extra=()
-        [[ $l == systemd-* ]] && extra+=(busctl)
+        [[ $l == systemd-* ]] && extra+=(--busctl)
         t0=$EPOCHREALTIME
         log=$(mktemp)
         "$here/run.sh" --kernel "$k" --layout "$l" --timeout "$timeout" \
