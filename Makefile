@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Convenience front-end to CMake presets. `make run` and `make test` install what they need
 # (apt-get as root) and build from nothing; plain `make` builds the CLI at build/execbox.
-.PHONY: all deps build asan release run test test-dev test-asan test-image install bench format lint clean soak
+.PHONY: all deps build asan release run test test-dev test-asan test-image test-vm test-vm-quick install bench format lint clean soak
 
 all: build
 
@@ -24,7 +24,18 @@ run: build
 	./build/execbox run examples/churn.py
 
 test-dev: build
-	ctest --preset dev -j2 -LE image
+	ctest --preset dev -j2 -LE 'image|vm'
+
+# The VM lane (docs/vm-lane.md): execbox inside qemu on Debian's 6.1 and 6.12 kernels with pure
+# cgroup v2, every layout (root, service, scope, container, under systemd). test-vm-quick is the
+# subset `make test` runs (about 12 min); test-vm all of it.
+test-vm-quick: build
+	@tests/vm/setup.sh >/dev/null || true
+	ctest --preset dev -L vm-quick
+
+test-vm: build
+	@tests/vm/setup.sh >/dev/null || true
+	ctest --preset dev -L vm
 
 test-asan: asan
 	ctest --preset asan -j2 -LE image
@@ -35,7 +46,7 @@ test-asan: asan
 test-image: build
 	ctest --preset dev -L image --output-on-failure
 
-test: lint test-dev test-asan test-image
+test: lint test-dev test-vm-quick test-asan test-image
 
 lint: deps
 	@scripts/lint.sh

@@ -1,69 +1,117 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs a command in a qemu VM (TCG: no KVM here) booting Debian's own kernel with this host's
-# root file system (9p, read-only, under a tmpfs overlay) on pure cgroup v2, in one of the cgroup
-# layouts users have (stage2.sh, systemd.sh). The command runs as root with this cwd and the
-# EXECBOX* variables and PATH; its stdout and stderr come back here and its status is ours.
-#   tests/vm/run.sh --kernel 6.1|6.12 --layout L [--timeout S] -- CMD...
+# Runs one command as root in a qemu VM (TCG) booted on one of Debian's kernels, on the host's
+# own root (9p, read-only, under a tmpfs overlay) with pure cgroup v2, the command's shell
+# placed as the layout says; prints its stdout and stderr here and exits with its exit code.
+#   run.sh --kernel 6.1|6.12 --layout LAYOUT [--timeout S] [--console FILE] [--env NAME[=V]]...
+#          [--mem MiB] -- CMD...
+# Layouts: root, service, scope, container (a busybox init, then the host's bash as pid 1) and
+# systemd-service, systemd-nodelegate, systemd-scope (the host's systemd as pid 1). The working
+# directory and the environment (PATH, HOME, LANG, EXECBOX*, PYTHON*, *SAN_OPTIONS and each
+# --env) pass through. Exit 77: qemu or the kernels are missing (run tests/vm/setup.sh);
+# 124: the deadline passed (qemu is killed); 125: the VM ended without the command's exit code.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kernel=6.12 layout=root timeout=900
+CACHE=${EXECBOX_VM_CACHE:-/var/cache/execbox-vm}
+kernel= layout=root timeout=600 console= mem=2048
+extra_env=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --kernel) kernel=$2; shift 2 ;;
     --layout) layout=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
+    --console) console=$2; shift 2 ;;
+    --env) extra_env+=("$2"); shift 2 ;;
+    --mem) mem=$2; shift 2 ;;
     --) shift; break ;;
-    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-[[ $# -gt 0 ]] || { echo "run.sh: no command" >&2; exit 2; }
-cache=$("$here/setup.sh")
-kdir="$cache/$kernel"
-[[ -f "$kdir/ok" ]] || { echo "run.sh: kernel $kernel not set up" >&2; exit 2; }
-work=$(mktemp -d /tmp/execbox-vm.XXXXXX)
+[[ $# -gt 0 ]] || { echo "run.sh: no command (after --)" >&2; exit 2; }
+case "$layout" in
+root | service | scope | container) mode=plain ;;
+systemd-service | systemd-nodelegate | systemd-scope) mode=systemd ;;
+*) echo "run.sh: unknown layout $layout" >&2; exit 2 ;;
+esac
+kdir="$CACHE/$(cat "$CACHE/lane-$kernel" 2>/dev/null)"
+skip() { echo "run.sh: skipped: $*" >&2; exit 77; }
+[[ $(id -u) -eq 0 ]] || skip "needs root (the 9p share of / passes the guest's root through)"
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing (tests/vm/setup.sh)"
+[[ -n "$kernel" && -f "$kdir/ok" && -f "$kdir/initrd.cpio.gz" ]] ||
+    skip "kernel '$kernel' is not in $CACHE (tests/vm/setup.sh)"
+cmp -s "$here/init" "$kdir/init.used" || skip "$kdir's initramfs is older than tests/vm/init (tests/vm/setup.sh)"
+
+W=$(mktemp -d /tmp/execbox-vm.XXXXXX)
 qpid=
-cleanup() { [[ -n "$qpid" ]] && kill -9 "$qpid" 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+    if [[ -n "$qpid" ]]; then kill -KILL "$qpid" 2>/dev/null || true; wait "$qpid" 2>/dev/null || true; fi
+    rm -rf "$W"
+}
 trap cleanup EXIT
-out="$work/out" && mkdir -p "$out"
-printf '%s\n' "$layout" >"$out/layout"
-printf '%s\n' "$PWD" >"$out/cwd"
-printf '%q ' "$@" >"$out/cmd"
-echo >>"$out/cmd"
-env | grep -E '^(EXECBOX[A-Z_]*|PATH|PYTHONPATH|EB_[A-Z_]*)=' | sed 's/=\(.*\)/=\x27\1\x27/' >"$out/env" || true
-echo "/out/stage2.sh" >"$out/stage2"
-cp "$here/stage2.sh" "$here/systemd.sh" "$out/"
-# The initramfs: the cached busybox and modules, and our init.
-ird="$work/initrd" && cp -a "$kdir/initrd" "$ird" && cp "$here/init" "$ird/init" && chmod +x "$ird/init"
-(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
-append="console=ttyS0 panic=-1 quiet loglevel=3 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all"
-[[ "$layout" == systemd-* ]] && append+=" systemd.unit=execbox-lane.target systemd.show_status=0"
-log="${EXECBOX_VM_LOG:-$work/console.log}"
-start=$(date +%s.%N)
-qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 4G -nographic -no-reboot \
-    -nic none -kernel "$kdir/vmlinuz" -initrd "$work/initrd.gz" -append "$append" \
-    -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap \
-    -virtfs local,path="$out",mount_tag=out,security_model=passthrough,multidevs=remap \
-    </dev/null >"$log" 2>&1 &
+trap 'exit 130' INT TERM HUP
+[[ -n "$console" ]] || console="/tmp/execbox-vm.$kernel.$layout.console.log"
+
+# The job: the layout, the working directory, the command and the environment, as bash reads
+# them back (printf %q).
+{
+    printf 'LANE_LAYOUT=%q\nLANE_CWD=%q\nLANE_CMD=(' "$layout" "$PWD"
+    printf ' %q' "$@"
+    printf ' )\n'
+    while IFS= read -r name; do
+        case "$name" in
+        PATH | HOME | LANG | LC_* | TZ | EXECBOX* | PYTHON* | PYENV* | ASAN_OPTIONS | UBSAN_OPTIONS | LSAN_OPTIONS)
+            printf 'export %s=%q\n' "$name" "${!name}" ;;
+        esac
+    done < <(compgen -e)
+    for e in "${extra_env[@]}"; do
+        if [[ "$e" == *=* ]]; then printf 'export %s=%q\n' "${e%%=*}" "${e#*=}"; else printf 'export %s=%q\n' "$e" "${!e-}"; fi
+    done
+} >"$W/job"
+cp "$here/guest.sh" "$W/guest.sh"
+
+cmdline="console=ttyS0 panic=-1 ${EXECBOX_VM_CMDLINE:-quiet loglevel=4} systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all lane.mode=$mode"
+if [[ $mode == systemd ]]; then
+    "$here/systemd-units.sh" "$layout" "$W/systemd"
+    # fstab=no: the host's fstab is not this VM's; the lane's own target instead of default.
+    cmdline+=" systemd.unit=lane.target fstab=no systemd.gpt_auto=0 systemd.firstboot=0 systemd.journald.forward_to_console=0 systemd.show_status=1"
+fi
+
+# TCG (no usable KVM here), both cores by MTTCG. The host's root is shared read-only; only
+# the run's own dir is writable. No network device: the guest has loopback only.
+t0=$EPOCHREALTIME
+setpriv --pdeathsig KILL -- qemu-system-x86_64 \
+    -accel tcg,thread=multi -smp 2 -cpu max -m "$mem" -M pc \
+    -nodefaults -no-user-config -display none -no-reboot \
+    -kernel "$kdir/vmlinuz" -initrd "$kdir/initrd.cpio.gz" -append "$cmdline" \
+    -serial "file:$console" \
+    -virtfs local,path=/,mount_tag=root,security_model=passthrough,readonly=on,multidevs=remap \
+    -virtfs "local,path=$W,mount_tag=lane,security_model=passthrough,multidevs=remap" \
+    ${EXECBOX_VM_QEMU_ARGS:-} </dev/null >"$W/qemu.log" 2>&1 &
 qpid=$!
+# The command's stdout as it comes (the share's file is the host's own); stderr at the end.
+: >"$W/out"
+tail -n +1 -s 0.5 -f --pid="$qpid" "$W/out" &
+tpid=$!
 deadline=$(($(date +%s) + timeout))
+timed_out=0
 while kill -0 "$qpid" 2>/dev/null; do
-    if (($(date +%s) >= deadline)); then
-        echo "run.sh: the VM ran past ${timeout}s; killed (console: last lines below)" >&2
-        tail -20 "$log" >&2
-        exit 124
-    fi
+    if [[ $(date +%s) -ge $deadline ]]; then timed_out=1; kill -KILL "$qpid" 2>/dev/null || true; break; fi
     sleep 0.5
 done
-wait "$qpid" || true
+wait "$qpid" 2>/dev/null || true
 qpid=
-secs=$(echo "$(date +%s.%N) - $start" | bc)
-cat "$out/stdout" 2>/dev/null || true
-cat "$out/stderr" >&2 2>/dev/null || true
-if [[ ! -s "$out/rc" ]]; then
-    echo "run.sh: the VM ended without the command's status (console: last lines below)" >&2
-    tail -30 "$log" >&2
+wait "$tpid" 2>/dev/null || true
+secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+[[ -f "$W/err" ]] && cat "$W/err" >&2
+[[ -s "$W/qemu.log" ]] && sed 's/^/run.sh: qemu: /' "$W/qemu.log" >&2
+if [[ $timed_out -eq 1 ]]; then
+    echo "run.sh: $kernel/$layout: deadline of ${timeout}s passed: qemu killed (console: $console)" >&2
+    exit 124
+fi
+[[ -f "$W/init-failed" ]] && echo "run.sh: $(cat "$W/init-failed")" >&2
+if [[ ! -f "$W/rc" ]]; then
+    echo "run.sh: $kernel/$layout: the VM ended without the command's exit code after ${secs}s (console: $console)" >&2
     exit 125
 fi
-echo "run.sh: kernel $kernel ($(cat "$kdir/version")), layout $layout: ${secs}s" >&2
-exit "$(cat "$out/rc")"
+echo "run.sh: $kernel/$layout: VM ran ${secs}s, command exited $(cat "$W/rc")" >&2
+exit "$(cat "$W/rc")"

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The VM lane's checks, run inside one VM boot (tests/vm/run.sh) as root: each named check
+drives the built execbox ($EXECBOX) as a user would, in whatever cgroup v2 placement the
+layout gave this process, and prints `ok NAME (S s)` or `FAIL NAME: why (S s)`; the last line
+is `N passed, N failed`. Exit 0 when all passed, 1 otherwise.
+
+    checks.py [--walls] [NAME...]     (no NAME: every check; --walls adds the jail walls suite)
+"""
+import http.client
+import http.server
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+SRC = os.environ.get("EXECBOX_SOURCE") or os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+EXE = os.environ.get("EXECBOX") or os.path.join(SRC, "build", "execbox")
+# Every command under TCG is 10-30x slower than on the host: generous but bounded waits.
+CMD_TIMEOUT = 240
+RUN_T = "120"  # the sandbox's own timeout for a run
+
+
+class Fail(Exception):
+    pass
+
+
+def sh(args, timeout=CMD_TIMEOUT, **kw):
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired as e:
+        raise Fail(f"{' '.join(args[:4])}... did not end within {timeout}s "
+                   f"(stderr: {(e.stderr or b'')[-300:]!r})")
+
+
+def tail(s, n=400):
+    s = (s or "").strip()
+    return s[-n:].replace("\n", " | ")
+
+
+def run_json(*args):
+    p = sh([EXE, "run", "--json", "-t", RUN_T, *args])
+    try:
+        return json.loads(p.stdout), p
+    except ValueError:
+        raise Fail(f"no JSON result (exit {p.returncode}): stdout {tail(p.stdout)!r} "
+                   f"stderr {tail(p.stderr)!r}")
+
+
+def check_check():
+    p = sh([EXE, "check"])
+    if "status: ready" not in p.stdout:
+        # The rows that are not `ok`, and the tier: what the check found missing.
+        bad = [ln.strip() for ln in p.stdout.splitlines()
+               if ln.strip() and not ln.strip().startswith("ok ")]
+        raise Fail(f"not ready (exit {p.returncode}): {' | '.join(bad)[-600:]} "
+                   f"{tail(p.stderr, 200)}")
+
+
+def check_churn():
+    p = sh([EXE, "run", "-t", RUN_T, os.path.join(SRC, "examples", "churn.py")])
+    if p.returncode != 0 or "mean monthly churn" not in p.stdout:
+        raise Fail(f"exit {p.returncode}: {tail(p.stderr)}")
+
+
+def check_memory_limit():
+    # bytearray(n) alone is calloc'd, untouched pages the kernel never charges: the bytes are
+    # written here, so 400 MiB really is asked of a 100 MiB limit.
+    r, p = run_json("-m", "100M", "-c", "b = b'x' * (400 * 2**20)")
+    err = (r.get("error") or {}).get("name")
+    if err != "MemoryLimit" or r.get("oom_killed") is not True:
+        raise Fail(f"error {err!r}, oom_killed {r.get('oom_killed')!r}, exit_code "
+                   f"{r.get('exit_code')}, value {(r.get('error') or {}).get('value', '')[:200]!r}"
+                   f" stderr {tail(r.get('stderr'), 200)!r}")
+
+
+def check_warm():
+    r, p = run_json("--warm", "-c", "print(1)")
+    if r.get("stdout") != "1\n" or r.get("exit_code") != 0:
+        raise Fail(f"exit {r.get('exit_code')}, stdout {r.get('stdout')!r}, error "
+                   f"{r.get('error')!r}")
+    if "ran cold" in p.stderr:
+        raise Fail(f"ran cold: {tail(p.stderr)}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Serve:
+    """`execbox serve` on a loopback port, stopped by SIGTERM."""
+
+    def __init__(self, *extra):
+        self.port = free_port()
+        self.proc = subprocess.Popen([EXE, "serve", "--listen", f"127.0.0.1:{self.port}",
+                                      "--workers", "2", "--timeout", RUN_T, *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise Fail(f"serve exited {self.proc.returncode}: {tail(self.proc.stderr.read())}")
+            try:
+                st, _ = self.req("GET", "/v1/health")
+                if st == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise Fail("serve did not answer /v1/health within 120 s")
+
+    def req(self, method, path, body=None, ctype="application/json", timeout=CMD_TIMEOUT):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        headers = {}
+        if body is not None:
+            if not isinstance(body, bytes):
+                body = json.dumps(body).encode()
+            headers["Content-Type"] = ctype
+        c.request(method, path, body=body, headers=headers)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data
+
+    def jreq(self, method, path, body=None, want=200):
+        st, data = self.req(method, path, body)
+        if st != want:
+            raise Fail(f"{method} {path}: {st} {data[:300]!r}")
+        return json.loads(data) if data else None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise Fail("serve did not exit within 120 s of SIGTERM")
+        return self.proc.returncode
+
+
+def check_session():
+    s = Serve()
+    try:
+        sess = s.jreq("POST", "/v1/sessions", {}, want=201)
+        sid = sess["id"]
+        base = f"/v1/sessions/{sid}"
+        r = s.jreq("POST", base + "/execute", {"code": "x = 41"})
+        if r.get("exit_code") != 0 or r.get("rolled_back"):
+            raise Fail(f"first cell: exit {r.get('exit_code')} error {r.get('error')!r} "
+                       f"stderr {tail(r.get('stderr'), 200)!r}")
+        r = s.jreq("POST", base + "/execute", {"code": "x += 1\n1 / 0"})
+        if r.get("rolled_back") is not True or (r.get("error") or {}).get("name") != \
+                "ZeroDivisionError":
+            raise Fail(f"failing cell: rolled_back {r.get('rolled_back')!r} error "
+                       f"{r.get('error')!r}")
+        r = s.jreq("POST", base + "/execute", {"code": "print(x)"})
+        if r.get("stdout") != "41\n":
+            raise Fail(f"after the rollback x is {r.get('stdout')!r} (want 41)")
+        st, data = s.req("PUT", base + "/files/in.txt", b"hello vm", ctype="application/octet-stream")
+        if st != 201:
+            raise Fail(f"upload: {st} {data[:200]!r}")
+        r = s.jreq("POST", base + "/execute", {
+            "code": "d = open('/workspace/in.txt').read()\n"
+                    "open('/workspace/out.txt', 'w').write(d.upper())"})
+        if r.get("exit_code") != 0:
+            raise Fail(f"file cell: {r.get('error')!r} {tail(r.get('stderr'), 200)!r}")
+        st, data = s.req("GET", base + "/files/out.txt")
+        if st != 200 or data != b"HELLO VM":
+            raise Fail(f"download: {st} {data[:100]!r}")
+        st, data = s.req("DELETE", base)
+        if st != 204:
+            raise Fail(f"delete: {st} {data[:200]!r}")
+    finally:
+        rc = s.stop()
+    if rc != 0:
+        raise Fail(f"serve exited {rc} after SIGTERM: {tail(s.proc.stderr.read())}")
+
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"hello from the vm"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+def check_network():
+    servers = []
+    for _ in range(2):
+        srv = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Hello)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+    ok_port, other_port = (srv.server_address[1] for srv in servers)
+    code = f"""
+import urllib.request
+print(urllib.request.urlopen("http://127.0.0.2:{ok_port}/", timeout=30).read().decode())
+try:
+    urllib.request.urlopen("http://127.0.0.2:{other_port}/", timeout=30)
+    print("OTHER REACHED")
+except Exception as e:
+    print("other refused:", type(e).__name__)
+"""
+    try:
+        r, _ = run_json("--network", "allow", "--allow-host", f"127.0.0.2:{ok_port}", "-c", code)
+    finally:
+        for srv in servers:
+            srv.shutdown()
+    out = r.get("stdout", "")
+    if "hello from the vm" not in out:
+        raise Fail(f"the allowed server was not reached: exit {r.get('exit_code')} stdout "
+                   f"{tail(out, 200)!r} stderr {tail(r.get('stderr'), 300)!r}")
+    if "OTHER REACHED" in out or "other refused" not in out:
+        raise Fail(f"the port not listed was not refused: {tail(out, 200)!r}")
+
+
+def execbox_cgroups():
+    found = []
+    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+        for d in dirs:
+            if d.startswith("execbox") and d != "execbox.main":
+                found.append(os.path.join(top, d))
+    return found
+
+
+def execbox_procs():
+    mine = {os.getpid()}
+    left = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) in mine:
+            continue
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            continue
+        if os.path.basename(exe).startswith("execbox"):
+            left.append(f"{pid}:{exe}")
+    return left
+
+
+def execbox_mounts():
+    with open("/proc/self/mountinfo") as f:
+        return [ln.split()[4] for ln in f if ln.split()[4].startswith("/run/execbox/")
+                and not ln.split()[4].startswith("/run/execbox/mntns")]
+
+
+def check_teardown():
+    # A serve with a pool and a session open, stopped by SIGTERM: nothing of execbox may remain.
+    s = Serve("--pool", "1")
+    try:
+        s.jreq("POST", "/v1/sessions", {}, want=201)
+        r = s.jreq("POST", "/v1/execute", {"code": "print(2)"})
+        if r.get("stdout") != "2\n":
+            raise Fail(f"execute: {r.get('error')!r} {tail(r.get('stderr'), 200)!r}")
+    finally:
+        rc = s.stop()
+    time.sleep(1)
+    why = []
+    if rc != 0:
+        why.append(f"serve exited {rc}")
+    cgs = execbox_cgroups()
+    if cgs:
+        why.append(f"cgroups left: {' '.join(cgs[:6])}")
+    procs = execbox_procs()
+    if procs:
+        why.append(f"processes left: {' '.join(procs[:6])}")
+    mounts = execbox_mounts()
+    if mounts:
+        why.append(f"mounts left under /run/execbox: {' '.join(mounts[:6])}")
+    if why:
+        raise Fail("; ".join(why))
+
+
+def check_busctl():
+    # systemd layouts only: systemd's bus answers (execbox asks it for a delegated scope).
+    p = sh(["busctl", "--no-pager", "status", "org.freedesktop.systemd1"], timeout=60)
+    if p.returncode != 0:
+        raise Fail(f"busctl: {tail(p.stderr)}")
+
+
+def check_walls():
+    env = dict(os.environ, EXECBOX=EXE, EXECBOX_SOURCE=SRC,
+               EXECBOX_BUILD=os.environ.get("EXECBOX_BUILD", os.path.dirname(EXE)))
+    p = sh([sys.executable, os.path.join(SRC, "tests", "integration", "jail_walls.py")],
+           timeout=1500, env=env)
+    last = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()][-1:] or ["(no output)"]
+    if p.returncode == 77:
+        raise Fail(f"skipped (77): {tail(p.stdout, 300)}")
+    if p.returncode != 0:
+        fails = [ln for ln in (p.stdout + p.stderr).splitlines()
+                 if ln.startswith(("FAIL", "ERROR", "not ok", "fail"))]
+        raise Fail(f"exit {p.returncode}: {' / '.join(fails[:8])[:600]} [{last[0][:200]}]")
+    print(f"  walls: {last[0][:200]}", flush=True)
+
+
+CHECKS = [("check", check_check), ("churn", check_churn), ("memory_limit", check_memory_limit),
+          ("warm", check_warm), ("session", check_session), ("network", check_network),
+          ("teardown", check_teardown)]
+EXTRA = {"busctl": check_busctl, "walls": check_walls}
+
+
+def main(argv):
+    names = [a for a in argv if not a.startswith("--")]
+    todo = [(n, f) for n, f in CHECKS if not names or n in names]
+    todo += [(n, f) for n, f in EXTRA.items() if n in names or f"--{n}" in argv]
+    print(f"checks: {os.uname().release}, cgroup {open('/proc/self/cgroup').read().strip()}, "
+          f"execbox {EXE}", flush=True)
+    passed = failed = 0
+    for name, fn in todo:
+        t0 = time.monotonic()
+        try:
+            fn()
+            passed += 1
+            print(f"ok {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+        except Exception as e:  # noqa: BLE001 - every failure is this check's, reported
+            failed += 1
+            why = str(e) if isinstance(e, Fail) else f"{type(e).__name__}: {e}"
+            print(f"FAIL {name}: {why} ({time.monotonic() - t0:.1f} s)", flush=True)
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
