@@ -68,15 +68,27 @@ def check_churn():
         raise Fail(f"exit {p.returncode}: {tail(p.stderr)}")
 
 
-def check_memory_limit():
-    # bytearray(n) alone is calloc'd, untouched pages the kernel never charges: the bytes are
-    # written here, so 400 MiB really is asked of a 100 MiB limit.
-    r, p = run_json("-m", "100M", "-c", "b = b'x' * (400 * 2**20)")
+# bytearray(n) alone is calloc'd, untouched pages the kernel never charges: the bytes are
+# written here, so 400 MiB really is asked of a 100 MiB limit.
+BOMB = "b = b'x' * (400 * 2**20)"
+
+
+def want_memory_limit(r, what):
     err = (r.get("error") or {}).get("name")
     if err != "MemoryLimit" or r.get("oom_killed") is not True:
-        raise Fail(f"error {err!r}, oom_killed {r.get('oom_killed')!r}, exit_code "
+        raise Fail(f"{what}: error {err!r}, oom_killed {r.get('oom_killed')!r}, exit_code "
                    f"{r.get('exit_code')}, value {(r.get('error') or {}).get('value', '')[:200]!r}"
                    f" stderr {tail(r.get('stderr'), 200)!r}")
+
+
+def check_memory_limit():
+    r, _ = run_json("-m", "100M", "-c", BOMB)
+    want_memory_limit(r, "cold run")
+    # A template run (a fork of the warm interpreter) under the same cap.
+    r, p = run_json("--warm", "-m", "100M", "-c", BOMB)
+    want_memory_limit(r, "warm run")
+    if "ran cold" in p.stderr:
+        raise Fail(f"the warm memory bomb ran cold: {tail(p.stderr)}")
 
 
 def check_warm():
@@ -150,7 +162,7 @@ class Serve:
 def check_session():
     s = Serve()
     try:
-        sess = s.jreq("POST", "/v1/sessions", {}, want=201)
+        sess = s.jreq("POST", "/v1/sessions", {"memory": "100M"}, want=201)
         sid = sess["id"]
         base = f"/v1/sessions/{sid}"
         r = s.jreq("POST", base + "/execute", {"code": "x = 41"})
@@ -176,6 +188,15 @@ def check_session():
         st, data = s.req("GET", base + "/files/out.txt")
         if st != 200 or data != b"HELLO VM":
             raise Fail(f"download: {st} {data[:100]!r}")
+        # A cell's OOM is the cell's MemoryLimit: rolled back, and the session lives on.
+        r = s.jreq("POST", base + "/execute", {"code": "x = 7\n" + BOMB})
+        want_memory_limit(r, "session cell")
+        if r.get("rolled_back") is not True:
+            raise Fail(f"the OOM cell was not rolled back: {r!r}"[:400])
+        r = s.jreq("POST", base + "/execute", {"code": "print(x)"})
+        if r.get("stdout") != "41\n":
+            raise Fail(f"after the OOM cell x is {r.get('stdout')!r} (want 41): "
+                       f"{r.get('error')!r}")
         st, data = s.req("DELETE", base)
         if st != 204:
             raise Fail(f"delete: {st} {data[:200]!r}")
@@ -283,6 +304,40 @@ def check_teardown():
         raise Fail("; ".join(why))
 
 
+def check_teardown_kill():
+    # A serve SIGKILLed with a pool, a session and a run in flight: once the next execbox has
+    # started (its start-up sweep) and stopped, nothing of execbox may remain.
+    s = Serve("--pool", "1")
+    sess = s.jreq("POST", "/v1/sessions", {}, want=201)
+    s.jreq("POST", f"/v1/sessions/{sess['id']}/execute", {"code": "y = 1"})
+    busy = threading.Thread(target=lambda: s.req("POST", "/v1/execute",
+                                                 {"code": "import time; time.sleep(60)"},
+                                                 timeout=30), daemon=True)
+    busy.start()
+    time.sleep(2)
+    s.proc.kill()
+    s.proc.wait()
+    # The sweep runs at most once every 10 s per host (a stamp): wait that out, then start.
+    time.sleep(11)
+    again = Serve()
+    rc = again.stop()
+    time.sleep(1)
+    why = []
+    if rc != 0:
+        why.append(f"the next serve exited {rc}")
+    cgs = execbox_cgroups()
+    if cgs:
+        why.append(f"cgroups left: {' '.join(cgs[:6])}")
+    procs = execbox_procs()
+    if procs:
+        why.append(f"processes left: {' '.join(procs[:6])}")
+    mounts = execbox_mounts()
+    if mounts:
+        why.append(f"mounts left under /run/execbox: {' '.join(mounts[:6])}")
+    if why:
+        raise Fail("; ".join(why))
+
+
 def check_busctl():
     # systemd layouts only: systemd's bus answers (execbox asks it for a delegated scope).
     p = sh(["busctl", "--no-pager", "status", "org.freedesktop.systemd1"], timeout=60)
@@ -307,7 +362,7 @@ def check_walls():
 
 CHECKS = [("check", check_check), ("churn", check_churn), ("memory_limit", check_memory_limit),
           ("warm", check_warm), ("session", check_session), ("network", check_network),
-          ("teardown", check_teardown)]
+          ("teardown", check_teardown), ("teardown_kill", check_teardown_kill)]
 EXTRA = {"busctl": check_busctl, "walls": check_walls}
 
 
