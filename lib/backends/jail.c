@@ -28,6 +28,7 @@
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <linux/mount.h>
 #include <math.h>
 #include <poll.h>
@@ -1107,11 +1108,21 @@ static int host_workspace(struct eb_box *sb, const char *path, struct execbox_er
         return r;
     struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                            .userns_fd = (uint64_t)userns};
-    if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
-        return eb_error_set(err, -errno,
+    if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0) {
+        int e = errno;
+        /* The common case on distribution kernels: a workspace under /tmp or /dev/shm, whose
+         * tmpfs supports id-mapped mounts from Linux 6.3 only. Said so, with the way out. */
+        struct statfs fs;
+        bool tmpfs = fstatfs(sb->ws_root, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+        return eb_error_set(err, -e,
                             "id-map the workspace '%s' (its filesystem must support id-mapped "
-                            "mounts): %s",
-                            path, execbox_strerror(-errno));
+                            "mounts%s): %s",
+                            path,
+                            tmpfs ? "; tmpfs does from Linux 6.3: use a directory on ext4, xfs "
+                                    "or btrfs, or no --workspace (a fresh one)"
+                                  : "",
+                            execbox_strerror(-e));
+    }
     sb->ws_fd = TAKE_FD(tree);
     return 0;
 }

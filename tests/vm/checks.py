@@ -100,6 +100,33 @@ def check_warm():
         raise Fail(f"ran cold: {tail(p.stderr)}")
 
 
+def check_host_workspace():
+    # A host directory as /workspace (root: an id-mapped mount), on the VM's /tmp, a tmpfs:
+    # tmpfs takes id-mapped mounts from Linux 6.3. Before that, the run is refused and says
+    # why; from it, what the code writes is owned by the directory's owner.
+    ws = "/tmp/execbox-vm-ws"
+    os.makedirs(ws, exist_ok=True)
+    os.chown(ws, 1234, 1234)
+    try:
+        code = "open('/workspace/f', 'w').write('x')"
+        rel = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
+        if rel < (6, 3):
+            p = sh([EXE, "run", "-t", RUN_T, "-w", ws, "-c", code])
+            if p.returncode != 125 or "Linux 6.3" not in p.stderr:
+                raise Fail(f"on {os.uname().release} a tmpfs workspace should be refused with "
+                           f"the reason: exit {p.returncode} {tail(p.stderr)}")
+            return
+        r, p = run_json("-w", ws, "-c", code)
+        if r.get("exit_code") != 0:
+            raise Fail(f"exit {r.get('exit_code')}: {r.get('error')!r} {tail(r.get('stderr'))}")
+        st = os.stat(os.path.join(ws, "f"))
+        if (st.st_uid, st.st_gid) != (1234, 1234):
+            raise Fail(f"the file the code wrote is owned by {st.st_uid}:{st.st_gid}, "
+                       f"not the workspace's owner 1234:1234")
+    finally:
+        subprocess.run(["rm", "-rf", ws])
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -361,7 +388,8 @@ def check_walls():
 
 
 CHECKS = [("check", check_check), ("churn", check_churn), ("memory_limit", check_memory_limit),
-          ("warm", check_warm), ("session", check_session), ("network", check_network),
+          ("warm", check_warm), ("host_workspace", check_host_workspace),
+          ("session", check_session), ("network", check_network),
           ("teardown", check_teardown), ("teardown_kill", check_teardown_kill)]
 EXTRA = {"busctl": check_busctl, "walls": check_walls}
 
