@@ -1669,21 +1669,23 @@ out:
     return r;
 }
 
-/* What the sandbox's tmpfs hold now (charged to its memory cgroup), for a MemoryLimit message:
+/* What the sandbox's tmpfs hold (charged to its memory cgroup), for a MemoryLimit message:
  * ret_ws what a fresh /workspace holds (statfs of our own fd of it: exact, and alive as long as
- * the box is, whatever the sandbox's processes did), ret_tmp the rest of the cgroup's shmem
- * (/tmp and /dev/shm, mounted in the sandbox's namespace, where the host holds no fd; shmem
- * counts their pages while that namespace lives, and the host reads it before removing the
- * cgroup). */
+ * the box is, whatever the sandbox's processes did); ret_tmp /tmp and /dev/shm, mounted in the
+ * sandbox's namespace where the host holds no fd: the larger of what the run's init measured
+ * when the program ended (tmp_seen, its exit message: a one-shot run's namespace, and with it
+ * those pages, is gone soon after, so the cgroup's shmem read now may already miss them) and
+ * the rest of the cgroup's shmem now (a session's or a live box's, its namespace alive). */
 static void sandbox_files(const struct eb_box *sb, const struct eb_cgroup_stats *st,
-                          uint64_t *ret_tmp, uint64_t *ret_ws)
+                          uint64_t tmp_seen, uint64_t *ret_tmp, uint64_t *ret_ws)
 {
     uint64_t ws = 0;
     struct statfs fs;
     if (sb->ws_fd >= 0 && !sb->policy.workspace[0] && fstatfs(sb->ws_fd, &fs) == 0)
         ws = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
     *ret_ws = ws;
-    *ret_tmp = st->shmem > ws ? st->shmem - ws : 0;
+    uint64_t tmp = st->shmem > ws ? st->shmem - ws : 0;
+    *ret_tmp = tmp_seen > tmp ? tmp_seen : tmp;
 }
 
 /* Supervises a started sandbox to the end: the output into res, then how it ended with the
@@ -1714,7 +1716,7 @@ static int jail_wait(void *state, struct eb_box *sb, const struct eb_run *run,
          * cap): when an OOM kill came while they held some, say how much and where, so the
          * cause is not misread. */
         uint64_t in_tmp, in_ws;
-        sandbox_files(sb, &st, &in_tmp, &in_ws);
+        sandbox_files(sb, &st, w->oc.tmp_bytes, &in_tmp, &in_ws);
         if (!eb_oom_files_detail(w->oom_files, sizeof(w->oom_files), in_tmp, in_ws))
             w->oom_files[0] = '\0';
     }
@@ -2220,7 +2222,7 @@ static void jail_session_stats(struct eb_box *sb, struct eb_box_stats *ret)
     ret->cpu_ns = st.cpu_ns;
     ret->peak_memory = st.peak_memory;
     ret->oom_kills = st.oom_kills;
-    sandbox_files(sb, &st, &ret->files_tmp, &ret->files_ws);
+    sandbox_files(sb, &st, 0, &ret->files_tmp, &ret->files_ws);
     ret->cap = sb->policy.memory;
 }
 
