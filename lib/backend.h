@@ -64,10 +64,11 @@ struct eb_wait {
      * cpu_ns -1 means use oc's rusage, -2 unknown; peak_memory likewise (bytes). */
     int64_t cpu_ns;
     int64_t peak_memory;
-    uint64_t oom_kills; /* OOM kills the sandbox recorded during the run */
-    char oom_why[256];  /* what a MemoryLimit message adds ("" nothing) */
-    int ws_fd;          /* the workspace to list for the result (the executor closes it), -1 none */
-    bool files_listed;  /* the backend listed the files itself (res->files; from inside) */
+    uint64_t oom_kills;  /* OOM kills the sandbox recorded during the run */
+    char oom_why[256];   /* what a MemoryLimit message adds ("" nothing) */
+    char oom_files[160]; /* its files' share of the cap at the kill (eb_oom_files_detail; "") */
+    int ws_fd;         /* the workspace to list for the result (the executor closes it), -1 none */
+    bool files_listed; /* the backend listed the files itself (res->files; from inside) */
     /* The exception the guest's interpreter reported as data rather than only as a traceback
      * on stderr (a code interpreter's "error" message): the result's error when the run ended
      * by its exit and the mapping set no other. Owned: the executor frees them. NULL: none. */
@@ -83,8 +84,9 @@ struct eb_wait {
 struct eb_box_stats {
     int64_t cpu_ns; /* -1 unknown */
     uint64_t peak_memory, oom_kills;
-    uint64_t files; /* what its tmpfs hold now (charged to its memory) */
-    uint64_t cap;   /* its memory cgroup's cap, 0 when none */
+    uint64_t files_tmp; /* what its /tmp and /dev/shm hold now (charged to its memory) */
+    uint64_t files_ws;  /* what its fresh /workspace holds now (likewise) */
+    uint64_t cap;       /* its memory cgroup's cap (policy.memory), 0 when none */
 };
 
 struct eb_backend_ops {

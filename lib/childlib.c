@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/mount.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -175,6 +177,17 @@ static void send_exit(int status_fd, int type, int status)
         m.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
         m.maxrss_kb = ru.ru_maxrss;
     }
+    /* What the files of the in-memory file systems hold now, the program and every other
+     * process of the sandbox gone: their share of an OOM kill. Measured here, by the init in
+     * the sandbox's mount namespace, because that namespace (and with it these tmpfs and the
+     * pages charged to the run's cgroup) is torn down when we exit, before the parent could
+     * look. Only as pid 1 of a pid namespace (the jail's init: its /tmp and /dev/shm are the
+     * sandbox's own tmpfs, never the host's). */
+    static const char *const in_memory[] = {"/tmp", "/dev/shm"};
+    struct statfs fs;
+    for (size_t i = 0; getpid() == 1 && i < sizeof(in_memory) / sizeof(in_memory[0]); i++)
+        if (statfs(in_memory[i], &fs) == 0 && fs.f_type == TMPFS_MAGIC)
+            m.tmp_bytes += (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
     (void)eb_write_all(status_fd, &m, sizeof(m));
 }
 

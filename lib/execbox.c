@@ -121,8 +121,9 @@ int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, st
                 res->peak_memory_bytes = (uint64_t)w->peak_memory;
             else if (w->peak_memory == -2)
                 res->peak_memory_bytes = 0;
-            int o =
-                eb_result_apply_oom(res, policy, w->oom_kills, w->oom_why[0] ? w->oom_why : NULL);
+            int o = eb_result_apply_oom(res, policy, w->oom_kills,
+                                        w->oom_files[0] ? w->oom_files : NULL,
+                                        w->oom_why[0] ? w->oom_why : NULL);
             if (o < 0)
                 r = o;
         }

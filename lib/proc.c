@@ -413,6 +413,7 @@ static int read_status(struct eb_child *c, struct eb_outcome *out)
         out->utime_us = m.utime_us;
         out->stime_us = m.stime_us;
         out->maxrss_kb = m.maxrss_kb;
+        out->tmp_bytes = m.tmp_bytes;
     }
     return 0;
 }

@@ -34,6 +34,7 @@ struct eb_msg {
     int64_t utime_us; /* X: user CPU of everything init reaped */
     int64_t stime_us;
     int64_t maxrss_kb;        /* X: largest resident set among them */
+    uint64_t tmp_bytes;       /* X, D: what the sandbox's /tmp and /dev/shm held then (jail) */
     struct execbox_error err; /* E */
 };
 
@@ -153,6 +154,9 @@ struct eb_outcome {
     bool init_running; /* exit_msg_ends: init was not reaped yet (c->pidfd still valid) */
     bool done;         /* it was EB_MSG_DONE: the run's processes may still be exiting */
     int64_t utime_us, stime_us, maxrss_kb;
+    /* The files the sandbox's /tmp and /dev/shm (tmpfs, within the memory cap) held when its
+     * program ended, as its init measured them then (a jail's init, pid 1; else 0). */
+    uint64_t tmp_bytes;
 };
 
 /* Supervises a started sandbox until everything in it is dead and reaped: drains both output

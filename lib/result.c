@@ -88,19 +88,26 @@ const char *execbox_killed_reason_name(enum execbox_killed_reason k)
     return NULL;
 }
 
-const char *eb_oom_files_detail(char *buf, size_t size, uint64_t files, uint64_t cap)
+const char *eb_oom_files_detail(char *buf, size_t size, uint64_t in_tmp, uint64_t in_ws)
 {
-    if (!cap || files < cap / 8)
+    const uint64_t mib = 1U << 20;
+    if (in_tmp < mib && in_ws < mib)
         return NULL;
-    snprintf(buf, size,
-             "files in /tmp and /workspace are held in memory and count against it: "
-             "%" PRIu64 " MiB of the %" PRIu64 " MiB cap were files",
-             files >> 20, cap >> 20);
+    if (in_ws < mib)
+        snprintf(buf, size, "of which %" PRIu64 " MiB were files in /tmp and /dev/shm",
+                 in_tmp >> 20);
+    else if (in_tmp < mib)
+        snprintf(buf, size, "of which %" PRIu64 " MiB were files in /workspace", in_ws >> 20);
+    else
+        snprintf(buf, size,
+                 "of which %" PRIu64 " MiB were files: %" PRIu64 " MiB in /tmp and /dev/shm, "
+                 "%" PRIu64 " MiB in /workspace",
+                 (in_tmp + in_ws) >> 20, in_tmp >> 20, in_ws >> 20);
     return buf;
 }
 
 int eb_result_apply_oom(struct execbox_result *r, const struct execbox_policy *p,
-                        uint64_t oom_kills, const char *detail)
+                        uint64_t oom_kills, const char *files, const char *detail)
 {
     if (oom_kills == 0 || r->signal != SIGKILL || r->timed_out ||
         r->killed_reason == EXECBOX_KILLED_CANCELLED)
@@ -108,10 +115,11 @@ int eb_result_apply_oom(struct execbox_result *r, const struct execbox_policy *p
     r->oom_killed = true;
     r->killed_reason = EXECBOX_KILLED_MEMORY;
     r->exit_code = 128 + SIGKILL;
-    char msg[512];
+    char msg[640];
     snprintf(msg, sizeof(msg),
-             "the program exceeded the memory limit of %" PRIu64 " MiB and was killed%s%s",
-             p->memory >> 20, detail ? "; " : "", detail ? detail : "");
+             "the program exceeded the memory limit of %" PRIu64 " MiB%s%s%s and was killed%s%s",
+             p->memory >> 20, files ? " (" : "", files ? files : "", files ? ")" : "",
+             detail ? "; " : "", detail ? detail : "");
     return eb_result_set_error(r, "MemoryLimit", msg, "") < 0 ? -ENOMEM : 1;
 }
 

@@ -22,17 +22,19 @@ int eb_result_set_error(struct execbox_result *r, const char *name, const char *
  * and neither our deadline nor a cancel killed it (they use SIGKILL too). An OOM kill of some
  * other process of the run, while the program lived on and exited, is not the program's end:
  * its own status stands. When the rule holds: oom_killed, killed_reason memory, exit 137,
- * signal 9 and a MemoryLimit error naming the limit, with detail appended when not NULL.
+ * signal 9 and a MemoryLimit error naming the limit, files (eb_oom_files_detail) in parentheses
+ * after it and detail appended, each when not NULL.
  * Returns 1 when it held, 0 when it did not (r unchanged), -ENOMEM. */
 int eb_result_apply_oom(struct execbox_result *r, const struct execbox_policy *p,
-                        uint64_t oom_kills, const char *detail);
+                        uint64_t oom_kills, const char *files, const char *detail);
 
 /* Adds a name to r->degraded. */
 int eb_result_add_degraded(struct execbox_result *r, const char *wall);
 
-/* For eb_result_apply_oom: when files (bytes held by /tmp, /dev/shm, a fresh /workspace) were a
- * large share of the memory cgroup's cap, a sentence saying so in buf; NULL otherwise. */
-const char *eb_oom_files_detail(char *buf, size_t size, uint64_t files, uint64_t cap);
+/* For eb_result_apply_oom's files: the memory cap covers the files of the run's in-memory file
+ * systems, so when they held any (at least 1 MiB: in_tmp in /tmp and /dev/shm, in_ws in a fresh
+ * /workspace, bytes) at the kill, "of which N MiB were files in ..." in buf; NULL otherwise. */
+const char *eb_oom_files_detail(char *buf, size_t size, uint64_t in_tmp, uint64_t in_ws);
 
 /* A jansson object of the record. */
 json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags);

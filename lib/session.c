@@ -570,12 +570,10 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
         before.cpu_ns >= 0 && after.cpu_ns >= before.cpu_ns ? after.cpu_ns - before.cpu_ns : -2;
     w.peak_memory = (int64_t)after.peak_memory;
     w.oom_kills = after.oom_kills - before.oom_kills;
-    char files[256];
-    const char *why = eb_oom_files_detail(files, sizeof(files), after.files, after.cap);
+    if (!eb_oom_files_detail(w.oom_files, sizeof(w.oom_files), after.files_tmp, after.files_ws))
+        w.oom_files[0] = '\0';
     snprintf(w.oom_why, sizeof(w.oom_why),
-             "the session's memory cap covers its state and the running "
-             "cell%s%s",
-             why ? "; " : "", why ? why : "");
+             "the session's memory cap covers its state and the running cell");
     w.ws_fd = openat(s->box.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (eb_wait_to_result(pol, req->inline_files_max, &w, res) < 0)
         return eb_error_set(err, -ENOMEM, "out of memory");

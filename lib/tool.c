@@ -120,7 +120,8 @@ int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_
                  "earlier calls' variables are gone: run their setup again. %s Python 3 has "
                  "numpy, pandas and matplotlib (a figure shown or left open comes back as an "
                  "image); files written to /workspace are returned. Limits per call: %g s wall "
-                 "clock, %s memory (the session's state included), %s /tmp, %s of output per "
+                 "clock, %s memory (the session's state and files in /tmp and /workspace "
+                 "included), %s /tmp, %s of output per "
                  "stream. A non-zero exit_code means the code failed; read the traceback in "
                  "stderr, fix the code and call again.",
                  multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code", net,
@@ -135,7 +136,8 @@ int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_
                  "numpy, pandas and matplotlib (save figures to /workspace, e.g. "
                  "plt.savefig('/workspace/plot.png')); files written to /workspace are returned. "
                  "Print the values you need: only printed output comes back. Limits: %g s wall "
-                 "clock, %s memory, %s /tmp, %s of output per stream. A non-zero exit_code means "
+                 "clock, %s memory (files in /tmp and /workspace included), %s /tmp, %s of output "
+                 "per stream. A non-zero exit_code means "
                  "the code failed; read the traceback in stderr, fix the code and call again.",
                  multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code", net,
                  max_timeout, mem, tmp, out);

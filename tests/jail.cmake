@@ -16,6 +16,8 @@ eb_integration_test(jail_unprivileged)
 eb_integration_test(jail_coldstart)
 eb_integration_test(jail_workspace)
 eb_integration_test(jail_check)
+# The memory cap covers the run's files in its tmpfs: cold, warm and session cell (bombs bounded).
+eb_integration_test(jail_memcap)
 
 # Every jail attack and workload again, each run in a sandbox started ahead of time (the warm
 # pool's path, `run --warm`): nothing may differ but the time.

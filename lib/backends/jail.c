@@ -1023,16 +1023,15 @@ struct eb_box {
     struct eb_cgroup cg;
     struct eb_child child;
     struct killer k;
-    int ws_fd;             /* fresh workspace (detached tmpfs), or -1 */
-    int alive_w;           /* write end of the alive pipe: the child sees POLLHUP if we vanish */
-    int code_fd;           /* warm: our writable handle on the sandbox's /code */
-    int go_fd;             /* warm: write end of the guest's fd 3 */
-    int64_t cpu_base_ns;   /* warm: the cgroup's CPU time when the run began */
-    int ws_root;           /* a caller's workspace: the host directory, pinned, or -1 */
-    uint64_t files_budget; /* what the cgroup allows on top of policy.memory (files_budget) */
-    int stage_fd;          /* the /etc stage bound into the sandbox, locked shared, or -1 */
-    char ws_journal[64];   /* the workspace root's journal entry (root mode), or "" */
-    struct stat ws_st;     /* its owner and mode before the run, restored after it */
+    int ws_fd;           /* fresh workspace (detached tmpfs), or -1 */
+    int alive_w;         /* write end of the alive pipe: the child sees POLLHUP if we vanish */
+    int code_fd;         /* warm: our writable handle on the sandbox's /code */
+    int go_fd;           /* warm: write end of the guest's fd 3 */
+    int64_t cpu_base_ns; /* warm: the cgroup's CPU time when the run began */
+    int ws_root;         /* a caller's workspace: the host directory, pinned, or -1 */
+    int stage_fd;        /* the /etc stage bound into the sandbox, locked shared, or -1 */
+    char ws_journal[64]; /* the workspace root's journal entry (root mode), or "" */
+    struct stat ws_st;   /* its owner and mode before the run, restored after it */
     char ws_host[EXECBOX_PATH_MAX];
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
     struct eb_tplbox *tpl;  /* forked from this template (the executor keeps it alive), or NULL */
@@ -1166,25 +1165,13 @@ static void sandbox_init(struct eb_box *sb, struct jail *j, const struct execbox
     sb->ws_fd = sb->ws_root = sb->stage_fd = sb->alive_w = sb->code_fd = sb->go_fd = -1;
 }
 
-/* Files the sandbox holds in memory: /tmp, /dev/shm, a fresh /workspace and /code are tmpfs,
- * and the kernel charges their pages to the run's cgroup. Each is capped by its own size
- * (ENOSPC past it), so the cgroup's cap is the program's memory plus this budget: a program that
- * fills /workspace gets ENOSPC at workspace_size, never an OOM kill, and its own memory is
- * never less than the policy's. (A caller's host workspace is on disk: not counted.) */
-static uint64_t files_budget(const struct eb_box *sb, const struct execbox_policy *pol, bool warm,
-                             const struct eb_run *run)
-{
-    uint64_t b = pol->tmpfs + SHM_SIZE;
-    if (sb->ws_fd >= 0 && !pol->workspace[0])
-        b += pol->workspace_size;
-    if (!warm && run)
-        b += run->code_len + (64U << 10);
-    return b;
-}
-
-/* The sandbox's own cgroup (where the host has one): its policy's pids and CPU, and its memory
- * plus budget, the files its tmpfs may hold. 0 or -errno with err set. */
-static int run_cgroup_in(struct eb_box *sb, uint64_t budget, bool cold, struct execbox_error *err)
+/* The sandbox's own cgroup (where the host has one): its policy's pids, CPU and memory. The
+ * memory cap is policy.memory exactly, and it covers everything the run holds in RAM: the kernel
+ * charges the pages of its tmpfs (/tmp, /dev/shm, a fresh /workspace, /code) to this cgroup, so
+ * its files count against it, as in Docker and Kubernetes. Each tmpfs's own size still gives
+ * ENOSPC below the cap; a size above it lets the cap win (an OOM kill). 0 or -errno with err
+ * set. */
+static int run_cgroup_in(struct eb_box *sb, bool cold, struct execbox_error *err)
 {
     struct jail *j = sb->j;
     if (!j->cg.version)
@@ -1192,14 +1179,13 @@ static int run_cgroup_in(struct eb_box *sb, uint64_t budget, bool cold, struct e
     char name[64];
     snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
              atomic_fetch_add(&j->seq, 1));
-    sb->files_budget = budget;
     return (cold ? eb_cgroup_create_limits : eb_cgroup_create)(
-        &j->cg, name, sb->policy.memory + budget, sb->policy.pids, sb->policy.cpus, &sb->cg, err);
+        &j->cg, name, sb->policy.memory, sb->policy.pids, sb->policy.cpus, &sb->cg, err);
 }
 
-static int run_cgroup(struct eb_box *sb, uint64_t budget, struct execbox_error *err)
+static int run_cgroup(struct eb_box *sb, struct execbox_error *err)
 {
-    return run_cgroup_in(sb, budget, false, err);
+    return run_cgroup_in(sb, false, err);
 }
 
 /* The cgroups of template runs whose result is out but whose processes may still be exiting
@@ -1558,7 +1544,7 @@ static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb
     /* A cold run's CPU time is its guest's and their descendants' (init's rusage of them, in
      * its exit message): its cgroup needs no counting-only hierarchy. A warm one's counts from
      * the cgroup's CPU at its start (the imports before it are not the run's). */
-    if ((r = run_cgroup_in(sb, files_budget(sb, pol, warm, run), !warm, err)) < 0)
+    if ((r = run_cgroup_in(sb, !warm, err)) < 0)
         return r;
     if (tpl)
         in_fd = open("/dev/null", O_RDWR | O_CLOEXEC); /* the template's stdio */
@@ -1694,17 +1680,23 @@ out:
     return r;
 }
 
-/* What the sandbox's tmpfs hold now (charged to its memory cgroup): the cgroup's shmem, or the
- * fresh workspace's use when that is more. */
-static uint64_t sandbox_files(const struct eb_box *sb, const struct eb_cgroup_stats *st)
+/* What the sandbox's tmpfs hold (charged to its memory cgroup), for a MemoryLimit message:
+ * ret_ws what a fresh /workspace holds (statfs of our own fd of it: exact, and alive as long as
+ * the box is, whatever the sandbox's processes did); ret_tmp /tmp and /dev/shm, mounted in the
+ * sandbox's namespace where the host holds no fd: the larger of what the run's init measured
+ * when the program ended (tmp_seen, its exit message: a one-shot run's namespace, and with it
+ * those pages, is gone soon after, so the cgroup's shmem read now may already miss them) and
+ * the rest of the cgroup's shmem now (a session's or a live box's, its namespace alive). */
+static void sandbox_files(const struct eb_box *sb, const struct eb_cgroup_stats *st,
+                          uint64_t tmp_seen, uint64_t *ret_tmp, uint64_t *ret_ws)
 {
-    uint64_t files = st->shmem;
+    uint64_t ws = 0;
     struct statfs fs;
-    if (sb->ws_fd >= 0 && fstatfs(sb->ws_fd, &fs) == 0) {
-        uint64_t ws = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
-        files = ws > files ? ws : files;
-    }
-    return files;
+    if (sb->ws_fd >= 0 && !sb->policy.workspace[0] && fstatfs(sb->ws_fd, &fs) == 0)
+        ws = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
+    *ret_ws = ws;
+    uint64_t tmp = st->shmem > ws ? st->shmem - ws : 0;
+    *ret_tmp = tmp_seen > tmp ? tmp_seen : tmp;
 }
 
 /* Supervises a started sandbox to the end: the output into res, then how it ended with the
@@ -1731,11 +1723,13 @@ static int jail_wait(void *state, struct eb_box *sb, const struct eb_run *run,
         if (st.peak_memory)
             w->peak_memory = (int64_t)st.peak_memory;
         w->oom_kills = st.oom_kills;
-        /* Files in /tmp, /dev/shm and a fresh /workspace are memory too (tmpfs): when an OOM
-         * kill came while they held a large share, say so, so the cause is not misread. */
-        if (!eb_oom_files_detail(w->oom_why, sizeof(w->oom_why), sandbox_files(sb, &st),
-                                 pol->memory + sb->files_budget))
-            w->oom_why[0] = '\0';
+        /* Files in /tmp, /dev/shm and a fresh /workspace are memory too (tmpfs, within the
+         * cap): when an OOM kill came while they held some, say how much and where, so the
+         * cause is not misread. */
+        uint64_t in_tmp, in_ws;
+        sandbox_files(sb, &st, w->oc.tmp_bytes, &in_tmp, &in_ws);
+        if (!eb_oom_files_detail(w->oom_files, sizeof(w->oom_files), in_tmp, in_ws))
+            w->oom_files[0] = '\0';
     }
     if (sb->ws_fd >= 0)
         w->ws_fd = openat(sb->ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1957,9 +1951,8 @@ static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_po
         r = sb->ws_fd;
         goto out;
     }
-    /* As a cold run: the files its tmpfs hold add to its memory (the library writes /code,
-     * so that one is not the run's). */
-    if ((r = run_cgroup(sb, files_budget(sb, pol, true, NULL), err)) < 0)
+    /* As a cold run: the files its tmpfs hold count against its memory cap. */
+    if ((r = run_cgroup(sb, err)) < 0)
         goto out;
     bool cover;
     if ((r = code_mount_fds(&sb->code_fd, &code_ro, &cover, err)) < 0)
@@ -2240,8 +2233,8 @@ static void jail_session_stats(struct eb_box *sb, struct eb_box_stats *ret)
     ret->cpu_ns = st.cpu_ns;
     ret->peak_memory = st.peak_memory;
     ret->oom_kills = st.oom_kills;
-    ret->files = sandbox_files(sb, &st);
-    ret->cap = sb->policy.memory + sb->files_budget;
+    sandbox_files(sb, &st, 0, &ret->files_tmp, &ret->files_ws);
+    ret->cap = sb->policy.memory;
 }
 
 static void jail_session_kill(struct eb_box *sb)

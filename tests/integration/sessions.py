@@ -150,7 +150,7 @@ class SessionTests(Tests):
     def test_rollback_after_exception_timeout_cancel_oom(self):
         with Server("--workers", "2", "--timeout", "20", "--memory", "512M") as s:
             c = Client(s)
-            # The cgroup holds memory plus the files of /tmp and /workspace: keep those small.
+            # The memory cap covers the files of /tmp and /workspace too: keep those small.
             sid = c.create(memory="128M", tmpfs="4M", workspace_size="4M")["id"]
             c.ok(sid, SETUP + "\nx = 1\ndata = list(range(10))")
             d0 = c.digest(sid)

@@ -279,8 +279,13 @@ static void test_v2_limits_and_stats(void **state)
     put("prepared/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
     put("prepared/memory.peak", "67108864\n");
     put("prepared/cpu.stat", "usage_usec 250000\nuser_usec 200000\nsystem_usec 50000\n");
+    /* The files of the run's tmpfs, for a MemoryLimit message: v2's shmem line (not
+     * shmem_thp), what the cap of memory.max covers beside the processes. */
+    put("prepared/memory.stat", "anon 52428800\nfile 209715200\nkernel 4096\nshmem_thp 0\n"
+                                "shmem 209715200\nfile_mapped 0\n");
     struct eb_cgroup_stats st;
     eb_cgroup_stats(&cg, &st);
+    assert_int_equal(st.shmem, 209715200);
     assert_int_equal(st.oom_kills, 1);
     assert_int_equal(st.peak_memory, 67108864);
     assert_int_equal(st.cpu_ns, 250000000);
@@ -326,6 +331,11 @@ static void test_v1_stats(void **state)
     put("memory/run/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
     put("memory/run/memory.max_usage_in_bytes", "1048576\n");
     put("cpuacct/run/cpuacct.usage", "123456789\n");
+    /* A run's cgroup is a leaf: its own shmem (files of its tmpfs) is its total_shmem. */
+    put("memory/run/memory.stat", "cache 188743680\nrss 52428800\nrss_huge 0\n"
+                                  "shmem 188743680\nmapped_file 0\n"
+                                  "hierarchical_memory_limit 268435456\ntotal_cache 188743680\n"
+                                  "total_shmem 188743680\n");
     struct eb_cgroup_root r;
     memset(&r, 0, sizeof(r));
     r.version = 1;
@@ -338,6 +348,7 @@ static void test_v1_stats(void **state)
     eb_cgroup_stats(&cg, &st);
     assert_int_equal(st.oom_kills, 2);
     assert_int_equal(st.peak_memory, 1048576);
+    assert_int_equal(st.shmem, 188743680);
     assert_int_equal(st.cpu_ns, 123456789);
     assert_int_equal(eb_cgroup_cpu_ns(&cg), 123456789); /* v1: cpuacct */
 }

@@ -520,29 +520,40 @@ static void test_oom_rule(void **state)
     struct execbox_result *r = eb_result_new("jail", "python");
     r->signal = SIGKILL;
     r->exit_code = 137;
-    assert_int_equal(eb_result_apply_oom(r, &p, 1, "detail"), 1);
+    char files[160];
+    assert_ptr_equal(eb_oom_files_detail(files, sizeof(files), 180U << 20, 0), files);
+    assert_int_equal(eb_result_apply_oom(r, &p, 1, files, "detail"), 1);
     assert_true(r->oom_killed);
     assert_int_equal(r->killed_reason, EXECBOX_KILLED_MEMORY);
     assert_string_equal(r->error_name, "MemoryLimit");
     assert_non_null(strstr(r->error_value, "256 MiB"));
     assert_non_null(strstr(r->error_value, "; detail"));
+    /* The cap covers the files of its tmpfs: their share and where, beside the limit. */
+    assert_non_null(strstr(r->error_value, "limit of 256 MiB (of which 180 MiB were files in "
+                                           "/tmp and /dev/shm) and was killed"));
     execbox_result_free(r);
+    assert_null(eb_oom_files_detail(files, sizeof(files), 4096, 4096));
+    assert_ptr_equal(eb_oom_files_detail(files, sizeof(files), 0, 40U << 20), files);
+    assert_string_equal(files, "of which 40 MiB were files in /workspace");
+    assert_ptr_equal(eb_oom_files_detail(files, sizeof(files), 20U << 20, 40U << 20), files);
+    assert_string_equal(files, "of which 60 MiB were files: 20 MiB in /tmp and /dev/shm, "
+                               "40 MiB in /workspace");
     /* Another process was OOM-killed; the program lived on and exited: its status stands. */
     r = eb_result_new("jail", "python");
     r->exit_code = 0;
-    assert_int_equal(eb_result_apply_oom(r, &p, 1, NULL), 0);
+    assert_int_equal(eb_result_apply_oom(r, &p, 1, NULL, NULL), 0);
     assert_false(r->oom_killed);
     assert_null(r->error_name);
     execbox_result_free(r);
     /* SIGKILL without an OOM kill, or our own deadline's SIGKILL: not memory. */
     r = eb_result_new("jail", "python");
     r->signal = SIGKILL;
-    assert_int_equal(eb_result_apply_oom(r, &p, 0, NULL), 0);
+    assert_int_equal(eb_result_apply_oom(r, &p, 0, NULL, NULL), 0);
     r->timed_out = true;
-    assert_int_equal(eb_result_apply_oom(r, &p, 3, NULL), 0);
+    assert_int_equal(eb_result_apply_oom(r, &p, 3, NULL, NULL), 0);
     r->timed_out = false;
     r->killed_reason = EXECBOX_KILLED_CANCELLED;
-    assert_int_equal(eb_result_apply_oom(r, &p, 3, NULL), 0);
+    assert_int_equal(eb_result_apply_oom(r, &p, 3, NULL, NULL), 0);
     assert_false(r->oom_killed);
     execbox_result_free(r);
 }
