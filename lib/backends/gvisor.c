@@ -50,8 +50,9 @@
 #define GV_GUEST_UID 1000  /* the jail's guest uid and gid, so that outputs match */
 /* The host-side pids cgroup holds gVisor's own Sentry and gofer threads besides the guest's
  * (on the ptrace platform each guest process is a host stub process): it gets this much on
- * top of the policy's pids so that the sandbox itself can start. The guest's bound is
- * therefore pids + GV_PIDS_SENTRY less what gVisor uses, not pids exactly. */
+ * top of the policy's pids so that the sandbox itself can start. That is no bound on the
+ * guest (a thread bomb under pids 32 reached 1,024 threads): RLIMIT_NPROC = pids is, inside
+ * the sandbox (write_config). */
 #define GV_PIDS_SENTRY 128
 
 static const char *const runsc_paths[] = {"/usr/bin/runsc", "/usr/sbin/runsc",
@@ -172,7 +173,7 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
     eb_check_add(c, "tmpfs and workspace", true, false,
                  "/tmp a sized tmpfs in the sandbox; /workspace a sized host tmpfs (root)");
     eb_check_add(c, "no privileges", true, false,
-                 "uid 65534, every capability set empty, no_new_privs, rlimits");
+                 "uid 1000, every capability set empty, no_new_privs, rlimits, nice filter");
     c->usable = vr == 0 && root && known;
     return c->usable ? 0 : -ENOTSUP;
 }
@@ -321,7 +322,10 @@ static int write_config(const struct gvisor *g, const struct run_dir *d, const s
     for (size_t i = 0; run->lang->args[i]; i++)
         json_array_append_new(args, json_string(run->lang->args[i]));
     json_array_append_new(args, json_string(guest_code));
-    /* No capability at all, no new privileges, nobody, and the rlimits the jail sets. */
+    /* No capability at all, no new privileges, uid 1000, and the rlimits the jail sets. gVisor
+     * applies RLIMIT_NPROC per uid inside the sandbox (runsc's host processes keep the host's
+     * limits): the guest is the only process of its uid there, so this is the guest's pids
+     * bound, threads included. RLIMIT_NICE 0: no nice value below the start (see the filter). */
     json_t *caps = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
                              "inheritable", "permitted", "ambient");
     json_t *rlimits = json_pack(
