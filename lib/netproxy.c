@@ -24,6 +24,7 @@
 #include "error.h"
 #include "hostrule.h"
 #include "limits.h"
+#include "tlshello.h"
 #include "util.h"
 
 /* ---- name lookups ------------------------------------------------------------------------ */
@@ -117,7 +118,9 @@ struct pbuf {
     size_t in_pipe;
 };
 
-enum conn_state { S_HEAD, S_LOOKUP, S_CONNECT, S_RELAY };
+/* S_HELLO: a CONNECT tunnel to a name, answered, holding the client's first bytes until
+ * they show the TLS server name (it must be the CONNECT host: no fronting). */
+enum conn_state { S_HEAD, S_LOOKUP, S_CONNECT, S_HELLO, S_RELAY };
 
 struct conn {
     struct conn *prev, *next;
@@ -140,6 +143,9 @@ struct conn {
     size_t extra_off; /* bytes of head after the request's head (sent on) */
     uint64_t lookup_id;
     size_t own; /* bytes at the front of u2c that are our own reply, not the host's */
+    /* Plain HTTP: the client bytes still to go upstream (the one request's body); what the
+     * client sends after is dropped. UINT64_MAX: a tunnel, no bound. */
+    uint64_t c2u_left;
     struct sockaddr_storage addrs[EB_PROXY_ADDRS_MAX];
     int n_addrs, next_addr;
 };
@@ -432,6 +438,48 @@ static int build_forward_head(struct conn *c, const char *method, size_t mlen, c
     return 0;
 }
 
+/* Plain HTTP: the request body's length from Content-Length (0 without one). -EINVAL for a
+ * bad or conflicting length, -ENOTSUP for Transfer-Encoding (a chunked body is not framed
+ * here, so where the request ends, and the next would begin, is not known). */
+static int request_body_len(const char *hdrs, size_t hlen, uint64_t *ret)
+{
+    const char *s = hdrs, *end = hdrs + hlen;
+    bool have = false;
+    uint64_t len = 0;
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        size_t n_trim = n && s[n - 1] == '\r' ? n - 1 : n;
+        if (n_trim == 0)
+            break;
+        if (n_trim >= 18 && strncasecmp(s, "transfer-encoding:", 18) == 0)
+            return -ENOTSUP;
+        if (n_trim >= 15 && strncasecmp(s, "content-length:", 15) == 0) {
+            size_t i = 15;
+            while (i < n_trim && (s[i] == ' ' || s[i] == '\t'))
+                i++;
+            size_t j = n_trim;
+            while (j > i && (s[j - 1] == ' ' || s[j - 1] == '\t'))
+                j--;
+            if (i == j || j - i > 18)
+                return -EINVAL;
+            uint64_t v = 0;
+            for (size_t k = i; k < j; k++) {
+                if (s[k] < '0' || s[k] > '9')
+                    return -EINVAL;
+                v = v * 10 + (uint64_t)(s[k] - '0');
+            }
+            if (have && v != len)
+                return -EINVAL;
+            have = true;
+            len = v;
+        }
+        s += n + (nl ? 1 : 0);
+    }
+    *ret = len;
+    return 0;
+}
+
 static bool allowed_by_list(const struct eb_proxy *p, const struct eb_target *t, uint16_t port)
 {
     for (size_t i = 0; i < p->n_rules; i++)
@@ -529,7 +577,18 @@ static void handle_head(struct eb_proxy *p, struct conn *c, size_t end)
     }
     if (e)
         e->allowed = true;
+    c->c2u_left = UINT64_MAX;
     if (!c->is_connect) {
+        int br = request_body_len(eol + 1, end - (size_t)(eol + 1 - h), &c->c2u_left);
+        if (br == -ENOTSUP) {
+            conn_reply_error(p, c, 501,
+                             "a chunked request body is not forwarded (send Content-Length)");
+            return;
+        }
+        if (br < 0) {
+            conn_reply_error(p, c, 400, "bad Content-Length");
+            return;
+        }
         if (build_forward_head(c, method, mlen, path, plen, version, vlen, eol + 1,
                                end - (size_t)(eol + 1 - h), authority, alen) < 0) {
             conn_reply_error(p, c, 503, "out of memory");
@@ -768,8 +827,30 @@ static void connect_done(struct eb_proxy *p, struct conn *c)
         free(c->fwd_head);
         c->fwd_head = NULL;
     }
-    /* Bytes the client sent after its head (a TLS hello, a body) go on. */
-    buf_put(&c->c2u, c->head + c->extra_off, c->head_len - c->extra_off);
+    size_t extra = c->head_len - c->extra_off;
+    if (c->is_connect && !c->target.is_addr) {
+        /* The tunnel is answered, but nothing goes to the host before the client's hello
+         * names it (hello_step); the client's first bytes wait in the head buffer. */
+        char *h = realloc(c->head, EB_TLS_RECORD_MAX);
+        if (!h) {
+            conn_reply_error(p, c, 503, "out of memory");
+            return;
+        }
+        memmove(h, h + c->extra_off, extra);
+        c->head = h;
+        c->head_len = extra;
+        c->extra_off = 0;
+        c->state = S_HELLO;
+        c->deadline_ns = eb_now_ns() + ms_ns(EB_PROXY_HEAD_TIMEOUT_MS);
+        return;
+    }
+    /* Bytes the client sent after its head (a TLS hello, a body) go on; of a plain request,
+     * only its body. */
+    if (extra > c->c2u_left)
+        extra = (size_t)c->c2u_left;
+    if (c->c2u_left != UINT64_MAX)
+        c->c2u_left -= extra;
+    buf_put(&c->c2u, c->head + c->extra_off, extra);
     free(c->head);
     c->head = NULL;
     c->state = S_RELAY;
@@ -779,18 +860,22 @@ static void connect_done(struct eb_proxy *p, struct conn *c)
 /* ---- moving bytes ------------------------------------------------------------------------ */
 
 /* Reads from fd into b (sets *moved when bytes came). false on a hard error. */
-static bool pump_in(int fd, struct pbuf *b, bool *eof, bool *moved)
+static bool pump_in(int fd, struct pbuf *b, bool *eof, bool *moved, uint64_t *left)
 {
     if (b->off == b->len)
         b->off = b->len = 0;
-    if (!buf_room(b) || *eof)
+    if (!buf_room(b) || *eof || *left == 0)
         return true;
     ssize_t n;
     if (b->pr >= 0) {
-        n = splice(fd, NULL, b->pw, NULL, EB_PROXY_BUF - b->in_pipe,
-                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        size_t want = EB_PROXY_BUF - b->in_pipe;
+        if (want > *left)
+            want = (size_t)*left;
+        n = splice(fd, NULL, b->pw, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) {
             b->in_pipe += (size_t)n;
+            if (*left != UINT64_MAX)
+                *left -= (uint64_t)n;
             *moved = true;
         } else if (n == 0) {
             *eof = true;
@@ -799,9 +884,14 @@ static bool pump_in(int fd, struct pbuf *b, bool *eof, bool *moved)
         }
         return true;
     }
-    n = read(fd, b->data + b->len, b->cap - b->len);
+    size_t want = b->cap - b->len;
+    if (want > *left)
+        want = (size_t)*left;
+    n = read(fd, b->data + b->len, want);
     if (n > 0) {
         b->len += (size_t)n;
+        if (*left != UINT64_MAX)
+            *left -= (uint64_t)n;
         *moved = true;
     } else if (n == 0)
         *eof = true;
@@ -847,6 +937,15 @@ static void conn_update(struct eb_proxy *p, struct conn *c)
         set_events(p, c->cfd, KEY(c->serial, TAG_CLIENT), &c->ev_c, EPOLLIN);
         return;
     }
+    if (c->state == S_HELLO) {
+        /* The "200" out to the client, its hello in; nothing asked of the host yet. */
+        uint32_t ec = buf_pending(&c->u2c) ? EPOLLOUT : 0;
+        if (c->head_len < EB_TLS_RECORD_MAX)
+            ec |= EPOLLIN;
+        set_events(p, c->cfd, KEY(c->serial, TAG_CLIENT), &c->ev_c, ec);
+        set_events(p, c->ufd, KEY(c->serial, TAG_UPSTREAM), &c->ev_u, 0);
+        return;
+    }
     if (c->state != S_RELAY)
         return;
     /* A side that has said all it will and whose bytes are delivered: pass the EOF on. */
@@ -890,9 +989,17 @@ static void relay(struct eb_proxy *p, struct conn *c)
     bool ok = true, moved = false;
     /* Twice round: what was read can often be written at once. */
     for (int round = 0; ok && round < 2; round++) {
-        if (c->ufd >= 0 && !c->u_shut) {
-            ok = ok && pump_in(c->cfd, &c->c2u, &c->c_eof, &moved);
+        if (c->ufd >= 0 && !c->u_shut && c->c2u_left > 0) {
+            ok = ok && pump_in(c->cfd, &c->c2u, &c->c_eof, &moved, &c->c2u_left);
             ok = ok && pump_out(c->ufd, &c->c2u, out);
+        } else if (c->ufd >= 0 && !c->u_shut) {
+            /* The one request is sent: what follows on this connection (a second request,
+             * perhaps for another Host) goes nowhere; the bytes still in flight do. */
+            ok = ok && pump_out(c->ufd, &c->c2u, out);
+            char sink[4096];
+            ssize_t n = c->c_eof ? -1 : read(c->cfd, sink, sizeof(sink));
+            if (n == 0)
+                c->c_eof = true;
         } else if (!c->c_eof) {
             /* Nobody to send to (our own error reply): drop what the client still sends. */
             char sink[4096];
@@ -900,8 +1007,9 @@ static void relay(struct eb_proxy *p, struct conn *c)
             if (n == 0)
                 c->c_eof = true;
         }
+        uint64_t unbounded = UINT64_MAX;
         if (c->ufd >= 0 && !c->u_eof)
-            ok = ok && pump_in(c->ufd, &c->u2c, &c->u_eof, &moved);
+            ok = ok && pump_in(c->ufd, &c->u2c, &c->u_eof, &moved, &unbounded);
         uint64_t sent = 0;
         ok = ok && pump_out(c->cfd, &c->u2c, &sent);
         size_t ours = sent < c->own ? (size_t)sent : c->own;
@@ -915,6 +1023,51 @@ static void relay(struct eb_proxy *p, struct conn *c)
     if (moved)
         c->deadline_ns = eb_now_ns() + ms_ns(EB_PROXY_IDLE_TIMEOUT_MS);
     conn_update(p, c);
+}
+
+/* S_HELLO: the tunnel's first client bytes must be a TLS ClientHello whose server name is the
+ * CONNECT host (a name: an allowed name must not front for another on a shared server). No
+ * name, not TLS, a malformed hello or another name: the tunnel is closed before a byte of it
+ * reaches the host. */
+static void hello_step(struct eb_proxy *p, struct conn *c)
+{
+    uint64_t sent = 0;
+    if (!pump_out(c->cfd, &c->u2c, &sent)) {
+        conn_free(p, c);
+        return;
+    }
+    c->own -= sent < c->own ? (size_t)sent : c->own;
+    if (c->head_len < EB_TLS_RECORD_MAX) {
+        ssize_t n = read(c->cfd, c->head + c->head_len, EB_TLS_RECORD_MAX - c->head_len);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            conn_free(p, c);
+            return;
+        }
+        if (n > 0)
+            c->head_len += (size_t)n;
+    }
+    char name[256];
+    enum eb_sni_result r =
+        eb_tls_sni((const unsigned char *)c->head, c->head_len, name, sizeof(name));
+    if (r == EB_SNI_MORE && c->head_len < EB_TLS_RECORD_MAX) {
+        conn_update(p, c);
+        return;
+    }
+    struct eb_target t;
+    if (r != EB_SNI_FOUND || eb_target_parse(name, &t) < 0 || t.is_addr ||
+        strcmp(t.name, c->target.name) != 0) {
+        struct execbox_egress *e = egress_of(p, c);
+        if (e)
+            e->allowed = false; /* on the record as refused: the hello named no allowed host */
+        conn_free(p, c);
+        return;
+    }
+    buf_put(&c->c2u, c->head, c->head_len);
+    free(c->head);
+    c->head = NULL;
+    c->state = S_RELAY;
+    c->deadline_ns = eb_now_ns() + ms_ns(EB_PROXY_IDLE_TIMEOUT_MS);
+    relay(p, c);
 }
 
 static void read_head(struct eb_proxy *p, struct conn *c)
@@ -997,6 +1150,7 @@ static void expire(struct eb_proxy *p, uint64_t now)
                 conn_reply_error(p, c, 504, "lookup or connect timed out");
                 conn_update(p, c);
                 break;
+            case S_HELLO: /* no hello in time: nothing was sent to the host */
             case S_RELAY: conn_free(p, c); break;
             }
         }
@@ -1048,16 +1202,24 @@ static void *proxy_main(void *arg)
                     conn_free(p, c); /* the client is gone: nobody to answer */
                     break;
                 }
+                if (kind == TAG_UPSTREAM && (ev & (EPOLLERR | EPOLLHUP)) && c->state == S_HELLO) {
+                    conn_free(p, c); /* the host is gone before the tunnel was let through */
+                    break;
+                }
                 if (kind == TAG_UPSTREAM && (ev & EPOLLERR) && c->state == S_RELAY) {
                     conn_free(p, c);
                     break;
                 }
                 if (c->state == S_HEAD && kind == TAG_CLIENT)
                     read_head(p, c);
+                else if (c->state == S_HELLO && kind == TAG_CLIENT)
+                    hello_step(p, c);
                 else if (c->state == S_CONNECT && kind == TAG_UPSTREAM) {
                     connect_done(p, c);
                     if (c->state == S_RELAY)
                         relay(p, c);
+                    else if (c->state == S_HELLO)
+                        hello_step(p, c);
                     else
                         conn_update(p, c);
                 } else if (c->state == S_RELAY)

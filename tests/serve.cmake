@@ -12,8 +12,8 @@ set_tests_properties(fuzz.serve_request PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 3
                      ENVIRONMENT "FUZZ_SECONDS=20")
 
 # Library parsers under libFuzzer the same way: the traceback parser (any guest stderr) and the
-# policy JSON (a --policy file, a request's limits).
-foreach(t traceback policy)
+# policy JSON (a --policy file, a request's limits), and the TLS server-name parser (a tunnel's hello).
+foreach(t traceback policy tls_sni)
   add_test(NAME fuzz.${t}
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_lib_target.sh
                    ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR} ${t})

@@ -47,11 +47,12 @@
 #include "../workspace.h"
 
 #define GV_DELETE_MS 10000 /* runsc delete --force, after every run */
-#define GV_GUEST_UID 65534 /* nobody inside the sandbox */
+#define GV_GUEST_UID 1000  /* the jail's guest uid and gid, so that outputs match */
 /* The host-side pids cgroup holds gVisor's own Sentry and gofer threads besides the guest's
  * (on the ptrace platform each guest process is a host stub process): it gets this much on
- * top of the policy's pids so that the sandbox itself can start. The guest's bound is
- * therefore pids + GV_PIDS_SENTRY less what gVisor uses, not pids exactly. */
+ * top of the policy's pids so that the sandbox itself can start. That is no bound on the
+ * guest (a thread bomb under pids 32 reached 1,024 threads): RLIMIT_NPROC = pids is, inside
+ * the sandbox (write_config). */
 #define GV_PIDS_SENTRY 128
 
 static const char *const runsc_paths[] = {"/usr/bin/runsc", "/usr/sbin/runsc",
@@ -172,7 +173,7 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
     eb_check_add(c, "tmpfs and workspace", true, false,
                  "/tmp a sized tmpfs in the sandbox; /workspace a sized host tmpfs (root)");
     eb_check_add(c, "no privileges", true, false,
-                 "uid 65534, every capability set empty, no_new_privs, rlimits");
+                 "uid 1000, every capability set empty, no_new_privs, rlimits, nice filter");
     c->usable = vr == 0 && root && known;
     return c->usable ? 0 : -ENOTSUP;
 }
@@ -321,13 +322,18 @@ static int write_config(const struct gvisor *g, const struct run_dir *d, const s
     for (size_t i = 0; run->lang->args[i]; i++)
         json_array_append_new(args, json_string(run->lang->args[i]));
     json_array_append_new(args, json_string(guest_code));
-    /* No capability at all, no new privileges, nobody, and the rlimits the jail sets. */
+    /* No capability at all, no new privileges, uid 1000, and the rlimits the jail sets. gVisor
+     * applies RLIMIT_NPROC per uid inside the sandbox (runsc's host processes keep the host's
+     * limits): the guest is the only process of its uid there, so this is the guest's pids
+     * bound, threads included. RLIMIT_NICE 0: no nice value below the start (see the filter). */
     json_t *caps = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
                              "inheritable", "permitted", "ambient");
     json_t *rlimits = json_pack(
-        "[{s:s, s:I, s:I}, {s:s, s:I, s:I}, {s:s, s:i, s:i}]", "type", "RLIMIT_FSIZE", "hard",
-        (json_int_t)p->file_size, "soft", (json_int_t)p->file_size, "type", "RLIMIT_NOFILE", "hard",
-        (json_int_t)1024, "soft", (json_int_t)1024, "type", "RLIMIT_CORE", "hard", 0, "soft", 0);
+        "[{s:s, s:I, s:I}, {s:s, s:I, s:I}, {s:s, s:i, s:i}, {s:s, s:I, s:I}, {s:s, s:i, s:i}]",
+        "type", "RLIMIT_FSIZE", "hard", (json_int_t)p->file_size, "soft", (json_int_t)p->file_size,
+        "type", "RLIMIT_NOFILE", "hard", (json_int_t)1024, "soft", (json_int_t)1024, "type",
+        "RLIMIT_CORE", "hard", 0, "soft", 0, "type", "RLIMIT_NPROC", "hard", (json_int_t)p->pids,
+        "soft", (json_int_t)p->pids, "type", "RLIMIT_NICE", "hard", 0, "soft", 0);
     char cgpath[128];
     snprintf(cgpath, sizeof(cgpath), "/execbox-%d-g%08x-%u", (int)getpid(), g->id,
              atomic_fetch_add((atomic_uint *)&g->seq, 1));
@@ -343,8 +349,22 @@ static int write_config(const struct gvisor *g, const struct run_dir *d, const s
         cgpath, "resources", "memory", "limit", (json_int_t)p->memory, "swap",
         (json_int_t)p->memory, "pids", "limit", (json_int_t)p->pids + GV_PIDS_SENTRY, "cpu",
         "quota", (json_int_t)quota, "period", (json_int_t)period);
-    if (!cfg || r)
+    /* gVisor checks no privilege on setpriority (a guest with no capability and RLIMIT_NICE 0
+     * could still lower its nice value to -20) nor on the scheduling calls: the filter that
+     * runsc loads inside the sandbox (--oci-seccomp) refuses them as Linux would refuse a
+     * process without CAP_SYS_NICE. A negative nice value is bit 31 of the int argument. */
+    json_t *filter =
+        json_pack("{s:s, s:[{s:[s], s:s, s:i, s:[{s:i, s:I, s:I, s:s}]}, {s:[s, s, s], s:s, s:i}]}",
+                  "defaultAction", "SCMP_ACT_ALLOW", "syscalls", "names", "setpriority", "action",
+                  "SCMP_ACT_ERRNO", "errnoRet", EACCES, "args", "index", 2, "value",
+                  (json_int_t)0x80000000, "valueTwo", (json_int_t)0x80000000, "op",
+                  "SCMP_CMP_MASKED_EQ", "names", "sched_setscheduler", "sched_setparam",
+                  "sched_setattr", "action", "SCMP_ACT_ERRNO", "errnoRet", EPERM);
+    if (!cfg || r || !filter ||
+        json_object_set_new(json_object_get(cfg, "linux"), "seccomp", filter) < 0) {
+        json_decref(cfg);
         return eb_error_set(err, -ENOMEM, "out of memory");
+    }
     char path[EXECBOX_PATH_MAX + 16];
     snprintf(path, sizeof(path), "%s/config.json", d->bundle);
     r = json_dump_file(cfg, path, JSON_COMPACT);
@@ -495,8 +515,9 @@ static int gv_deliver(void *state, struct eb_box *w, const struct eb_run *run,
     char platform[40];
     snprintf(platform, sizeof(platform), "--platform=%s", g->platform);
     char *argv[] = {
-        (char *)g->runsc, (char *)"--root",   (char *)g->state, platform, (char *)"--network=none",
-        (char *)"run",    (char *)"--bundle", w->d.bundle,      w->d.id,  NULL};
+        (char *)g->runsc, (char *)"--root", (char *)g->state, platform, (char *)"--network=none",
+        /* the bundle's filter (write_config), applied to the guest inside the sandbox */
+        (char *)"--oci-seccomp", (char *)"run", (char *)"--bundle", w->d.bundle, w->d.id, NULL};
     char *envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
     struct eb_guest guest = {
         .stdin_fd = w->in_fd,

@@ -27,7 +27,7 @@ else
 clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -I"$src/include" -I"$src/lib" -I"$src/src" \
     "$src/tests/fuzz/fuzz_$name.c" "$src/lib/policy.c" "$src/lib/traceback.c" "$src/lib/result.c" \
-    "$src/lib/text.c" "$src/lib/error.c" "$src/lib/lang.c" "$src/lib/util.c" "$src/lib/workspace.c" "$src/lib/hostrule.c" \
+    "$src/lib/text.c" "$src/lib/error.c" "$src/lib/lang.c" "$src/lib/util.c" "$src/lib/workspace.c" "$src/lib/hostrule.c" "$src/lib/tlshello.c" \
     "$src/lib/lang_blobs.c" -DEB_LANG_DIR="\"$src/lib/lang\"" \
     $(pkg-config --cflags --libs jansson) -lm -o "$out/fuzz_$name"
 fi

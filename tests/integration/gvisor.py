@@ -44,7 +44,7 @@ class GvisorTests(Tests):
                 "print(os.getcwd(), os.getuid())\n")
         r, p = gv(code, "--stdin", input="line one\n")
         eq(p.returncode, 0, p.stderr)
-        eq(r["stdout"], "42\nin: line one\n/workspace 65534\n")
+        eq(r["stdout"], "42\nin: line one\n/workspace 1000\n")
         eq(r["stderr"], "warn\n")
         eq(r["backend"], "gvisor")
         eq(r["error"], None)
@@ -163,6 +163,55 @@ print("ls", sorted(os.listdir("/")))
             check(int(r["stdout"].split()[2]) < 12 + 128, r["stdout"])
         else:
             check(r["exit_code"] != 0, r)
+
+    def test_thread_bomb_and_priority_walls(self):
+        """The review's attack suite under -b gvisor: a thread bomb reached 1,024 live threads
+        under --pids 32 (the host cgroup's bound, pids + 128, counts the Sentry's threads, not
+        the guest's), and the guest lowered its nice value to -20 (gVisor checks no privilege
+        on setpriority)."""
+        code = """
+import json, os, threading
+out = {"uid": os.getuid(), "euid": os.geteuid()}
+for line in open("/proc/self/status"):
+    if line.startswith("CapEff"):
+        out["capeff"] = line.split()[1]
+import ctypes
+out["nonewprivs"] = ctypes.CDLL(None, use_errno=True).prctl(39, 0, 0, 0, 0)  # PR_GET_NO_NEW_PRIVS
+try:
+    os.nice(-20)
+    out["nice"] = os.nice(0)
+except OSError as e:
+    out["nice"] = type(e).__name__
+try:
+    os.setpriority(os.PRIO_PROCESS, 0, -1)
+    out["setpriority"] = os.getpriority(os.PRIO_PROCESS, 0)
+except OSError as e:
+    out["setpriority"] = type(e).__name__
+out["raise_nice"] = os.nice(3)  # lowering one's priority is always allowed
+ev = threading.Event()
+n = 0
+try:
+    for i in range(1024):
+        threading.Thread(target=ev.wait).start()
+        n += 1
+except RuntimeError:
+    pass
+out["threads"] = n
+ev.set()
+print(json.dumps(out))
+"""
+        r, _ = gv(code, "--pids", "32")
+        eq(r["exit_code"], 0, r["stderr"])
+        import json
+        o = json.loads(r["stdout"].strip().splitlines()[-1])
+        print(f"     (threads started under --pids 32: {o['threads']}; nice: {o['nice']})")
+        check(o["threads"] < 32, f"thread bomb not capped: {o}")
+        eq(o["nice"], "PermissionError", o)
+        eq(o["setpriority"], "PermissionError", o)
+        eq(o["raise_nice"], 3, o)
+        check(o["uid"] != 0 and o["euid"] != 0, o)
+        eq(o["capeff"], "0000000000000000", o)
+        eq(o["nonewprivs"], 1, o)
 
     def test_memory_wall(self):
         # 400 MB against a 96 MB cap (the wall the jail suites prove, here runsc's cgroup).

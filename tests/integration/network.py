@@ -157,7 +157,7 @@ class NetworkTests(Tests):
 import json, os, socket, urllib.request
 body = urllib.request.urlopen("http://web.test:{P}/hello", timeout=5).read().decode()
 s = socket.create_connection(("127.0.0.1", 3128))
-s.sendall(b"CONNECT web.test:{P} HTTP/1.1\\r\\nHost: web.test:{P}\\r\\n\\r\\n")
+s.sendall(b"CONNECT 127.0.0.2:{P} HTTP/1.1\\r\\nHost: 127.0.0.2:{P}\\r\\n\\r\\n")
 head = b""
 while b"\\r\\n\\r\\n" not in head:
     head += s.recv(1)
@@ -183,7 +183,9 @@ print(json.dumps({{"body": body, "head": head.decode(), "sent": len(req), "got":
         assert eg[0]["host"] == "web.test" and eg[0]["port"] == P and eg[0]["allowed"], eg
         assert eg[0]["bytes_out"] > 0 and eg[0]["bytes_in"] > len(o["body"]), eg
         # The tunnel's counts are exactly the bytes through it (not the proxy's own 200 line).
-        assert eg[1]["host"] == "web.test" and eg[1]["allowed"], eg
+        # (A tunnel to a name must carry TLS naming it: test_tunnel_sni_must_name_the_host.
+        # This one carries plain HTTP, so it goes to the allowed address.)
+        assert eg[1]["host"] == "127.0.0.2" and eg[1]["allowed"], eg
         assert eg[1]["bytes_out"] == o["sent"] and eg[1]["bytes_in"] == o["got"], (eg, o)
         assert self.web.hits == hits + 2
 
@@ -308,6 +310,136 @@ print(n)
         eg = res["egress"]
         assert len(eg) == 256 and res.get("egress_truncated") is True, (len(eg), res.keys())
         assert eg[0]["host"] == "h0.unlisted.test" and eg[255]["host"] == "h255.unlisted.test"
+
+    def tls_origin(self, ip):
+        """A TLS server on ip with a self-signed certificate made here: records the server
+        name of every hello it gets and the handshakes it completes."""
+        import ssl
+        d = tempfile.mkdtemp(prefix="execbox-tls-")
+        atexit.register(shutil.rmtree, d, True)
+        crt, key = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                        "1", "-subj", "/CN=web.test", "-keyout", key, "-out", crt],
+                       check=True, capture_output=True)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(crt, key)
+        seen = {"sni": [], "done": 0, "conns": 0}
+        ctx.sni_callback = lambda sock, name, c: seen["sni"].append(name) and None
+        ls = socket.socket()
+        ls.bind((ip, 0))
+        ls.listen(64)
+
+        def serve():
+            while True:
+                c, _ = ls.accept()
+                seen["conns"] += 1
+                try:
+                    c.settimeout(5)
+                    t = ctx.wrap_socket(c, server_side=True)
+                    seen["done"] += 1
+                    t.sendall(b"tls hello\n")
+                    t.close()
+                except (OSError, ssl.SSLError):
+                    c.close()
+        threading.Thread(target=serve, daemon=True).start()
+        return ls.getsockname()[1], seen
+
+    def test_tunnel_sni_must_name_the_host(self):
+        """Domain fronting through an allowed name: CONNECT web.test, then a TLS hello whose
+        server name is forbidden.example. Before the fix the hello reached the server (which,
+        on a shared front, would serve the forbidden name); now the tunnel closes before any of
+        its bytes go. A hello naming the CONNECT host (any case, a trailing dot) passes; no
+        server name to a name is refused; to an allowed address the tunnel is not checked."""
+        TP, seen = self.tls_origin(HOSTS["web.test"])
+        code = f"""
+import json, socket, ssl
+def tunnel(target, sni):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(("CONNECT %s:{TP} HTTP/1.1\\r\\n\\r\\n" % target).encode())
+    head = b""
+    while b"\\r\\n\\r\\n" not in head:
+        head += s.recv(1)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        t = ctx.wrap_socket(s, server_hostname=sni)
+        return t.recv(100).decode()
+    except (OSError, ssl.SSLError) as e:
+        return "refused: " + type(e).__name__
+out = {{}}
+for target, sni in [("web.test", "forbidden.example"), ("web.test", "web.test"),
+                    ("web.test", "WEB.Test."), ("web.test", None),
+                    ("127.0.0.2", "forbidden.example")]:
+    out["%s/%s" % (target, sni)] = tunnel(target, sni)
+print(json.dumps(out))
+"""
+        res = self.py(code, "--allow-host", f"web.test:{TP}", "--allow-host", f"127.0.0.2:{TP}")
+        o = self.out(res)
+        print(f"     (tunnels: {o}; server names the server saw: {seen['sni']})")
+        assert "forbidden.example" not in seen["sni"][:-1], seen  # only the address's one
+        assert o["web.test/forbidden.example"].startswith("refused"), o
+        assert o["web.test/None"].startswith("refused"), o
+        assert o["web.test/web.test"] == "tls hello\n", o
+        assert o["web.test/WEB.Test."] == "tls hello\n", o
+        assert o["127.0.0.2/forbidden.example"] == "tls hello\n", o
+        assert seen["done"] == 3 and seen["sni"][-1] == "forbidden.example", seen
+
+    def test_plain_connection_carries_one_request(self):
+        """A keep-alive origin (it ignores "Connection: close", as a careless or hostile
+        front may) on the allowed web.test: a second request on the same client connection,
+        for Host other.test, must not reach it. Before the fix it did (the origin saw two
+        requests, the second for other.test); now only the first goes upstream."""
+        hosts = []
+        ls = socket.socket()
+        ls.bind((HOSTS["web.test"], 0))
+        ls.listen(16)
+        KP = ls.getsockname()[1]
+
+        def serve():
+            while True:
+                c, _ = ls.accept()
+                c.settimeout(5)
+                buf = b""
+                try:
+                    while True:
+                        while b"\r\n\r\n" not in buf:
+                            d = c.recv(4096)
+                            if not d:
+                                raise OSError("eof")
+                            buf += d
+                        head, buf = buf.split(b"\r\n\r\n", 1)
+                        h = [ln.split(b":", 1)[1].strip().decode() for ln in head.split(b"\r\n")
+                             if ln.lower().startswith(b"host:")]
+                        hosts.append(h[0] if h else "")
+                        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+                except OSError:
+                    c.close()
+        threading.Thread(target=serve, daemon=True).start()
+        P2 = self.other.port
+        code = f"""
+import json, socket
+s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+s.sendall(b"GET http://web.test:{KP}/a HTTP/1.1\\r\\nHost: web.test:{KP}\\r\\n"
+          b"Content-Length: 4\\r\\n\\r\\nbody"
+          b"GET /b HTTP/1.1\\r\\nHost: other.test:{P2}\\r\\n\\r\\n")
+got = b""
+try:
+    while got.count(b"ok\\n") < 2:
+        d = s.recv(4096)
+        if not d:
+            break
+        got += d
+except OSError:
+    pass
+print(json.dumps({{"responses": got.count(b"HTTP/1.1 200")}}))
+"""
+        res = self.py(code, "--allow-host", f"web.test:{KP}", "--allow-host", f"127.0.0.2:{KP}")
+        o = self.out(res)
+        time.sleep(0.5)
+        print(f"     (Host values the origin saw: {hosts}; responses: {o['responses']})")
+        assert hosts == [f"web.test:{KP}"], hosts
+        assert o["responses"] == 1, o
 
     def test_explicit_entries_and_localhost(self):
         P, L = self.web.port, self.local.port
@@ -550,7 +682,7 @@ N, SIZE = 25, 100000
 ok, barrier, lock = [0], threading.Barrier(25), threading.Lock()
 def one():
     s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-    s.sendall(b"CONNECT web.test:{P} HTTP/1.1\\r\\n\\r\\n")
+    s.sendall(b"CONNECT 127.0.0.2:{P} HTTP/1.1\\r\\n\\r\\n")  # plain HTTP inside: an address
     head = b""
     while b"\\r\\n\\r\\n" not in head:
         head += s.recv(1)
