@@ -62,3 +62,4 @@ target_compile_options(eb_fail_cgroup PRIVATE -fno-sanitize=all)
 target_link_options(eb_fail_cgroup PRIVATE -fno-sanitize=all)
 set_tests_properties(integration.templates PROPERTIES
   ENVIRONMENT "EXECBOX=$<TARGET_FILE:execbox_cli>;EXECBOX_SOURCE=${PROJECT_SOURCE_DIR};EXECBOX_BUILD=${PROJECT_BINARY_DIR};EB_FAIL_CGROUP=$<TARGET_FILE:eb_fail_cgroup>")
+eb_integration_test(jail_uids)
