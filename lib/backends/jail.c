@@ -66,6 +66,7 @@
 #include "../jail/seccomp.h"
 #include "../jail/tpl_blobs.h"
 #include "../jail/tpl_proto.h"
+#include "../jail/uidpool.h"
 #include "../lang.h"
 #include "../limits.h"
 #include "../netproxy.h"
@@ -85,7 +86,10 @@
 #define MNTNS_PIN_DIR "/run/execbox/mntns"
 
 struct jail {
-    struct eb_userns userns;
+    struct eb_userns userns; /* root_mode and, unprivileged, every sandbox's maps */
+    /* Root: the host uids execbox owns, one a sandbox (uidpool.h); NULL unprivileged. */
+    struct eb_uid_pool *uids;
+    struct eb_uid_range uid_range;
     struct eb_cgroup_root cg;
     struct eb_seccomp seccomp;
     bool seccomp_ok, landlock_ok;
@@ -204,7 +208,8 @@ static int probe_live(struct execbox_check *c)
     bool root = geteuid() == 0;
     bool userns = access("/proc/self/ns/user", F_OK) == 0 &&
                   read_long("/proc/sys/user/max_user_namespaces", 1) > 0;
-    const char *userns_why = "a fresh user namespace; the guest is uid 1000 inside, nobody outside";
+    const char *userns_why = "a fresh user namespace; the guest is uid 1000 inside, a host uid "
+                             "of its own outside";
     if (userns && !root) {
         userns_why = "a fresh user namespace; the guest is uid 1000 inside, you outside";
         if (read_long("/proc/sys/kernel/unprivileged_userns_clone", 1) == 0) {
@@ -569,6 +574,7 @@ static void jail_close(void *state)
     pthread_mutex_destroy(&j->mntns_lock);
     reap_exiting(false);
     eb_seccomp_release(&j->seccomp);
+    eb_uid_pool_free(j->uids);
     free(j->mpl_data);
     free(j);
 }
@@ -579,7 +585,7 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     struct jail *j = calloc(1, sizeof(*j));
     if (!j)
         return eb_error_set(err, -ENOMEM, "out of memory");
-    eb_userns_prepare(&j->userns);
+    eb_userns_prepare(&j->userns, 0);
     pthread_mutex_init(&j->mntns_lock, NULL);
     j->mntns_fd = -1;
     pthread_mutex_init(&j->tpl_start_lock, NULL);
@@ -604,6 +610,15 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
         return r;
     }
     if ((r = prepare_cache(j, err)) < 0) {
+        jail_close(j);
+        return r;
+    }
+    /* Root: each sandbox's host uid comes from execbox's own range (uidpool.h), one lock file
+     * under /run/execbox (made by prepare_cache) for every execbox process of the host. A range
+     * that overlaps a real user or group is refused here, before any run. */
+    if (j->userns.root_mode &&
+        ((r = eb_uid_range_load(&j->uid_range, err)) < 0 ||
+         (r = eb_uid_pool_open(EB_UIDS_LOCK_FILE, &j->uid_range, &j->uids, err)) < 0)) {
         jail_close(j);
         return r;
     }
@@ -692,8 +707,9 @@ static void defer_reap(int *pidfd)
 /* Everything the child needs, prepared by the parent (the child formats nothing). */
 struct child_ctx {
     struct jail *j;
-    int alive_fd;                  /* read end: POLLHUP once the parent is gone */
-    int keep_fds[EB_KEEP_FDS_MAX]; /* every fd the child needs; all others are closed at once */
+    const struct eb_userns *userns; /* the sandbox's own maps (its host uid) */
+    int alive_fd;                   /* read end: POLLHUP once the parent is gone */
+    int keep_fds[EB_KEEP_FDS_MAX];  /* every fd the child needs; all others are closed at once */
     int n_keep;
     int netns_fd; /* from the pool, or -1 (then clone3 made a new one) */
     int mntns_fd; /* the prepared mount namespace to copy, or -1 (then clone3 copied ours) */
@@ -808,7 +824,7 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
     if (!j->userns.root_mode) {
         /* Unprivileged: the user namespace came with clone3; map ourselves to 1000 first so
          * that the files we create in the new root have an owner. */
-        if ((r = eb_userns_map_self(&j->userns)) < 0)
+        if ((r = eb_userns_map_self(c->userns)) < 0)
             child_fail(c, r, "write the user namespace maps");
     }
     /* Limits before anything else can allocate or fork. */
@@ -836,7 +852,7 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
         close(c->ws_fd); /* attached now; init keeps no handle on it */
     if (sethostname("execbox", 7) < 0)
         child_fail(c, -errno, "sethostname");
-    if (j->userns.root_mode && (r = eb_userns_enter(&j->userns)) < 0)
+    if (j->userns.root_mode && (r = eb_userns_enter(c->userns)) < 0)
         child_fail(c, r, "enter the user namespace");
     /* Changing ids cleared the parent-death signal: set it again, and check again. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -905,12 +921,12 @@ static int detached_tmpfs(const char *const *opts, size_t n, unsigned attrs, con
 /* A fresh /workspace: a tmpfs of workspace_size made in the host's mount namespace but
  * attached nowhere there (fsopen/fsmount), handed to the child to attach; our fd keeps it
  * readable after the sandbox is gone, so its files can be listed, and closing it frees it. */
-static int fresh_workspace_fd(const struct jail *j, uint64_t size, struct execbox_error *err)
+static int fresh_workspace_fd(const struct eb_userns *u, uint64_t size, struct execbox_error *err)
 {
     char sz[40], uid[24], gid[24];
     snprintf(sz, sizeof(sz), "size=%" PRIu64, size);
-    snprintf(uid, sizeof(uid), "uid=%u", (unsigned)j->userns.host_uid);
-    snprintf(gid, sizeof(gid), "gid=%u", (unsigned)j->userns.host_gid);
+    snprintf(uid, sizeof(uid), "uid=%u", (unsigned)u->host_uid);
+    snprintf(gid, sizeof(gid), "gid=%u", (unsigned)u->host_gid);
     const char *const opts[] = {sz, "mode=0755", "nr_inodes=65536", uid, gid};
     return detached_tmpfs(opts, ARRAY_SIZE(opts), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "workspace",
                           err);
@@ -1039,6 +1055,10 @@ struct eb_box {
     bool session;      /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/session.c) */
     struct stat pidns; /* a session's: its pid namespace (nsfs st_dev and st_ino) */
     uint64_t guest_bytes; /* what the guest wrote, all streams */
+    /* Its user namespace's maps: as root, 1000 -> a host uid and gid of its own (uid_slot of
+     * j->uids, put back once its processes are gone); a template's fork has its template's. */
+    struct eb_userns userns;
+    int64_t uid_slot; /* -1: none of its own */
 };
 
 /* Writes the workspace root's journal (see replay_journal) next to the stage: if we are killed
@@ -1075,7 +1095,7 @@ static int write_journal(struct eb_box *sb, struct execbox_error *err)
  * The directory is pinned by an fd, and its owner and mode are kept to be put back after the
  * run (the code may change what is inside, not the directory it was handed; see
  * restore_workspace_root). As root: an id-mapped clone of it (MOUNT_ATTR_IDMAP), so the host
- * inode's owner is never changed: the guest (nobody outside) is seen as the directory's owner
+ * inode's owner is never changed: the guest (its own uid outside) is seen as the directory's owner
  * through this mount only, and what it creates is owned on disk by the directory's owner and
  * group. Unprivileged: the guest is the user outside already; the child binds the path. */
 static int host_workspace(struct eb_box *sb, const char *path, struct execbox_error *err)
@@ -1102,8 +1122,8 @@ static int host_workspace(struct eb_box *sb, const char *path, struct execbox_er
     if (tree < 0)
         return eb_error_set(err, -errno, "clone the workspace mount: %s", execbox_strerror(-errno));
     _cleanup_close_ int userns = -1;
-    if ((r = eb_idmap_userns(sb->ws_st.st_uid, j->userns.host_uid, sb->ws_st.st_gid,
-                             j->userns.host_gid, &userns, err)) < 0)
+    if ((r = eb_idmap_userns(sb->ws_st.st_uid, sb->userns.host_uid, sb->ws_st.st_gid,
+                             sb->userns.host_gid, &userns, err)) < 0)
         return r;
     struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                            .userns_fd = (uint64_t)userns};
@@ -1163,6 +1183,24 @@ static void sandbox_init(struct eb_box *sb, struct jail *j, const struct execbox
     eb_child_init(&sb->child);
     sb->k.pidfd = -1;
     sb->ws_fd = sb->ws_root = sb->stage_fd = sb->alive_w = sb->code_fd = sb->go_fd = -1;
+    sb->userns = j->userns;
+    sb->uid_slot = -1;
+}
+
+/* Root: a host uid and gid of the sandbox's own for its whole life (uidpool.h), so that no
+ * per-user kernel count is shared with another sandbox. Never a shared fallback: with every
+ * slot held the sandbox is not made. Unprivileged: the guest is the user outside, as before. */
+static int sandbox_take_uid(struct eb_box *sb, struct execbox_error *err)
+{
+    if (!sb->j->uids)
+        return 0;
+    uint32_t slot, id;
+    int r = eb_uid_pool_take(sb->j->uids, &slot, &id, err);
+    if (r < 0)
+        return r;
+    sb->uid_slot = slot;
+    eb_userns_prepare(&sb->userns, id);
+    return 0;
 }
 
 /* The sandbox's own cgroup (where the host has one): its policy's pids, CPU and memory. The
@@ -1322,6 +1360,11 @@ static void sandbox_destroy(struct eb_box *sb)
     if (!sb->policy.workspace[0] && sb->ws_host[0])
         eb_rm_rf(sb->ws_host);
     sb->ws_host[0] = '\0';
+    /* Its processes are gone (killed and reaped above, or, a run whose init left its empty
+     * cgroup, only that init is still exiting): its uid may serve another sandbox. */
+    if (sb->uid_slot >= 0)
+        eb_uid_pool_put(sb->j->uids, (uint32_t)sb->uid_slot);
+    sb->uid_slot = -1;
 }
 
 /* The proxy's address, as the guest's HTTP clients look for it (curl, pip, requests, node's
@@ -1387,9 +1430,11 @@ static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb
     if (!dyn)
         return eb_error_set(err, -ENOMEM, "out of memory");
     eb_plan_init(dyn);
+    if ((r = sandbox_take_uid(sb, err)) < 0)
+        return r;
     char opts[128];
-    unsigned gu = j->userns.root_mode ? (unsigned)j->userns.host_uid : EB_JAIL_UID;
-    unsigned gg = j->userns.root_mode ? (unsigned)j->userns.host_gid : EB_JAIL_GID;
+    unsigned gu = j->userns.root_mode ? (unsigned)sb->userns.host_uid : EB_JAIL_UID;
+    unsigned gg = j->userns.root_mode ? (unsigned)sb->userns.host_gid : EB_JAIL_GID;
     snprintf(opts, sizeof(opts), "size=%" PRIu64 ",nr_inodes=16384,mode=1777,uid=%u,gid=%u",
              pol->tmpfs, gu, gg);
     eb_plan_add(dyn, EB_MOP_TMPFS, NULL, "tmp", opts, 0, -1);
@@ -1416,7 +1461,7 @@ static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb
         else
             eb_plan_add(dyn, EB_MOP_BIND_RW, sb->ws_host, "workspace", NULL, 0, -1);
     } else if (j->userns.root_mode) {
-        sb->ws_fd = fresh_workspace_fd(j, pol->workspace_size, err);
+        sb->ws_fd = fresh_workspace_fd(&sb->userns, pol->workspace_size, err);
         if (sb->ws_fd < 0)
             return sb->ws_fd;
         eb_plan_add(dyn, EB_MOP_ATTACH, NULL, "workspace", NULL, 0, sb->ws_fd);
@@ -1581,6 +1626,7 @@ static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb
     };
     struct child_ctx ctx = {
         .j = j,
+        .userns = &sb->userns,
         .alive_fd = fds[8],
         .netns_fd = -1,
         .mntns_fd = -1,
@@ -1943,10 +1989,13 @@ static int tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_po
     sandbox_init(sb, j, pol, t->lang);
     sb->tpl = t;
     sb->session = session;
+    /* A fork runs in its template's user namespace: its guest is the template's host uid (see
+     * docs/threat-model.md, "Per-user kernel counts"). */
+    sb->userns = t->sb.userns;
     int fds[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl, go */
     _cleanup_close_ int code_ro = -1;
     int pidfd = -1, r = 0;
-    sb->ws_fd = fresh_workspace_fd(j, pol->workspace_size, err);
+    sb->ws_fd = fresh_workspace_fd(&sb->userns, pol->workspace_size, err);
     if (sb->ws_fd < 0) {
         r = sb->ws_fd;
         goto out;

@@ -24,12 +24,12 @@
 #include "../limits.h"
 #include "../util.h"
 
-void eb_userns_prepare(struct eb_userns *u)
+void eb_userns_prepare(struct eb_userns *u, uint32_t root_host_id)
 {
     memset(u, 0, sizeof(*u));
     u->root_mode = geteuid() == 0;
-    u->host_uid = u->root_mode ? EB_JAIL_HOST_UID : geteuid();
-    u->host_gid = u->root_mode ? EB_JAIL_HOST_GID : getegid();
+    u->host_uid = u->root_mode ? (uid_t)root_host_id : geteuid();
+    u->host_gid = u->root_mode ? (gid_t)root_host_id : getegid();
     snprintf(u->uid_map, sizeof(u->uid_map), "%d %u 1\n", EB_JAIL_UID, (unsigned)u->host_uid);
     snprintf(u->gid_map, sizeof(u->gid_map), "%d %u 1\n", EB_JAIL_GID, (unsigned)u->host_gid);
 }
@@ -109,6 +109,9 @@ static int capset_raw(uint64_t eff, uint64_t perm, uint64_t inh)
 int eb_userns_enter(const struct eb_userns *u)
 {
     const uint64_t admin = 1ULL << CAP_SYS_ADMIN;
+    /* The guest is never root outside: a sandbox without a uid of its own is a bug. */
+    if (u->host_uid == 0 || u->host_gid == 0)
+        return -EPERM;
     /* Drop the host's supplementary groups (root's gid 0) while we still may. */
     if (syscall(SYS_setgroups, 0, NULL) < 0)
         return -errno;
@@ -121,7 +124,7 @@ int eb_userns_enter(const struct eb_userns *u)
     r = capset_raw(admin, admin, 0);
     if (r < 0)
         return r;
-    /* A fresh user namespace, owned by nobody; it owns no other namespace of ours. */
+    /* A fresh user namespace, owned by the sandbox's uid; it owns no other namespace of ours. */
     if (unshare(CLONE_NEWUSER) < 0)
         return -errno;
     if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)

@@ -6,15 +6,16 @@
 #define EB_JAIL_NS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* The guest's ids inside its user namespace: not 0, so nothing in the sandbox is "root". */
 #define EB_JAIL_UID 1000
 #define EB_JAIL_GID 1000
-/* Where those ids land outside when execbox runs as root: nobody/nogroup, so even a full
- * escape from every namespace holds no privilege on the host. */
-#define EB_JAIL_HOST_UID 65534
-#define EB_JAIL_HOST_GID 65534
+/* Where those ids land outside when execbox runs as root: a uid and gid of the sandbox's own
+ * from the range execbox owns (uidpool.h), never a real user's, so even a full escape from every
+ * namespace holds no privilege on the host and shares no per-user kernel count (inotify
+ * instances, RLIMIT_NPROC, RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE) with any other sandbox. */
 
 /* The user namespace setup of a run, prepared by the parent. */
 struct eb_userns {
@@ -25,8 +26,9 @@ struct eb_userns {
     gid_t host_gid;
 };
 
-/* Fills u for this process: root mode maps 1000 -> 65534, else 1000 -> our own uid/gid. */
-void eb_userns_prepare(struct eb_userns *u);
+/* Fills u for this process: root mode maps 1000 -> root_host_id (uid and gid of that number:
+ * the sandbox's slot, uidpool.h), else 1000 -> our own uid/gid (root_host_id unused). */
+void eb_userns_prepare(struct eb_userns *u, uint32_t root_host_id);
 
 /* clone3 with CLONE_PIDFD and the given namespace flags: like fork(), 0 in the child. The
  * child's exit signal is SIGCHLD. */
@@ -36,9 +38,9 @@ pid_t eb_clone_ns(unsigned long ns_flags, int *ret_pidfd);
  * (setgroups denied first, as the kernel requires of an unprivileged writer). */
 int eb_userns_map_self(const struct eb_userns *u);
 
-/* Child, root mode, after the mounts: gives up host root for nobody while keeping just
+/* Child, root mode, after the mounts: gives up host root for the sandbox's uid while keeping just
  * CAP_SYS_ADMIN for one unshare(CLONE_NEWUSER) (so a distribution's sysctl that restricts
- * unprivileged user namespaces does not apply to us), maps 1000 -> nobody, and becomes 1000.
+ * unprivileged user namespaces does not apply to us), maps 1000 -> that uid, becomes 1000.
  * The new user namespace owns none of the other namespaces: the guest can never mount,
  * even with capabilities inside it. */
 int eb_userns_enter(const struct eb_userns *u);

@@ -3,7 +3,8 @@
 list(APPEND EB_LIB_SOURCES jail/seccomp.c jail/landlock.c)
 # The jail backend itself: namespaces and ids, mounts, cgroups, and the backend table.
 list(APPEND EB_LIB_SOURCES backends/jail.c jail/ns.c jail/mounts.c jail/cgroup.c jail/netns.c jail/prewarm.c
-                           jail/cache.c jail/mntpin.c jail/sdscope.c)
+                           jail/cache.c jail/mntpin.c jail/sdscope.c
+                           jail/uidpool.c)
 list(APPEND EB_LIB_DEFINES HAVE_JAIL)
 
 # The syscall filter is compiled at build time: eb_seccomp_gen builds the rules of
