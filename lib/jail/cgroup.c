@@ -167,6 +167,59 @@ static int leaf_move(const char *dir, const char *ctl, char *leaf, size_t leaf_l
     return r;
 }
 
+/* The cgroupfs way, as container runtimes' cgroupfs drivers do where no systemd manages the
+ * tree: runs' cgroups below a cgroup execbox makes at the hierarchy's top, mnt/EB_CG_TOP, when
+ * the cgroup execbox was started in cannot be divided (a login session, a service manager's
+ * cgroup with other processes). execbox itself stays where it is; the leaf below EB_CG_TOP
+ * holds no process of ours, only inits leaving their run's cgroup. Needs write access to the
+ * top (root in the initial cgroup namespace, or a container's writable namespace root) whose
+ * subtree_control takes memory and pids: the root cgroup does with processes in it, a
+ * namespace root only when it holds none. Never under systemd: a cgroup it did not make for
+ * us is not ours to write (it is asked for a scope instead). */
+static bool detect_top(const char *mnt, const char *ctl_avail, const char *failed,
+                       struct eb_cgroup_root *r)
+{
+    char top[EXECBOX_PATH_MAX], buf[512];
+    if (!is_dir_writable(mnt) || !has_ctrls(ctl_avail, false) ||
+        snprintf(top, sizeof(top), "%s/" EB_CG_TOP, mnt) >= (int)sizeof(top))
+        return false;
+    bool cpu_avail = word_in(ctl_avail, "cpu", " \n");
+    const char *want = cpu_avail ? "+memory +pids +cpu" : "+memory +pids";
+    int w = 0;
+    if (read_small(mnt, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
+        return false;
+    if (!has_ctrls(buf, cpu_avail))
+        w = write_str(mnt, "cgroup.subtree_control", want);
+    if (w == 0 && mkdir(top, 0755) < 0 && errno != EEXIST)
+        w = -errno;
+    char ctl[512] = "";
+    if (w == 0)
+        (void)read_small(top, "cgroup.subtree_control", ctl, sizeof(ctl));
+    if (w == 0 && !has_ctrls(ctl, cpu_avail))
+        w = write_str(top, "cgroup.subtree_control", want);
+    if (w == 0 &&
+        (snprintf(r->leaf, sizeof(r->leaf), "%s/" EB_CG_LEAF, top) >= (int)sizeof(r->leaf) ||
+         (mkdir(r->leaf, 0755) < 0 && errno != EEXIST)))
+        w = -ENAMETOOLONG;
+    if (w < 0 || read_small(top, "cgroup.subtree_control", buf, sizeof(buf)) < 0) {
+        r->leaf[0] = '\0';
+        snprintf(r->why, sizeof(r->why), "%.90s; /" EB_CG_TOP " at the top: %s", failed,
+                 execbox_strerror(w < 0 ? w : -EIO));
+        return false;
+    }
+    r->version = 2;
+    snprintf(r->base[0], sizeof(r->base[0]), "%s", top);
+    r->have[EB_CG_MEMORY] = word_in(buf, "memory", " \n");
+    r->have[EB_CG_PIDS] = word_in(buf, "pids", " \n");
+    r->have[EB_CG_CPU] = word_in(buf, "cpu", " \n");
+    r->have[EB_CG_CPUACCT] = true;
+    snprintf(r->place, sizeof(r->place),
+             "/" EB_CG_TOP " (made at the top: no systemd to delegate a cgroup, and %.120s)",
+             failed + 3);
+    snprintf(r->why, sizeof(r->why), "cgroup v2 at %s", top);
+    return true;
+}
+
 /* v2: usable when our own cgroup's subtree_control already delegates memory and pids, or
  * they can be enabled there: the root cgroup, or a cgroup of ours once its processes are in
  * EB_CG_LEAF (see cgroup.h). */
@@ -203,6 +256,12 @@ static bool detect_v2(const char *mnt, const char *path, const struct eb_cgroup_
         snprintf(r->why, sizeof(r->why), "v2 %.80s %s", base,
                  !is_dir_writable(base) ? "is not delegated to us"
                                         : "is not given the memory and pids controllers");
+        if (!host->systemd && !in_leaf && !root_cg) {
+            char failed[sizeof(r->why)];
+            snprintf(failed, sizeof(failed), "%s", r->why);
+            (void)read_small(mnt, "cgroup.controllers", ctl, sizeof(ctl));
+            return detect_top(mnt, ctl, failed, r);
+        }
         return false;
     }
     if (read_small(base, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
@@ -237,7 +296,12 @@ static bool detect_v2(const char *mnt, const char *path, const struct eb_cgroup_
                 snprintf(r->why, sizeof(r->why),
                          "v2 %.80s holds other processes and is not delegated to execbox",
                          base + strlen(mnt));
-                return false;
+                if (host->systemd)
+                    return false;
+                char failed[sizeof(r->why)], top_ctl[512] = "";
+                snprintf(failed, sizeof(failed), "%s", r->why);
+                (void)read_small(mnt, "cgroup.controllers", top_ctl, sizeof(top_ctl));
+                return detect_top(mnt, top_ctl, failed, r);
             }
         }
         if (w < 0) {

@@ -11,7 +11,10 @@
  * only execbox is in on a host without systemd), its processes move into the leaf EB_CG_LEAF
  * below it first and runs' cgroups are made beside the leaf. Where it is systemd's (a login
  * session's scope, a service without Delegate=yes), detection says so (need_scope) and the
- * caller asks systemd for a delegated scope (sdscope.h), then detects again. */
+ * caller asks systemd for a delegated scope (sdscope.h), then detects again. Where no systemd
+ * manages the tree and the cgroup cannot be divided (other processes share it), runs' cgroups
+ * go below EB_CG_TOP, a cgroup execbox makes at the hierarchy's top, as container runtimes'
+ * cgroupfs drivers do. */
 #ifndef EB_JAIL_CGROUP_H
 #define EB_JAIL_CGROUP_H
 
@@ -42,6 +45,11 @@ struct eb_cgroup_root {
 /* The leaf execbox's own processes live in below a v2 cgroup it divides. Not named with the run
  * prefix: the stale sweep never removes it (a container's other processes may share it). */
 #define EB_CG_LEAF "execbox.main"
+
+/* The cgroup execbox makes at the top of a v2 hierarchy that no systemd manages, when the one
+ * it was started in cannot be divided (see detect_top in cgroup.c); runs' cgroups go below it,
+ * beside its EB_CG_LEAF. */
+#define EB_CG_TOP "execbox"
 
 /* What eb_cgroup_detect may assume of the host. */
 struct eb_cgroup_host {

@@ -219,26 +219,52 @@ static void test_v2_root_cgroup(void **state)
     assert_string_equal(buf, "+memory +pids +cpu");
 }
 
+/* Runs below the cgroup made at the top (no systemd): base, leaf and the top's controllers. */
+static void assert_top(const struct eb_cgroup_root *r, const char *why)
+{
+    assert_int_equal(r->version, 2);
+    assert_false(r->need_scope);
+    char want[512];
+    snprintf(want, sizeof(want), "%s/" EB_CG_TOP, root);
+    assert_string_equal(r->base[0], want);
+    snprintf(want, sizeof(want), "%s/" EB_CG_TOP "/" EB_CG_LEAF, root);
+    assert_string_equal(r->leaf, want);
+    assert_int_equal(access(want, F_OK), 0);
+    assert_non_null(strstr(r->place, "made at the top"));
+    assert_non_null(strstr(r->place, why));
+    assert_true(r->have[EB_CG_MEMORY] && r->have[EB_CG_PIDS] && r->have[EB_CG_CPU]);
+    char buf[64];
+    get("cgroup.subtree_control", buf, sizeof(buf));
+    assert_string_equal(buf, "+memory +pids +cpu");
+}
+
 /* Controllers that stop above our cgroup: under systemd a scope of our own is asked for, in the
- * slice we are in; without systemd the reason is all. */
+ * slice we are in; without systemd runs go below a cgroup made at the top, as the cgroupfs
+ * drivers of container runtimes do. */
 static void test_v2_not_given_controllers(void **state)
 {
     (void)state;
     put("cgroup.controllers", "cpu memory pids\n");
+    put("cgroup.subtree_control", "");
     mk("user.slice");
     mk("user.slice/user-0.slice");
     mk("user.slice/user-0.slice/session-3.scope");
     put("user.slice/user-0.slice/session-3.scope/cgroup.controllers", "\n");
-    struct eb_cgroup_root r;
-    eb_cgroup_detect(root, "0::/user.slice/user-0.slice/session-3.scope\n", &nosd, &r);
-    assert_int_equal(r.version, 0);
-    assert_false(r.need_scope);
-    assert_non_null(strstr(r.why, "not given the memory and pids controllers"));
     struct eb_cgroup_host sd = {.systemd = true, .self = getpid()};
+    struct eb_cgroup_root r;
     eb_cgroup_detect(root, "0::/user.slice/user-0.slice/session-3.scope\n", &sd, &r);
     assert_int_equal(r.version, 0);
     assert_true(r.need_scope);
     assert_string_equal(r.slice, "user-0.slice");
+    assert_non_null(strstr(r.why, "not given the memory and pids controllers"));
+    char top[512];
+    snprintf(top, sizeof(top), "%s/" EB_CG_TOP, root);
+    assert_int_equal(access(top, F_OK), -1); /* systemd's tree: nothing made at the top */
+    mk(EB_CG_TOP); /* as the kernel makes it; a fake's subtree_control reads back what the
+                    * detection would write, so the controllers are given here */
+    put(EB_CG_TOP "/cgroup.subtree_control", "cpu memory pids\n");
+    eb_cgroup_detect(root, "0::/user.slice/user-0.slice/session-3.scope\n", &nosd, &r);
+    assert_top(&r, "not given the memory and pids controllers");
 }
 
 static void test_v2_limits_and_stats(void **state)
