@@ -68,6 +68,9 @@ trap 'exit 130' INT TERM HUP
     done
 } >"$W/job"
 cp "$here/guest.sh" "$W/guest.sh"
+# The guest's /tmp: a sparse ext4 disk of its own (as a Debian 12 host's /tmp is on ext4).
+truncate -s 8G "$W/tmp.img"
+mkfs.ext4 -q -F -m 0 -E lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0 "$W/tmp.img"
 
 cmdline="console=ttyS0 panic=-1 ${EXECBOX_VM_CMDLINE:-quiet loglevel=4} systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all lane.mode=$mode"
 if [[ $mode == systemd ]]; then
@@ -86,6 +89,7 @@ setpriv --pdeathsig KILL -- qemu-system-x86_64 \
     -serial "file:$console" \
     -virtfs local,path=/,mount_tag=root,security_model=passthrough,readonly=on,multidevs=remap \
     -virtfs "local,path=$W,mount_tag=lane,security_model=passthrough,multidevs=remap" \
+    -drive "file=$W/tmp.img,if=virtio,format=raw,cache=unsafe,discard=unmap" \
     ${EXECBOX_VM_QEMU_ARGS:-} </dev/null >"$W/qemu.log" 2>&1 &
 qpid=$!
 # The command's stdout as it comes (the share's file is the host's own); stderr at the end.

@@ -49,8 +49,11 @@ newest() { apt-cache search --names-only "$1" | cut -d' ' -f1 | sort -V | tail -
 declare -A pattern=([6.1]='^linux-image-6\.1\.0-[0-9]+-amd64$'
                     [6.12]='^linux-image-6\.12\.[0-9]+\+(deb12|bpo)-amd64-unsigned$')
 # The modules the initramfs loads (those built in are skipped): virtio over PCI, its console
-# ports, 9p over virtio, overlayfs.
-mods=(virtio_pci virtio_console 9pnet_virtio 9p overlay)
+# ports, 9p over virtio, overlayfs, and the disk run.sh gives the guest's /tmp (virtio-blk,
+# ext4 as Debian 12 has it; crc32c for ext4's checksums: no modprobe in the initramfs).
+mods=(virtio_pci virtio_console 9pnet_virtio 9p overlay virtio_blk ext4 crc32c_generic)
+# What the initramfs is made of (this script and the init): rebuilt when either changes.
+key=$(cat "$here/setup.sh" "$here/init" | sha256sum | cut -d' ' -f1)
 for k in 6.1 6.12; do
     pkg=$(newest "${pattern[$k]}")
     [[ -n "$pkg" ]] || { update; pkg=$(newest "${pattern[$k]}"); }
@@ -60,6 +63,7 @@ for k in 6.1 6.12; do
     # One dir per kernel version; lane-6.1 and lane-6.12 name the ones run.sh boots.
     dir="$CACHE/$ver"
     if [[ -f "$dir/ok" && -f "$CACHE/lane-$k" ]] && cmp -s "$here/init" "$dir/init.used" &&
+        [[ $(cat "$dir/key" 2>/dev/null) == "$key" ]] &&
         [[ $(cat "$CACHE/lane-$k") == "$ver" ]]; then
         continue
     fi
@@ -78,7 +82,7 @@ for k in 6.1 6.12; do
     [[ -s "$moddir/modules.dep" ]] || depmod -b "$dir/pkg" "$ver"
     ird="$dir/initrd" && rm -rf "$ird" && mkdir -p "$ird"/{bin,mods,proc,sys,dev,lower,upper,newroot,lane}
     cp /bin/busybox "$ird/bin/busybox"
-    for app in sh mount umount mkdir insmod switch_root cat sleep poweroff chroot ln ls echo mknod; do
+    for app in sh mount umount mkdir insmod switch_root cat sleep poweroff chroot ln ls echo mknod chmod; do
         ln -s busybox "$ird/bin/$app"
     done
     install -m 0755 "$here/init" "$ird/init"
@@ -109,6 +113,7 @@ for k in 6.1 6.12; do
     done
     (cd "$ird" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$dir/initrd.cpio.gz"
     cp "$here/init" "$dir/init.used"
+    echo "$key" >"$dir/key"
     touch "$dir/ok"
     echo "$ver" >"$CACHE/lane-$k"
     echo "setup: $k: $ver, modules: $(tr '\n' ' ' <"$ird/mods/order")" >&2
