@@ -52,6 +52,18 @@ def run_json(*args):
                    f"stderr {tail(p.stderr)!r}")
 
 
+# How `execbox check` must say it placed runs' cgroups, per layout (guest.sh's LANE_LAYOUT).
+PLACEMENT = {
+    "root": "the root cgroup",
+    "service": "delegated by systemd",
+    "scope": "made at the top",
+    "container": "the root of this cgroup namespace",
+    "systemd-service": "delegated by systemd",
+    "systemd-nodelegate": "a scope systemd made",
+    "systemd-scope": "a scope systemd made",
+}
+
+
 def check_check():
     p = sh([EXE, "check"])
     if "status: ready" not in p.stdout:
@@ -60,6 +72,10 @@ def check_check():
                if ln.strip() and not ln.strip().startswith("ok ")]
         raise Fail(f"not ready (exit {p.returncode}): {' | '.join(bad)[-600:]} "
                    f"{tail(p.stderr, 200)}")
+    want = PLACEMENT.get(os.environ.get("LANE_LAYOUT", ""))
+    row = [ln.strip() for ln in p.stdout.splitlines() if "cgroup placement" in ln]
+    if want and (not row or want not in row[0] or not row[0].startswith("ok ")):
+        raise Fail(f"placement: want {want!r}, got {row[:1]!r}")
 
 
 def check_churn():
@@ -100,31 +116,48 @@ def check_warm():
         raise Fail(f"ran cold: {tail(p.stderr)}")
 
 
+def workspace_keeps_owner(ws, where):
+    # A host directory as /workspace (root: an id-mapped mount): what the code writes is owned
+    # by the directory's owner.
+    r, _ = run_json("-w", ws, "-c", WS_CODE)
+    if r.get("exit_code") != 0:
+        raise Fail(f"{where}: exit {r.get('exit_code')}: {r.get('error')!r} "
+                   f"{tail(r.get('stderr'))}")
+    st = os.stat(os.path.join(ws, "f"))
+    if (st.st_uid, st.st_gid) != (1234, 1234):
+        raise Fail(f"{where}: the file the code wrote is owned by {st.st_uid}:{st.st_gid}, "
+                   f"not the workspace's owner 1234:1234")
+
+
+WS_CODE = "open('/workspace/f', 'w').write('x')"
+
+
 def check_host_workspace():
-    # A host directory as /workspace (root: an id-mapped mount), on the VM's /tmp, a tmpfs:
-    # tmpfs takes id-mapped mounts from Linux 6.3. Before that, the run is refused and says
-    # why; from it, what the code writes is owned by the directory's owner.
-    ws = "/tmp/execbox-vm-ws"
-    os.makedirs(ws, exist_ok=True)
-    os.chown(ws, 1234, 1234)
+    # On ext4 (the VM's /tmp, as on a Debian host) on every kernel; on tmpfs, which takes
+    # id-mapped mounts from Linux 6.3 only: before that the run is refused and says why.
+    ext4 = "/tmp/execbox-vm-ws"
+    tmpfs = "/run/execbox-vm-tmpfs"
+    os.makedirs(ext4, exist_ok=True)
+    os.chown(ext4, 1234, 1234)
+    os.makedirs(tmpfs, exist_ok=True)
     try:
-        code = "open('/workspace/f', 'w').write('x')"
+        workspace_keeps_owner(ext4, "ext4")
+        p = sh(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", tmpfs])
+        if p.returncode != 0:
+            raise Fail(f"mount of a tmpfs for the workspace failed: {tail(p.stderr)}")
+        os.chown(tmpfs, 1234, 1234)
         rel = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
         if rel < (6, 3):
-            p = sh([EXE, "run", "-t", RUN_T, "-w", ws, "-c", code])
+            p = sh([EXE, "run", "-t", RUN_T, "-w", tmpfs, "-c", WS_CODE])
             if p.returncode != 125 or "Linux 6.3" not in p.stderr:
                 raise Fail(f"on {os.uname().release} a tmpfs workspace should be refused with "
                            f"the reason: exit {p.returncode} {tail(p.stderr)}")
-            return
-        r, p = run_json("-w", ws, "-c", code)
-        if r.get("exit_code") != 0:
-            raise Fail(f"exit {r.get('exit_code')}: {r.get('error')!r} {tail(r.get('stderr'))}")
-        st = os.stat(os.path.join(ws, "f"))
-        if (st.st_uid, st.st_gid) != (1234, 1234):
-            raise Fail(f"the file the code wrote is owned by {st.st_uid}:{st.st_gid}, "
-                       f"not the workspace's owner 1234:1234")
+        else:
+            workspace_keeps_owner(tmpfs, "tmpfs")
     finally:
-        subprocess.run(["rm", "-rf", ws])
+        subprocess.run(["rm", "-rf", ext4])
+        subprocess.run(["umount", tmpfs], stderr=subprocess.DEVNULL)
+        subprocess.run(["rmdir", tmpfs], stderr=subprocess.DEVNULL)
 
 
 def free_port():
@@ -275,11 +308,16 @@ except Exception as e:
 
 
 def execbox_cgroups():
+    # What execbox keeps on purpose is not left over: the leaf its own processes moved into
+    # (execbox.main) and, where no systemd manages the tree, the cgroup it made at the top
+    # (/sys/fs/cgroup/execbox) that runs' cgroups (execbox-*) go below.
     found = []
     for top, dirs, _ in os.walk("/sys/fs/cgroup"):
         for d in dirs:
-            if d.startswith("execbox") and d != "execbox.main":
-                found.append(os.path.join(top, d))
+            path = os.path.join(top, d)
+            if d.startswith("execbox") and d != "execbox.main" and \
+                    path != "/sys/fs/cgroup/execbox":
+                found.append(path)
     return found
 
 
@@ -337,9 +375,14 @@ def check_teardown_kill():
     s = Serve("--pool", "1")
     sess = s.jreq("POST", "/v1/sessions", {}, want=201)
     s.jreq("POST", f"/v1/sessions/{sess['id']}/execute", {"code": "y = 1"})
-    busy = threading.Thread(target=lambda: s.req("POST", "/v1/execute",
-                                                 {"code": "import time; time.sleep(60)"},
-                                                 timeout=30), daemon=True)
+    def in_flight():
+        # The serve is SIGKILLed under this request: its connection drops, as it must.
+        try:
+            s.req("POST", "/v1/execute", {"code": "import time; time.sleep(60)"}, timeout=30)
+        except (OSError, http.client.HTTPException):
+            pass
+
+    busy = threading.Thread(target=in_flight, daemon=True)
     busy.start()
     time.sleep(2)
     s.proc.kill()
