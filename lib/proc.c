@@ -582,6 +582,14 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
     return rc;
 }
 
+/* The unit after t as "%g" prints it: "1 second", "0.5 seconds", "2 seconds". */
+static const char *seconds_word(double t)
+{
+    char s[32];
+    snprintf(s, sizeof(s), "%g", t);
+    return strcmp(s, "1") == 0 ? "second" : "seconds";
+}
+
 int eb_outcome_to_result(const struct eb_outcome *o, const struct execbox_policy *p,
                          struct execbox_result *res)
 {
@@ -594,8 +602,8 @@ int eb_outcome_to_result(const struct eb_outcome *o, const struct execbox_policy
         res->timed_out = true;
         res->exit_code = 124;
         res->killed_reason = EXECBOX_KILLED_TIMEOUT;
-        snprintf(msg, sizeof(msg), "execution exceeded the time limit of %g seconds and was killed",
-                 p->timeout);
+        snprintf(msg, sizeof(msg), "execution exceeded the time limit of %g %s and was killed",
+                 p->timeout, seconds_word(p->timeout));
         return eb_result_set_error(res, "Timeout", msg, "");
     }
     if (o->cancelled) {

@@ -88,14 +88,15 @@ static char *default_system(const struct execbox_policy *p)
                  "The sandbox: Python 3 with numpy, pandas and matplotlib. %s Every call starts "
                  "fresh, so include all imports and "
                  "data each time; files go in /workspace (save plots there); only printed output "
-                 "comes back; each run is killed after %g seconds and may use %llu MiB of "
+                 "comes back; each run is killed after %g %s and may use %llu MiB of "
                  "memory.\n\n"
                  "If a run fails, read the whole traceback, fix the cause and run again. If a "
                  "package is missing, fall back to numpy or plain Python math instead of "
                  "retrying the import. When the code has printed what you need, answer briefly "
                  "with the computed result. If you cannot compute it, say so plainly; do not "
                  "invent a number.",
-                 net, p->timeout, (unsigned long long)(p->memory >> 20)) < 0)
+                 net, p->timeout, cli_seconds_word(p->timeout),
+                 (unsigned long long)(p->memory >> 20)) < 0)
         return NULL;
     return s;
 }
@@ -257,8 +258,8 @@ static int run_call(struct agent *a, const struct agent_call *c, struct agent_to
                                                                   : NULL;
         free(a->last_error);
         if (r->timed_out)
-            rc = asprintf(&a->last_error, "the code was killed after %g seconds (time limit)%s%s",
-                          pol.timeout, e ? "\n" : "", e ? e : "");
+            rc = asprintf(&a->last_error, "the code was killed after %g %s (time limit)%s%s",
+                          pol.timeout, cli_seconds_word(pol.timeout), e ? "\n" : "", e ? e : "");
         else if (e)
             a->last_error = strdup(e);
         else

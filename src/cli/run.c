@@ -251,8 +251,8 @@ int cmd_run(int argc, char **argv)
     } else if (sandbox_failed) {
         fprintf(stderr, "execbox: the sandbox could not run the code: %s\n", res->error_value);
     } else if (res->timed_out) {
-        fprintf(stderr, "execbox: timed out after %g seconds; the sandbox was killed\n",
-                policy.timeout);
+        fprintf(stderr, "execbox: timed out after %g %s; the sandbox was killed\n", policy.timeout,
+                cli_seconds_word(policy.timeout));
     } else if (res->oom_killed) {
         fprintf(stderr, "execbox: killed for exceeding the memory limit\n");
     } else if (res->killed_reason == EXECBOX_KILLED_CPU) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* io.c - fd helpers for the programs. */
+/* io.c - fd and text helpers for the programs. */
 #include "io.h"
 
 #include <errno.h>
@@ -11,6 +11,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+const char *cli_seconds_word(double t)
+{
+    char s[32];
+    snprintf(s, sizeof(s), "%g", t);
+    return strcmp(s, "1") == 0 ? "second" : "seconds";
+}
 
 int cli_write_all(int fd, const void *buf, size_t len)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* io.h - small fd helpers for the programs (the library's own are internal). */
+/* io.h - small fd and text helpers for the programs (the library's own are internal). */
 #ifndef EBCLI_IO_H
 #define EBCLI_IO_H
 
@@ -29,5 +29,8 @@ int cli_read_path(const char *path, size_t max, char **ret, size_t *ret_len);
  * fraction of a second before the Z. */
 struct timespec;
 void cli_iso_time(const struct timespec *ts, unsigned digits, char *buf, size_t size);
+
+/* The unit after t as "%g" prints it: "second" for 1, else "seconds" ("0.5 seconds"). */
+const char *cli_seconds_word(double t);
 
 #endif

@@ -336,6 +336,11 @@ int srv_parse_body(enum srv_body_kind kind, const char *body, size_t len,
     bool cap = false;
     if (field_size)
         field[0] = '\0';
+    if (len == 0 && kind == SRV_BODY_SESSION) {
+        /* A new session takes no body: all defaults. */
+        body = "{}";
+        len = 2;
+    }
     if (len == 0)
         return bad(err, field, field_size, NULL, "empty body: expected a JSON object");
     if (!depth_ok(body, len))

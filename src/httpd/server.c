@@ -126,6 +126,8 @@ struct job {
     bool client_gone; /* hung up before the answer */
     bool too_large;
     bool close; /* a chunked body: the front door cannot follow it, so the connection ends */
+    bool ctype_not_json; /* a body that may be empty came without application/json: 415 unless
+                            it is empty */
     /* an answer decided from the headers, sent once the body is in (answering earlier would
      * make libmicrohttpd close the connection) */
     int rej_status;
@@ -1435,10 +1437,12 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
         return MHD_YES; /* answered at the last call */
     const char *cl =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long cl_len = 0; /* 0 also without Content-Length */
     if (cl) {
         char *end;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
+        cl_len = n;
         if (errno || *end || n > j->body_max) {
             j->too_large = true;
             if (errno || n > SRV_DISCARD_MAX) {
@@ -1454,10 +1458,18 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
                          c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         /* Also what keeps a browser from sending it cross-site without a preflight. A file's
          * PUT takes any type: a browser never sends a PUT cross-site without a preflight,
-         * which an origin not given with --allow-origin fails (403). */
-        j->op = OP_NONE;
-        reject(j, 415, "unsupported_media_type", "the body must be sent as application/json", 0);
-        return MHD_YES;
+         * which an origin not given with --allow-origin fails (403). A new session and an E2B
+         * restart take no body at all (`curl -X POST`, E2B's SDK): an empty one is defaults,
+         * whatever its type. Without Content-Length (chunked) that is known once it is in. */
+        bool optional = j->op == OP_CREATE || (j->op == OP_E2B && j->e2b.op == E2B_OP_RESTART);
+        if (optional && cl_len == 0) {
+            j->ctype_not_json = true;
+        } else {
+            j->op = OP_NONE;
+            reject(j, 415, "unsupported_media_type", "the body must be sent as application/json",
+                   0);
+            return MHD_YES;
+        }
     }
     if (j->op == OP_RUN || j->op == OP_CELL)
         j->sse = wants_sse(c);
@@ -1644,6 +1656,9 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
         snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes", j->body_max);
         return respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
     }
+    if (j->ctype_not_json && j->body_len > 0)
+        return respond_error(j, c, 415, "unsupported_media_type",
+                             "the body must be sent as application/json", NULL, 0);
     if (j->op == OP_E2B)
         return e2b_submit(s, j, c);
     enum MHD_Result ret = MHD_YES;

@@ -186,11 +186,15 @@ class CliTests(Tests):
                      "time.sleep(30)")
         eq(p.returncode, 124, p.stderr)
         eq(p.stdout, "partial\n")
-        check("timed out" in p.stderr, p.stderr)
+        check("timed out after 1 second;" in p.stderr, p.stderr)
         r, p = self.run_json("--timeout", "0.5", "-c", "while True: pass")
         eq(p.returncode, 124)
         eq((r["exit_code"], r["timed_out"], r["killed_reason"]), (124, True, "timeout"))
         eq(r["error"]["name"], "Timeout")
+        eq(r["error"]["value"], "execution exceeded the time limit of 0.5 seconds and was killed")
+        r, p = self.run_json("--timeout", "1", "-c", "while True: pass")
+        eq(p.returncode, 124)
+        eq(r["error"]["value"], "execution exceeded the time limit of 1 second and was killed")
         self.nothing_left()
 
     def test_streaming(self):

@@ -473,6 +473,80 @@ class SessionTests(Tests):
             assert c.info(sid)[0] == 200 and anon.info(sid)[0] == 401
             assert s.stop() == 0
 
+    def test_create_and_restart_take_no_body(self):
+        """A session with defaults takes no body at all (`curl -X POST .../v1/sessions`, as
+        E2B's and Jupyter's clients send it), nor does an E2B context's restart: an empty body,
+        with or without Content-Type, means defaults. A body that is not empty still needs
+        application/json and valid JSON."""
+        def post(s, path, body=None, ctype=None, length=True):
+            c = s.conn()
+            try:
+                c.putrequest("POST", path)
+                if ctype:
+                    c.putheader("Content-Type", ctype)
+                if body is not None or length:
+                    c.putheader("Content-Length", str(len(body or b"")))
+                c.endheaders(body)
+                r = c.getresponse()
+                data = r.read()
+                is_json = (r.getheader("Content-Type") or "").startswith(JSON)
+                return r.status, (json.loads(data) if is_json else data)
+            finally:
+                c.close()
+
+        with Server("--workers", "2") as s:
+            c = Client(s)
+            made = []
+            for ctype, length in ((None, False), (None, True), (JSON, False), (JSON, True)):
+                st, o = post(s, "/v1/sessions", ctype=ctype, length=length)
+                assert st == 201, (ctype, length, st, o)
+                assert o["language"] == "python" and o["idle_timeout"] == 600, o
+                assert o["rollback"] is True, o
+                made.append(o["id"])
+            assert c.value(made[0], "6 * 7") == "42"
+            # A body that is not empty: as before.
+            st, o = post(s, "/v1/sessions", b'{"idle_timeout": 60}')
+            assert st == 415 and o["error"]["code"] == "unsupported_media_type", (st, o)
+            st, o = post(s, "/v1/sessions", b'{"idle_timeout": 60}', "text/plain")
+            assert st == 415, (st, o)
+            st, o = post(s, "/v1/sessions", b"{", JSON)
+            assert st == 400 and "malformed" in o["error"]["message"], (st, o)
+            st, o = post(s, "/v1/sessions", b'{"idle_timeout": 60}', JSON)
+            assert st == 201 and o["idle_timeout"] == 60, (st, o)
+            made.append(o["id"])
+            # Chunked, the length is known once the body is in: empty is defaults, else 415.
+            for body, want in ((b"", 201), (b'{"idle_timeout": 60}', 415)):
+                c2 = s.conn()
+                c2.request("POST", "/v1/sessions", body=iter([body] if body else []),
+                           headers={"Transfer-Encoding": "chunked"}, encode_chunked=True)
+                r = c2.getresponse()
+                o = json.loads(r.read())
+                c2.close()
+                assert r.status == want, (body, r.status, o)
+                if want == 201:
+                    made.append(o["id"])
+            for sid in made:
+                assert c.delete(sid) == 204
+
+            # E2B: a context, then its restart with no body (the SDK sends none).
+            st, o = post(s, "/e2b/contexts", b'{"language": "python"}', JSON)
+            assert st == 200, (st, o)
+            ctx = o["id"]
+            st, o = post(s, "/e2b/execute", json.dumps({"code": "k = 1", "context_id": ctx})
+                         .encode(), JSON)
+            assert st == 200, (st, o)
+            for ctype, length in ((None, False), (None, True), (JSON, False), (JSON, True)):
+                st, o = post(s, f"/e2b/contexts/{ctx}/restart", ctype=ctype, length=length)
+                assert st == 204, (ctype, length, st, o)
+            st, o = post(s, f"/e2b/contexts/{ctx}/restart", b"{}", "text/plain")
+            assert st == 415, (st, o)
+            st, o = post(s, f"/e2b/contexts/{ctx}/restart", b"{}", JSON)
+            assert st == 204, (st, o)
+            st, o = post(s, "/e2b/execute", json.dumps({"code": "'k' in globals()",
+                                                        "context_id": ctx}).encode(), JSON)
+            assert st == 200 and b'"False"' in o, (st, o)  # a fresh interpreter
+            assert s.stop() == 0
+
     def test_metrics_and_drain_closes_sessions(self):
         with Server("--workers", "2") as s:
             c = Client(s)

@@ -242,6 +242,31 @@ static void check_timeout(struct execbox_result *r, double timeout)
     assert_contains(r->stderr_data, "err started\n");
 }
 
+/* The timeout's message, in English: "1 second", "2 seconds", "0.5 seconds". */
+static void test_timeout_message(void **state)
+{
+    (void)state;
+    static const struct {
+        double timeout;
+        const char *value;
+    } cases[] = {
+        {1, "execution exceeded the time limit of 1 second and was killed"},
+        {2, "execution exceeded the time limit of 2 seconds and was killed"},
+        {0.5, "execution exceeded the time limit of 0.5 seconds and was killed"},
+        {1.5, "execution exceeded the time limit of 1.5 seconds and was killed"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct execbox_policy pol = quick_policy(cases[i].timeout);
+        struct eb_outcome oc = {.timed_out = true};
+        struct execbox_result *r = eb_result_new("subprocess", "python");
+        assert_non_null(r);
+        eb_outcome_to_result(&oc, &pol, r);
+        assert_string_equal(r->error_name, "Timeout");
+        assert_string_equal(r->error_value, cases[i].value);
+        execbox_result_free(r);
+    }
+}
+
 static void test_timeout_busy_loop(void **state)
 {
     (void)state;
@@ -1120,6 +1145,7 @@ int main(void)
         cmocka_unit_test(test_daemon_after_normal_exit),
         cmocka_unit_test(test_output_capped),
         cmocka_unit_test(test_stdin),
+        cmocka_unit_test(test_timeout_message),
         cmocka_unit_test(test_large_program),
         cmocka_unit_test(test_missing_interpreter),
         cmocka_unit_test(test_sandbox_error_bad_workspace),

@@ -20,7 +20,10 @@ mkdir -p "$dest"
     want=$(cat "$here/package-lock.json" "$here/runner.mjs" "$here/main.py" | sha256sum | cut -d' ' -f1)
     have=$(cat "$dest/.execbox-sha256" 2>/dev/null || true)
     if [[ "$want" != "$have" ]]; then
-        cp "$here/package.json" "$here/package-lock.json" "$here/runner.mjs" "$here/main.py" "$dest/"
+        # Run as installed (on its own directory), the files are in place already.
+        if [[ ! "$here" -ef "$dest" ]]; then
+            cp "$here/package.json" "$here/package-lock.json" "$here/runner.mjs" "$here/main.py" "$dest/"
+        fi
         echo "pyodide: installing the pinned Pyodide with npm ci into $dest" >&2
         npm ci --prefix "$dest" --prefer-offline --no-audit --no-fund --loglevel=error >&2
         echo "$want" >"$dest/.execbox-sha256"
