@@ -10,6 +10,9 @@ EXECBOX = os.environ.get("EXECBOX") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "execbox")
 SOURCE = os.environ.get("EXECBOX_SOURCE") or os.path.join(os.path.dirname(__file__), "..", "..")
 SKIP = 77
+# The pid of every execbox that run() started: what this test may call its own (the names of
+# a run's cgroups start with its execbox's pid), as against a parallel test's.
+STARTED = []
 
 
 def session_fits(args):
@@ -75,8 +78,18 @@ def run(args, input=None, timeout=120, env=None):
     if os.environ.get("EXECBOX_TEST_SESSION") == "1" and args[:1] == ["run"] and \
             session_fits(args):
         args = ["run", "--rich"] + args[1:]
-    return subprocess.run([EXECBOX] + list(args), input=input, capture_output=True,
-                          timeout=timeout, env=env, text=isinstance(input, str) or input is None)
+    text = isinstance(input, str) or input is None
+    with subprocess.Popen([EXECBOX] + list(args), stdin=subprocess.PIPE if input is not None
+                          else None, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env, text=text) as p:
+        STARTED.append(p.pid)
+        try:
+            out, err = p.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 def run_json(args, **kw):
