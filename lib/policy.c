@@ -666,7 +666,7 @@ int execbox_policy_to_json(const struct execbox_policy *p, char **ret_json,
     json_t *o = eb_policy_to_object(p);
     if (!o)
         return eb_error_set(err, -ENOMEM, "out of memory");
-    char *s = json_dumps(o, JSON_SORT_KEYS | JSON_REAL_PRECISION(6));
+    char *s = json_dumps(o, JSON_SORT_KEYS | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS));
     json_decref(o);
     if (!s)
         return eb_error_set(err, -ENOMEM, "out of memory");

@@ -519,7 +519,7 @@ int execbox_result_to_json(const struct execbox_result *r, unsigned flags, char 
     json_t *o = eb_result_to_object(r, flags);
     if (!o)
         return eb_error_set(err, -ENOMEM, "out of memory building the result JSON");
-    size_t jf = JSON_REAL_PRECISION(6) | JSON_PRESERVE_ORDER;
+    size_t jf = JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS) | JSON_PRESERVE_ORDER;
     if (flags & EXECBOX_JSON_PRETTY)
         jf |= JSON_INDENT(2);
     else

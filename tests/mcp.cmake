@@ -10,7 +10,7 @@ set(EB_MCP_ENV
   "MCP_NODE_DIR=${CMAKE_CURRENT_BINARY_DIR}/mcp-node")
 # The framing and classifier of src/common/jsonrpc.c, as a cmocka unit test.
 add_executable(test_jsonrpc unit/test_jsonrpc.c ${PROJECT_SOURCE_DIR}/src/common/jsonrpc.c)
-target_include_directories(test_jsonrpc PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_include_directories(test_jsonrpc PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_link_libraries(test_jsonrpc PRIVATE PkgConfig::JANSSON PkgConfig::CMOCKA)
 add_test(NAME unit.jsonrpc COMMAND test_jsonrpc)
 set_tests_properties(unit.jsonrpc PROPERTIES TIMEOUT 60)
@@ -47,11 +47,12 @@ if(EB_CLANG AND EB_CLANG_LIBFUZZER)
   add_custom_command(OUTPUT ${EB_FUZZ_MCP}
     COMMAND ${EB_CLANG} -g -O1 -std=gnu11 -D_GNU_SOURCE
             -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-            -I${PROJECT_SOURCE_DIR}/src ${JANSSON_CFLAGS}
+            -I${PROJECT_SOURCE_DIR}/src -I${PROJECT_SOURCE_DIR}/include ${JANSSON_CFLAGS}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_mcp_frame.c ${PROJECT_SOURCE_DIR}/src/common/jsonrpc.c
             ${JANSSON_LDFLAGS} -o ${EB_FUZZ_MCP}
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_mcp_frame.c
             ${PROJECT_SOURCE_DIR}/src/common/jsonrpc.c ${PROJECT_SOURCE_DIR}/src/common/jsonrpc.h
+            ${PROJECT_SOURCE_DIR}/include/execbox/execbox.h
     COMMENT "Building the libFuzzer target fuzz_mcp_frame with clang"
     VERBATIM)
   add_custom_target(eb_fuzz_mcp_frame ALL DEPENDS ${EB_FUZZ_MCP})

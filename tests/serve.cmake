@@ -37,3 +37,6 @@ set_tests_properties(integration.sessions PROPERTIES TIMEOUT 600)
 # and DNS rebinding against a server without a token (421 on every route).
 eb_integration_test(serve_hardening)
 set_tests_properties(integration.serve_hardening PROPERTIES TIMEOUT 300)
+# One number format on every surface (tests/integration/number_format.py): run --json, MCP, the agent,
+# serve's JSON and SSE.
+eb_integration_test(number_format)

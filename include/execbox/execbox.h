@@ -328,6 +328,10 @@ enum {
     EXECBOX_JSON_NO_FILE_DATA = 1 << 1, /* leave inline file data out */
 };
 
+/* Every JSON execbox prints gives a real number this many significant digits (0.0225050 prints
+ * as 0.022505, never as 0.022505000000000001): with jansson, JSON_REAL_PRECISION(this). */
+#define EXECBOX_JSON_REAL_DIGITS 6
+
 /* The result as one JSON object (docs/result.md). Invalid UTF-8 in the output becomes
  * U+FFFD so the JSON is always valid. Free *ret_json with execbox_free(). */
 int execbox_result_to_json(const struct execbox_result *r, unsigned flags, char **ret_json,

@@ -504,7 +504,8 @@ static int request_body(const struct eb_run *run, char **ret, struct execbox_err
         }
         bad |= json_object_set_new(o, "stdin", in);
     }
-    char *s = bad ? NULL : json_dumps(o, JSON_COMPACT);
+    char *s =
+        bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS));
     json_decref(o);
     if (!s)
         return eb_error_set(err, -ENOMEM, "out of memory");

@@ -293,7 +293,8 @@ static int ask(struct agent *a, struct agent_reply *ret)
 {
     json_t *req =
         a->prov->request(a->model, a->max_tokens, a->system, a->tools, a->history, a->official);
-    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    char *body =
+        req ? json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS)) : NULL;
     json_decref(req);
     if (!body) {
         fprintf(stderr, "execbox agent: out of memory\n");
@@ -440,7 +441,9 @@ static int save_transcript(const struct agent *a, const char *path)
 {
     json_t *t = transcript(a);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    int r = t && fd >= 0 ? json_dumpfd(t, fd, JSON_INDENT(2)) : -1;
+    int r = t && fd >= 0
+                ? json_dumpfd(t, fd, JSON_INDENT(2) | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS))
+                : -1;
     if (fd >= 0 && close(fd) < 0)
         r = -1;
     json_decref(t);
@@ -463,7 +466,9 @@ static int print_json(const struct agent *a, const char *answer, enum outcome o)
                   (json_int_t)a->input_tokens, "output_tokens", (json_int_t)a->output_tokens,
                   "turns", (json_int_t)a->turns, "http_requests", (json_int_t)a->http_requests,
                   "transcript", transcript(a), "provider", a->prov->name, "model", a->model);
-    char *s = out ? json_dumps(out, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
+    char *s = out ? json_dumps(out, JSON_INDENT(2) | JSON_ENSURE_ASCII |
+                                        JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS))
+                  : NULL;
     json_decref(out);
     if (!s)
         return -1;

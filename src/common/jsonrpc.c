@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* jsonrpc.c - JSON-RPC 2.0 framing and message classification (see jsonrpc.h). */
 #include "jsonrpc.h"
+#include "execbox/execbox.h" /* EXECBOX_JSON_REAL_DIGITS */
 
 #include <errno.h>
 #include <stdio.h>
@@ -216,13 +217,13 @@ char *jrpc_frame_dump(const json_t *m, size_t *ret_len)
 {
     /* Compact output has no raw newline: every newline in a string is escaped, so one message
      * is exactly one line. */
-    size_t n = json_dumpb(m, NULL, 0, JSON_COMPACT);
+    size_t n = json_dumpb(m, NULL, 0, JSON_COMPACT | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS));
     if (n == 0)
         return NULL;
     char *s = malloc(n + 2);
     if (!s)
         return NULL;
-    if (json_dumpb(m, s, n, JSON_COMPACT) != n) {
+    if (json_dumpb(m, s, n, JSON_COMPACT | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS)) != n) {
         free(s);
         return NULL;
     }

@@ -201,7 +201,9 @@ __attribute__((format(printf, 3, 4))) static int text_answer(struct e2b_answer *
 static int json_answer(struct e2b_answer *a, int status, json_t *o)
 {
     *a = (struct e2b_answer){.status = status, .ctype = "application/json"};
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY |
+                                    JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS))
+                : NULL;
     json_decref(o);
     if (!s)
         return -ENOMEM;
@@ -590,7 +592,9 @@ struct stream {
 /* Sends one object as a line; takes the reference. */
 static bool send_line(struct stream *st, json_t *o, bool force)
 {
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                                    JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS))
+                : NULL;
     json_decref(o);
     if (!s)
         return false;

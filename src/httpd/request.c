@@ -518,7 +518,8 @@ char *srv_error_json(const char *code, const char *message, const char *field)
     json_t *o = json_pack("{s:o}", "error", e);
     if (!o)
         return NULL;
-    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                                JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS));
     json_decref(o);
     return s;
 }

@@ -196,7 +196,8 @@ static void log_object(json_t *o)
     char t[48];
     cli_iso_time(NULL, 3, t, sizeof(t));
     json_object_set_new(o, "time", json_string(t));
-    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                                JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS));
     json_decref(o);
     if (!s)
         return;
@@ -509,7 +510,8 @@ static enum MHD_Result respond_error(struct job *j, struct MHD_Connection *c, in
 
 static enum MHD_Result respond_json(struct job *j, struct MHD_Connection *c, int status, json_t *o)
 {
-    char *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                                   JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS));
     json_decref(o);
     if (!body)
         return MHD_NO;
@@ -642,7 +644,8 @@ static void on_output(void *ud, enum execbox_stream stream, const char *data, si
         memcpy(j->carry[k], joined + total - keep, keep);
         j->carry_len[k] = keep;
         json_t *o = clen ? json_pack("{s:s%}", "data", clean, clen) : NULL;
-        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        char *s =
+            o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS)) : NULL;
         if (clen && (!s || !sse_event(j, k ? "stderr" : "stdout", s, false)))
             j->sse_dropped += clen; /* only the worker's thread counts it */
         free(s);
@@ -719,7 +722,9 @@ static void set_answer(struct job *j, int status, char *body, size_t len, const 
 
 static void set_json_answer(struct job *j, int status, json_t *o)
 {
-    char *body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                                       JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS))
+                   : NULL;
     json_decref(o);
     if (!body) {
         status = 503;

@@ -286,7 +286,10 @@ static void rich_text(struct text *t, json_t *results, size_t *budget)
 static json_t *form_text(const char *label, const char *mime, json_t *v, size_t k, const char *key)
 {
     struct text t = {0};
-    char *dumped = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *dumped = json_is_string(v)
+                       ? NULL
+                       : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
+                                           JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS));
     json_t *str = dumped ? json_string(dumped) : json_incref(v);
     free(dumped);
     char name[96], where[48];
