@@ -82,8 +82,8 @@ struct eb_wait {
 
 /* A session sandbox's counters (its cgroup's). */
 struct eb_box_stats {
-    int64_t cpu_ns; /* -1 unknown */
-    uint64_t peak_memory, oom_kills;
+    int64_t cpu_ns;                          /* -1 unknown */
+    uint64_t memory, peak_memory, oom_kills; /* memory now and the most ever, bytes */
     uint64_t files_tmp; /* what its /tmp and /dev/shm hold now (charged to its memory) */
     uint64_t files_ws;  /* what its fresh /workspace holds now (likewise) */
     uint64_t cap;       /* its memory cgroup's cap (policy.memory), 0 when none */

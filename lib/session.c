@@ -695,7 +695,8 @@ void execbox_session_info(struct execbox_session *s, struct execbox_session_info
     if (s->sbx.w) {
         struct eb_box_stats st = {.cpu_ns = -1};
         s->ops->session_stats(s->sbx.w, &st);
-        ret->memory_bytes = st.peak_memory;
+        ret->memory_bytes = st.memory;
+        ret->memory_peak_bytes = st.peak_memory;
     }
 }
 

@@ -463,14 +463,15 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
 
 struct execbox_session_info {
     char language[32];
-    double created_at;        /* Unix time, seconds */
-    double last_used_at;      /* the last cell or file call began or ended */
-    double expires_at;        /* min(last_used_at + idle_timeout, created_at + max_lifetime) */
-    uint64_t execution_count; /* cells run so far (rolled back ones too) */
-    uint64_t rolled_back;     /* cells rolled back */
-    bool busy;                /* a cell is running */
-    bool alive;               /* not ended, not expired */
-    uint64_t memory_bytes;    /* the session's memory now (its cgroup), 0 when unknown */
+    double created_at;          /* Unix time, seconds */
+    double last_used_at;        /* the last cell or file call began or ended */
+    double expires_at;          /* min(last_used_at + idle_timeout, created_at + max_lifetime) */
+    uint64_t execution_count;   /* cells run so far (rolled back ones too) */
+    uint64_t rolled_back;       /* cells rolled back */
+    bool busy;                  /* a cell is running */
+    bool alive;                 /* not ended, not expired */
+    uint64_t memory_bytes;      /* the session's memory now (its cgroup), 0 when unknown */
+    uint64_t memory_peak_bytes; /* the most it has held since it started, 0 when unknown */
 };
 
 /* A snapshot; thread-safe, also while a cell runs. */

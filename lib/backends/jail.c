@@ -2280,6 +2280,7 @@ static void jail_session_stats(struct eb_box *sb, struct eb_box_stats *ret)
     struct eb_cgroup_stats st;
     eb_cgroup_stats(&sb->cg, &st);
     ret->cpu_ns = st.cpu_ns;
+    ret->memory = st.memory;
     ret->peak_memory = st.peak_memory;
     ret->oom_kills = st.oom_kills;
     sandbox_files(sb, &st, 0, &ret->files_tmp, &ret->files_ws);

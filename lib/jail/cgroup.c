@@ -628,6 +628,8 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
         const char *d = cg->dir[0];
         if (read_small(d, "memory.events", buf, sizeof(buf)) == 0 && keyed_u64(buf, "oom_kill", &v))
             st->oom_kills = v;
+        if (read_small(d, "memory.current", buf, sizeof(buf)) == 0)
+            st->memory = strtoull(buf, NULL, 10);
         if (read_small(d, "memory.peak", buf, sizeof(buf)) == 0)
             st->peak_memory = strtoull(buf, NULL, 10);
         if (read_small(d, "memory.stat", buf, sizeof(buf)) == 0 && keyed_u64(buf, "shmem", &v))
@@ -639,6 +641,8 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
         if (read_small(cg->dir[EB_CG_MEMORY], "memory.oom_control", buf, sizeof(buf)) == 0 &&
             keyed_u64(buf, "oom_kill", &v))
             st->oom_kills = v;
+        if (read_small(cg->dir[EB_CG_MEMORY], "memory.usage_in_bytes", buf, sizeof(buf)) == 0)
+            st->memory = strtoull(buf, NULL, 10);
         if (read_small(cg->dir[EB_CG_MEMORY], "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0)
             st->peak_memory = strtoull(buf, NULL, 10);
         char big[8192]; /* memory.stat: its shmem line comes after the per-cgroup block */

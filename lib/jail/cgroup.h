@@ -98,9 +98,10 @@ int eb_cgroup_join(struct eb_cgroup *cg);
 void eb_cgroup_kill(const struct eb_cgroup *cg);
 
 struct eb_cgroup_stats {
-    uint64_t oom_kills; /* kernel OOM kills inside the cgroup */
-    int64_t cpu_ns;     /* -1 unknown */
-    uint64_t peak_memory;
+    uint64_t oom_kills;   /* kernel OOM kills inside the cgroup */
+    int64_t cpu_ns;       /* -1 unknown */
+    uint64_t memory;      /* charged to it now (v2 memory.current, v1 memory.usage_in_bytes) */
+    uint64_t peak_memory; /* the most ever charged to it (memory.peak, max_usage_in_bytes) */
     uint64_t shmem; /* tmpfs and shared memory charged to it now (files in /tmp, /dev/shm...) */
 };
 

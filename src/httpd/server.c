@@ -862,11 +862,12 @@ static json_t *session_json(const struct sess_summary *m)
     sess_iso_time(m->info.expires_at, expires, sizeof(expires));
     sess_iso_time(m->info.last_used_at, used, sizeof(used));
     return json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:I, s:I, s:b, s:I}", "id", m->id, "language",
+        "{s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:I, s:I, s:b, s:I, s:I}", "id", m->id, "language",
         m->info.language, "created_at", created, "expires_at", expires, "last_used_at", used,
         "idle_timeout", (json_int_t)m->idle_timeout, "rollback", !m->no_rollback, "execution_count",
         (json_int_t)m->info.execution_count, "rolled_back_count", (json_int_t)m->info.rolled_back,
-        "busy", m->cell_accepted || m->info.busy, "memory_bytes", (json_int_t)m->info.memory_bytes);
+        "busy", m->cell_accepted || m->info.busy, "memory_bytes", (json_int_t)m->info.memory_bytes,
+        "memory_peak_bytes", (json_int_t)m->info.memory_peak_bytes);
 }
 
 static void run_create(struct srv *s, struct job *j)

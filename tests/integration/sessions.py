@@ -195,6 +195,33 @@ class SessionTests(Tests):
             assert m["execbox_session_cells_rolled_back_total"] == 4, m
             assert s.stop() == 0
 
+    def test_memory_now_and_peak(self):
+        # memory_bytes is the session's memory now (it was the peak, and stayed at it for good);
+        # memory_peak_bytes the most it ever held.
+        MiB = 1 << 20
+        with Server("--workers", "2", "--memory", "512M") as s:
+            c = Client(s)
+            sid = c.create(memory="256M", tmpfs="4M", workspace_size="4M")["id"]
+            c.ok(sid, "b = b'x' * (150 << 20)")
+            st, i = c.info(sid)
+            print(f"  holding 150 MiB: now {i['memory_bytes'] // MiB} MiB, peak "
+                  f"{i['memory_peak_bytes'] // MiB} MiB")
+            assert i["memory_bytes"] >= 150 * MiB and i["memory_peak_bytes"] >= 150 * MiB, i
+            c.ok(sid, "del b")
+            st, i = c.info(sid)
+            print(f"  after del: now {i['memory_bytes'] // MiB} MiB, peak "
+                  f"{i['memory_peak_bytes'] // MiB} MiB")
+            assert i["memory_bytes"] < 100 * MiB, i
+            assert i["memory_peak_bytes"] >= 150 * MiB, i
+            st, r = c.cell(sid, "hog = b'x' * (400 << 20)")
+            assert st == 200 and r["oom_killed"] and r["rolled_back"], r
+            st, i = c.info(sid)
+            print(f"  after an OOM-killed cell: now {i['memory_bytes'] // MiB} MiB, peak "
+                  f"{i['memory_peak_bytes'] // MiB} MiB")
+            assert i["memory_bytes"] < 100 * MiB, i
+            assert 250 * MiB <= i["memory_peak_bytes"] <= 256 * MiB + 4 * MiB, i
+            assert s.stop() == 0
+
     def test_rollback_false_keeps_partial_effects(self):
         with Server() as s:
             c = Client(s)
