@@ -72,6 +72,7 @@ struct execbox_session {
     atomic_bool busy, killed;
     bool ended;
     int state_pidfd;
+    int old_state_pidfd; /* the state before the last kept cell, until it is seen gone */
     uint64_t count, rolled_back;
     double created, last_used;
     bool oom_adj; /* we may set oom_score_adj (root) */
@@ -322,6 +323,7 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
     s->idle = opt.idle_timeout > 0 ? opt.idle_timeout : EXECBOX_SESSION_IDLE_DEFAULT;
     s->lifetime = opt.max_lifetime > 0 ? opt.max_lifetime : EXECBOX_SESSION_LIFETIME_DEFAULT;
     s->state_pidfd = -1;
+    s->old_state_pidfd = -1;
     s->box.sock = -1;
     s->box.ws_fd = -1;
     s->oom_adj = geteuid() == 0;
@@ -581,9 +583,14 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
         return eb_error_set(err, -ENOMEM, "out of memory");
     res->rolled_back = !oc.kept;
     if (oc.kept) {
-        /* The cell's process is the state now. */
+        /* The cell's process is the state now. The old state was told to exit; it is killed
+         * too, so that a cell that reported success without telling it (or stopped it) leaves
+         * no second state behind. Its exit (the memory it shares with the new state given
+         * back) still takes a few ms: info() waits for it, the cell's reply does not. */
         pthread_mutex_lock(&s->lock);
-        eb_close(&s->state_pidfd);
+        eb_close(&s->old_state_pidfd);
+        s->old_state_pidfd = TAKE_FD(s->state_pidfd);
+        syscall(SYS_pidfd_send_signal, s->old_state_pidfd, SIGKILL, NULL, 0);
         s->state_pidfd = TAKE_FD(cell_pidfd);
         pthread_mutex_unlock(&s->lock);
         set_oom_adj(s, cell_procdir, -999);
@@ -675,6 +682,35 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
     return 0;
 }
 
+/* Waits (at most 1 s) until the state before the last kept cell has exited, so that the
+ * session's memory read next is the new state's alone: the kernel gives a process's memory back
+ * before its pidfd turns readable. The wait is on a dup, outside the lock, as a cell that ends
+ * meanwhile may replace the fd. */
+static void wait_old_state_gone(struct execbox_session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int fd = s->old_state_pidfd >= 0 ? fcntl(s->old_state_pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+    pthread_mutex_unlock(&s->lock);
+    if (fd < 0)
+        return;
+    uint64_t end = eb_now_ns() + 1000000000ull;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    for (;;) {
+        uint64_t now = eb_now_ns();
+        if (now >= end)
+            break;
+        int n = poll(&p, 1, (int)((end - now + 999999) / 1000000));
+        if (n > 0 || (n < 0 && errno != EINTR))
+            break;
+    }
+    close(fd);
+    pthread_mutex_lock(&s->lock);
+    struct pollfd q = {.fd = s->old_state_pidfd, .events = POLLIN};
+    if (s->old_state_pidfd >= 0 && poll(&q, 1, 0) > 0)
+        eb_close(&s->old_state_pidfd); /* gone: later calls need not wait */
+    pthread_mutex_unlock(&s->lock);
+}
+
 void execbox_session_info(struct execbox_session *s, struct execbox_session_info *ret)
 {
     memset(ret, 0, sizeof(*ret));
@@ -692,6 +728,7 @@ void execbox_session_info(struct execbox_session *s, struct execbox_session_info
     ret->alive = !s->ended && !gone && now_wall() < ret->expires_at;
     pthread_mutex_unlock(&s->lock);
     ret->busy = atomic_load(&s->busy);
+    wait_old_state_gone(s);
     if (s->sbx.w) {
         struct eb_box_stats st = {.cpu_ns = -1};
         s->ops->session_stats(s->sbx.w, &st);
@@ -785,6 +822,7 @@ struct execbox_session *execbox_session_free(struct execbox_session *s)
     eb_sandbox_destroy(s->ex, &s->sbx);
     eb_close(&s->box.sock);
     eb_close(&s->state_pidfd);
+    eb_close(&s->old_state_pidfd);
     pthread_mutex_destroy(&s->lock);
     free(s);
     return NULL;

@@ -470,7 +470,8 @@ struct execbox_session_info {
     uint64_t rolled_back;       /* cells rolled back */
     bool busy;                  /* a cell is running */
     bool alive;                 /* not ended, not expired */
-    uint64_t memory_bytes;      /* the session's memory now (its cgroup), 0 when unknown */
+    uint64_t memory_bytes;      /* the session's memory now (its cgroup), 0 when unknown; read
+                                 * once the state a finished cell replaced has exited (up to 1 s) */
     uint64_t memory_peak_bytes; /* the most it has held since it started, 0 when unknown */
 };
 

@@ -7,7 +7,9 @@ through `execbox serve` on loopback and the real jail (root). Each runs for real
   fallback that verifies a pid's cgroup and pid namespace, forced by EXECBOX_TEST_NO_SCM_PIDFD);
 - a streaming cell writes an EB_MSG_DONE record into every pipe it can write and floods stdout
   from eight processes: the request ends at its deadline (timed_out), a hang-up frees it, and the
-  only worker serves the next request; the same attack from a plain template run."""
+  only worker serves the next request; the same attack from a plain template run;
+- a cell stops the state it was forked from and succeeds: that old state is killed (it does not
+  linger, stopped, holding the memory the new state gave up)."""
 import ctypes
 import json
 import os
@@ -223,6 +225,30 @@ class SessionAttackTests(Tests):
 
     def test_stale_started_cannot_aim_at_a_host_pid_fallback(self):
         self.stale_started({"EXECBOX_TEST_NO_SCM_PIDFD": "1"})
+
+    def test_a_stopped_old_state_does_not_linger(self):
+        # A cell stops the state it was forked from (so it never hears it is replaced) and
+        # succeeds: the library kills that old state, which gives back what it held.
+        MiB = 1 << 20
+        with Server("--workers", "1", "--memory", "512M") as s:
+            c = Client(s)
+            sid = c.create(memory="256M", tmpfs="4M", workspace_size="4M")["id"]
+            c.ok(sid, "b = b'x' * (150 << 20)")
+            st, r = c.cell(sid, "import os, signal\nold = os.getppid()\n"
+                           "os.kill(old, signal.SIGSTOP)\ndel b\nprint(old)")
+            assert st == 200 and r["exit_code"] == 0 and not r["rolled_back"], brief(r)
+            old = int(r["stdout"])
+            st, i = c.info(sid)
+            st, r = c.cell(sid, f"import os, time\nt = time.monotonic() + 10\n"
+                           f"while os.path.exists('/proc/{old}') and time.monotonic() < t:\n"
+                           f"    time.sleep(0.01)\nprint(os.path.exists('/proc/{old}'))")
+            print(f"  old state (pid {old} in the sandbox) stopped by the cell: memory after "
+                  f"{i['memory_bytes'] // MiB} MiB, still there: {r['stdout'].strip()}",
+                  flush=True)
+            assert i["memory_bytes"] < 100 * MiB, i
+            assert st == 200 and r["stdout"] == "False\n", brief(r)
+            assert c.value(sid, "'b' in globals()") == "False"
+            assert s.stop() == 0
 
     def test_done_record_and_flood_cannot_pin_a_worker(self):
         with Server("--workers", "1", "--timeout", "10") as s:
