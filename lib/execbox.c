@@ -227,6 +227,8 @@ int execbox_check_backend(const char *backend, const struct execbox_executor_opt
     memset(ret, 0, sizeof(*ret));
     snprintf(ret->backend, sizeof(ret->backend), "%s", ops->name);
     ops->probe(&o, ret);
+    if (!ret->tier[0]) /* the probe stopped before it could say */
+        snprintf(ret->tier, sizeof(ret->tier), "none: this backend cannot run here");
     if (ops->check_network)
         ops->check_network(ret);
     else if (!ops->network_allow)

@@ -2,10 +2,12 @@
 /* tool.c - the tool definition an agent registers (docs/mcp.md), for MCP, Anthropic and
  * OpenAI, and the JSON Schema of the result record. */
 #include <errno.h>
+#include <glob.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "policy.h"
@@ -24,6 +26,89 @@ int execbox_schema_format_parse(const char *s, enum execbox_schema_format *ret,
         return eb_error_set(err, -EINVAL, "unknown schema format '%s' (mcp, anthropic, openai)",
                             s ? s : "");
     return 0;
+}
+
+/* Whether Python in root finds package mod: a directory mod with an __init__.py in one of the
+ * places Debian's and pip's Pythons look (dist-packages, site-packages, /usr/local). */
+static bool has_package(const char *root, const char *mod)
+{
+    static const char *const dirs[] = {
+        "usr/lib/python3/dist-packages",        "usr/lib/python3*/site-packages",
+        "usr/lib/python3*/dist-packages",       "usr/local/lib/python3*/site-packages",
+        "usr/local/lib/python3*/dist-packages",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+        char pat[EXECBOX_PATH_MAX + 128];
+        if (snprintf(pat, sizeof(pat), "%s/%s/%s/__init__.py", root, dirs[i], mod) >=
+            (int)sizeof(pat))
+            continue;
+        glob_t g;
+        int r = glob(pat, GLOB_NOSORT, NULL, &g);
+        size_t n = r == 0 ? g.gl_pathc : 0;
+        globfree(&g);
+        if (n > 0)
+            return true;
+    }
+    return false;
+}
+
+/* The backends whose Python is the one in the policy's root (or the host's): the others run
+ * an image or a machine of their own, whose packages cannot be seen from here. */
+static bool root_is_local(const char *backend)
+{
+    if (!backend || !*backend)
+        backend = EXECBOX_DEFAULT_BACKEND;
+    return strcmp(backend, "jail") == 0 || strcmp(backend, "subprocess") == 0 ||
+           strcmp(backend, "gvisor") == 0;
+}
+
+int execbox_python_packages(const char *backend, const char *root, char *buf, size_t n)
+{
+    static const char *const mods[] = {"numpy", "pandas", "matplotlib"};
+    const char *found[ARRAY_SIZE(mods)];
+    size_t k = 0;
+    if (n == 0)
+        return 0;
+    buf[0] = '\0';
+    if (!root_is_local(backend))
+        return 0;
+    if (!root || !*root)
+        root = "";
+    for (size_t i = 0; i < ARRAY_SIZE(mods); i++)
+        if (has_package(root, mods[i]))
+            found[k++] = mods[i];
+    size_t off = 0;
+    for (size_t i = 0; i < k && off < n; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == k ? " and " : ", ";
+        int w = snprintf(buf + off, n - off, "%s%s", sep, found[i]);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    return 1;
+}
+
+/* What the description says the sandbox's Python has, with the hint about figures. */
+static void python_text(const struct execbox_tool_options *o, const struct execbox_policy *pol,
+                        char *out, size_t n)
+{
+    char pk[64];
+    if (!execbox_python_packages(o->backend, pol->rootfs, pk, sizeof(pk))) {
+        snprintf(out, n, "Python 3 has the packages of the %s backend's image.", o->backend);
+        return;
+    }
+    bool plots = strstr(pk, "matplotlib") != NULL;
+    if (!pk[0])
+        snprintf(out, n,
+                 "Python 3 has its standard library only (no numpy, pandas or "
+                 "matplotlib).");
+    else if (o->stateful)
+        snprintf(out, n, "Python 3 has %s%s.", pk,
+                 plots ? " (a figure shown or left open comes back as an image)" : "");
+    else
+        snprintf(out, n, "Python 3 has %s%s.", pk,
+                 plots ? " (save figures to /workspace, e.g. plt.savefig('/workspace/plot.png'))"
+                       : "");
 }
 
 static void human_size(uint64_t b, char *out, size_t n)
@@ -104,6 +189,8 @@ int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_
     human_size(pol.output_limit, out, sizeof(out));
     char net[1024];
     execbox_policy_network_text(&pol, net, sizeof(net));
+    char py[192];
+    python_text(&opt, &pol, py, sizeof(py));
     char desc[3072];
     if (opt.stateful)
         snprintf(desc, sizeof(desc),
@@ -117,30 +204,26 @@ int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_
                  "is rolled back: the variables are exactly as they were before that call, so "
                  "fix the code and run the corrected call in full; files written to /workspace "
                  "are not rolled back. If a result says the session's state was lost, the "
-                 "earlier calls' variables are gone: run their setup again. %s Python 3 has "
-                 "numpy, pandas and matplotlib (a figure shown or left open comes back as an "
-                 "image); files written to /workspace are returned. Limits per call: %g s wall "
-                 "clock, %s memory (the session's state and files in /tmp and /workspace "
-                 "included), %s /tmp, %s of output per "
-                 "stream. A non-zero exit_code means the code failed; read the traceback in "
-                 "stderr, fix the code and call again.",
+                 "earlier calls' variables are gone: run their setup again. %s %s Files written "
+                 "to /workspace are returned. Limits per call: %g s wall clock, %s memory (the "
+                 "session's state and files in /tmp and /workspace included), %s /tmp, %s of "
+                 "output per stream. A non-zero exit_code means the code failed; read the "
+                 "traceback in stderr, fix the code and call again.",
                  multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code", net,
-                 max_timeout, mem, tmp, out);
+                 py, max_timeout, mem, tmp, out);
     else
         snprintf(desc, sizeof(desc),
                  "Run %s in a fresh, isolated sandbox and return its stdout, stderr, exit_code and "
                  "execution_time. Use it to compute exact answers (arithmetic, statistics, data "
                  "transformation, charts) instead of estimating. Each call starts from a clean "
                  "sandbox: nothing persists between calls, so include all imports and data in the "
-                 "code. %s Python 3 has "
-                 "numpy, pandas and matplotlib (save figures to /workspace, e.g. "
-                 "plt.savefig('/workspace/plot.png')); files written to /workspace are returned. "
-                 "Print the values you need: only printed output comes back. Limits: %g s wall "
-                 "clock, %s memory (files in /tmp and /workspace included), %s /tmp, %s of output "
-                 "per stream. A non-zero exit_code means "
-                 "the code failed; read the traceback in stderr, fix the code and call again.",
+                 "code. %s %s Files written to /workspace are returned. Print the values you "
+                 "need: only printed output comes back. Limits: %g s wall clock, %s memory (files "
+                 "in /tmp and /workspace included), %s /tmp, %s of output per stream. A non-zero "
+                 "exit_code means the code failed; read the traceback in stderr, fix the code and "
+                 "call again.",
                  multi ? "code (Python, JavaScript via Node.js, or Bash)" : "Python 3 code", net,
-                 max_timeout, mem, tmp, out);
+                 py, max_timeout, mem, tmp, out);
 
     json_t *props = json_object();
     json_t *required = json_array();

@@ -580,7 +580,18 @@ struct execbox_tool_options {
      * persists between calls and that a failed call is rolled back, and the MCP outputSchema
      * adds execution_count, rolled_back and results. */
     bool stateful;
+    /* The backend the tool runs on (NULL: EXECBOX_DEFAULT_BACKEND). For jail, subprocess and
+     * gvisor the description names the packages execbox_python_packages finds in the policy's
+     * rootfs (or the host's root); for the others, whose image is not visible here, none. */
+    const char *backend;
 };
+
+/* Which of numpy, pandas and matplotlib the Python of backend (NULL: the default) finds in root
+ * (NULL or "": the host's /), as words for a description ("numpy, pandas and matplotlib",
+ * "numpy", "" for none), in buf of size n. 1 when it could look: jail, subprocess and gvisor
+ * run the Python of that root; 0 (buf "") for a backend with an image or a machine of its own.
+ * It looks at files only (dist- and site-packages); nothing is run. */
+int execbox_python_packages(const char *backend, const char *root, char *buf, size_t n);
 
 /* The tool definition an agent registers, as JSON. Free with execbox_free(). */
 int execbox_tool_schema(enum execbox_schema_format format, const struct execbox_tool_options *o,

@@ -69,6 +69,10 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
 {
     (void)o;
     snprintf(c->tier, sizeof(c->tier), "microVM (designed, not built: docs/backends.md)");
+    /* First: it is what `run -b firecracker` quotes as the reason. */
+    eb_check_add(c, "backend", false, true,
+                 "designed, not built: Firecracker is not packaged for Debian 12, so it could not "
+                 "be tested (design: docs/backends.md)");
     char why[160], path[128];
     bool kvm = kvm_usable(why, sizeof(why));
     eb_check_add(c, "kvm", kvm, true, "%s", why);
@@ -88,9 +92,6 @@ static int probe(const struct execbox_executor_options *o, struct execbox_check 
     eb_check_add(c, "guest rootfs", r, true, "%s",
                  r ? rootfs
                    : "EXECBOX_FC_ROOTFS: an ext4 image with the interpreters and the vsock agent");
-    eb_check_add(c, "backend", false, true,
-                 "not built: Firecracker is not packaged for Debian 12, so it could not be tested "
-                 "(design: docs/backends.md)");
     c->usable = false;
     return -ENOTSUP;
 }

@@ -77,16 +77,24 @@ static void help(FILE *f)
             AGENT_DEFAULT_CONNECT_TIMEOUT, AGENT_DEFAULT_HTTP_TIMEOUT);
 }
 
-static char *default_system(const struct execbox_policy *p)
+static char *default_system(const struct execbox_policy *p, const char *backend)
 {
-    char *s = NULL, net[1024];
+    char *s = NULL, net[1024], pk[64], py[160];
     execbox_policy_network_text(p, net, sizeof(net));
+    /* Name what the sandbox's Python has, as the tool's description does. */
+    if (!execbox_python_packages(backend, p->rootfs, pk, sizeof(pk)))
+        snprintf(py, sizeof(py), "Python 3 with the packages of the %s backend's image", backend);
+    else if (pk[0])
+        snprintf(py, sizeof(py), "Python 3 with %s", pk);
+    else
+        snprintf(py, sizeof(py),
+                 "Python 3 with its standard library only (no numpy, pandas or "
+                 "matplotlib)");
     if (asprintf(&s,
                  "You solve tasks by writing Python and running it with the execute_python tool. "
                  "Compute rather than guess: any number, count, date or statistic in your answer "
                  "must come from code you ran, never from memory or estimation.\n\n"
-                 "The sandbox: Python 3 with numpy, pandas and matplotlib. %s Every call starts "
-                 "fresh, so include all imports and "
+                 "The sandbox: %s. %s Every call starts fresh, so include all imports and "
                  "data each time; files go in /workspace (save plots there); only printed output "
                  "comes back; each run is killed after %g %s and may use %llu MiB of "
                  "memory.\n\n"
@@ -95,7 +103,7 @@ static char *default_system(const struct execbox_policy *p)
                  "retrying the import. When the code has printed what you need, answer briefly "
                  "with the computed result. If you cannot compute it, say so plainly; do not "
                  "invent a number.",
-                 net, p->timeout, cli_seconds_word(p->timeout),
+                 py, net, p->timeout, cli_seconds_word(p->timeout),
                  (unsigned long long)(p->memory >> 20)) < 0)
         return NULL;
     return s;
@@ -661,9 +669,9 @@ int cmd_agent(int argc, char **argv)
                     execbox_strerror(r));
             goto out;
         }
-    } else if (!(a.system = default_system(&a.policy)))
+    } else if (!(a.system = default_system(&a.policy, sb.exec.backend)))
         goto out;
-    struct execbox_tool_options topt = {.policy = &a.policy};
+    struct execbox_tool_options topt = {.policy = &a.policy, .backend = sb.exec.backend};
     char *schema = NULL;
     struct execbox_error err = {0};
     if (execbox_tool_schema(a.prov->schema, &topt, &schema, &err) < 0) {

@@ -16,7 +16,8 @@ static void help(FILE *f)
             "Reports each isolation wall of a backend (default: %s): works, or missing and "
             "why.\nExit status 0 when the backend can run with every required wall, 1 "
             "otherwise.\n  -b, --backend NAME   the backend to check\n"
-            "      --all            check every compiled-in backend\n"
+            "      --all            check every compiled-in backend (firecracker, designed but\n"
+            "                       not built, only with -b firecracker)\n"
             "      --preload MODULES   also start a Python template importing MODULES (comma-\n"
             "                       separated) and report its memory and a run forked from it\n"
             "      --docker-host URL, --image NAME, --runtime NAME   (docker)\n"
@@ -164,5 +165,7 @@ int cmd_check(int argc, char **argv)
         if (b[1])
             printf("\n");
     }
+    printf("\n(firecracker: designed, not built; `execbox check -b firecracker` says what it "
+           "would need here)\n");
     return worst;
 }

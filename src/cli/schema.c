@@ -11,17 +11,23 @@
 
 static void help(FILE *f)
 {
-    fprintf(f, "Usage: execbox schema [--format mcp|anthropic|openai] [--name NAME]\n"
-               "                      [--languages python,javascript,bash] [--policy FILE] "
-               "[-t SECONDS]\n\n"
-               "Prints the tool definition an agent registers (default format: mcp).\n"
-               "  -f, --format F      mcp (inputSchema, outputSchema), anthropic (input_schema),\n"
-               "                      openai (function.parameters)\n"
-               "  -n, --name NAME     tool name (default execute_python; execute_code with\n"
-               "                      --languages)\n"
-               "      --languages L   comma-separated languages: adds a language enum\n"
-               "  -t, --timeout S     the maximum timeout a call may ask for\n"
-               "      --policy FILE   limits quoted in the description\n");
+    fprintf(f,
+            "Usage: execbox schema [--format mcp|anthropic|openai] [--name NAME]\n"
+            "                      [--languages python,javascript,bash] [--policy FILE] "
+            "[-t SECONDS]\n"
+            "                      [-b BACKEND]\n\n"
+            "Prints the tool definition an agent registers (default format: mcp).\n"
+            "  -f, --format F      mcp (inputSchema, outputSchema), anthropic (input_schema),\n"
+            "                      openai (function.parameters)\n"
+            "  -n, --name NAME     tool name (default execute_python; execute_code with\n"
+            "                      --languages)\n"
+            "      --languages L   comma-separated languages: adds a language enum\n"
+            "  -t, --timeout S     the maximum timeout a call may ask for\n"
+            "      --policy FILE   limits quoted in the description (and its rootfs probed)\n"
+            "  -b, --backend NAME  the backend the tool runs on (default %s): for jail,\n"
+            "                      subprocess and gvisor the description names the numpy,\n"
+            "                      pandas and matplotlib found in the root its Python sees\n",
+            EXECBOX_DEFAULT_BACKEND);
 }
 
 int cmd_schema(int argc, char **argv)
@@ -32,6 +38,7 @@ int cmd_schema(int argc, char **argv)
         {"languages", required_argument, NULL, 'L'},
         {"timeout", required_argument, NULL, 't'},
         {"policy", required_argument, NULL, 'p'},
+        {"backend", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -44,7 +51,7 @@ int cmd_schema(int argc, char **argv)
     const char *langs[8] = {NULL};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "f:n:t:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:n:t:b:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (execbox_schema_format_parse(optarg, &fmt, &err) < 0) {
@@ -53,6 +60,7 @@ int cmd_schema(int argc, char **argv)
             }
             break;
         case 'n': o.name = optarg; break;
+        case 'b': o.backend = optarg; break;
         case 'L': {
             free(langs_buf);
             langs_buf = strdup(optarg);

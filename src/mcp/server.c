@@ -1229,7 +1229,8 @@ int cmd_mcp(int argc, char **argv)
                         "leaves Python out\n");
         goto out;
     }
-    struct execbox_tool_options to = {.policy = &s.policy, .max_timeout = s.policy.timeout};
+    struct execbox_tool_options to = {
+        .policy = &s.policy, .max_timeout = s.policy.timeout, .backend = sb.exec.backend};
     if (python) {
         /* With --stateful, this tool's calls are cells of the session and reset_session
          * follows it; execute_code stays one fresh sandbox per call. */

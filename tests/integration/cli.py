@@ -3,6 +3,7 @@
 --version, driving the built CLI with the subprocess backend (passed explicitly)."""
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -492,6 +493,18 @@ class CliTests(Tests):
         check("MISS filesystem" in p.stdout, "subprocess must admit it has no filesystem wall")
         p = run(["check", "--all"])
         check("backend subprocess" in p.stdout, p.stdout)
+        # Every backend it lists says a tier (one that cannot run here says so), and it lists
+        # only backends -b takes: firecracker (designed, not built) is named apart.
+        blocks = [b for b in p.stdout.split("\n\n") if b.startswith("backend ")]
+        for b in blocks:
+            tier = re.search(r"^  tier: (.*)$", b, re.M)
+            check(tier and tier.group(1).strip(), f"no tier in: {b}")
+        check(not any(b.startswith("backend firecracker") for b in blocks), p.stdout)
+        check("firecracker: designed, not built" in p.stdout, p.stdout)
+        p = run(["run", "-b", "firecracker", "-c", "1"])
+        check(p.returncode != 0 and "designed, not built" in p.stderr, p.stderr)
+        p = run(["check", "-b", "firecracker"])
+        check(p.returncode == 1 and "MISS backend" in p.stdout, p.stdout)
         p = run(["check", "-b", "nope"])
         check(p.returncode != 0 and "nope" in p.stderr, p.stderr)
 

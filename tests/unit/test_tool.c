@@ -186,6 +186,78 @@ static void test_stateful(void **state)
     json_decref(j);
 }
 
+static void touch_package(const char *root, const char *dir, const char *mod)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s/%s/%s' && : > '%s/%s/%s/__init__.py'", root, dir, mod,
+             root, dir, mod);
+    assert_int_equal(system(cmd), 0);
+}
+
+static char *description(const struct execbox_tool_options *o)
+{
+    json_t *j = schema(EXECBOX_SCHEMA_MCP, o);
+    char *d = strdup(json_string_value(json_object_get(j, "description")));
+    json_decref(j);
+    return d;
+}
+
+/* The description names what the root the sandbox's Python sees has, not a fixed list: a root
+ * without the packages says so, one with some names those, and a backend whose image cannot be
+ * seen from here names none. */
+static void test_packages_of_the_root(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/execbox-tool-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    char pk[64] = "x";
+    assert_int_equal(execbox_python_packages(NULL, root, pk, sizeof(pk)), 1);
+    assert_string_equal(pk, "");
+    struct execbox_policy pol;
+    execbox_policy_init(&pol);
+    struct execbox_error err = {0, ""};
+    assert_int_equal(execbox_policy_set(&pol, "rootfs", root, &err), 0);
+    struct execbox_tool_options o = {.policy = &pol};
+    char *d = description(&o);
+    assert_contains(d, "standard library only (no numpy, pandas or matplotlib)");
+    assert_null(strstr(d, "savefig"));
+    free(d);
+
+    touch_package(root, "usr/lib/python3/dist-packages", "numpy");
+    assert_int_equal(execbox_python_packages("jail", root, pk, sizeof(pk)), 1);
+    assert_string_equal(pk, "numpy");
+    touch_package(root, "usr/local/lib/python3.11/site-packages", "matplotlib");
+    assert_int_equal(execbox_python_packages("subprocess", root, pk, sizeof(pk)), 1);
+    assert_string_equal(pk, "numpy and matplotlib");
+    touch_package(root, "usr/lib/python3.11/dist-packages", "pandas");
+    assert_int_equal(execbox_python_packages("gvisor", root, pk, sizeof(pk)), 1);
+    assert_string_equal(pk, "numpy, pandas and matplotlib");
+    d = description(&o);
+    assert_contains(d, "Python 3 has numpy, pandas and matplotlib (save figures to /workspace");
+    free(d);
+    o.stateful = true;
+    d = description(&o);
+    assert_contains(d, "a figure shown or left open comes back as an image");
+    free(d);
+
+    /* A directory without __init__.py is not a package. */
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -f '%s/usr/lib/python3/dist-packages/numpy/__init__.py'", root);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(execbox_python_packages(NULL, root, pk, sizeof(pk)), 1);
+    assert_string_equal(pk, "pandas and matplotlib");
+
+    o.backend = "docker";
+    assert_int_equal(execbox_python_packages("docker", root, pk, sizeof(pk)), 0);
+    assert_string_equal(pk, "");
+    d = description(&o);
+    assert_contains(d, "Python 3 has the packages of the docker backend's image.");
+    assert_null(strstr(d, "numpy"));
+    free(d);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_format_parse(void **state)
 {
     (void)state;
@@ -209,9 +281,13 @@ static void test_format_parse(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mcp),          cmocka_unit_test(test_anthropic),
-        cmocka_unit_test(test_openai),       cmocka_unit_test(test_options),
-        cmocka_unit_test(test_format_parse), cmocka_unit_test(test_stateful),
+        cmocka_unit_test(test_mcp),
+        cmocka_unit_test(test_anthropic),
+        cmocka_unit_test(test_openai),
+        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_format_parse),
+        cmocka_unit_test(test_stateful),
+        cmocka_unit_test(test_packages_of_the_root),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
