@@ -1209,7 +1209,7 @@ static int sandbox_take_uid(struct eb_box *sb, struct execbox_error *err)
  * its files count against it, as in Docker and Kubernetes. Each tmpfs's own size still gives
  * ENOSPC below the cap; a size above it lets the cap win (an OOM kill). 0 or -errno with err
  * set. */
-static int run_cgroup_in(struct eb_box *sb, bool cold, struct execbox_error *err)
+static int run_cgroup(struct eb_box *sb, struct execbox_error *err)
 {
     struct jail *j = sb->j;
     if (!j->cg.version)
@@ -1217,13 +1217,8 @@ static int run_cgroup_in(struct eb_box *sb, bool cold, struct execbox_error *err
     char name[64];
     snprintf(name, sizeof(name), CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
              atomic_fetch_add(&j->seq, 1));
-    return (cold ? eb_cgroup_create_limits : eb_cgroup_create)(
-        &j->cg, name, sb->policy.memory, sb->policy.pids, sb->policy.cpus, &sb->cg, err);
-}
-
-static int run_cgroup(struct eb_box *sb, struct execbox_error *err)
-{
-    return run_cgroup_in(sb, false, err);
+    return eb_cgroup_create(&j->cg, name, sb->policy.memory, sb->policy.pids, sb->policy.cpus,
+                            &sb->cg, err);
 }
 
 /* The cgroups of template runs whose result is out but whose processes may still be exiting
@@ -1586,10 +1581,11 @@ static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb
     }
     argv[argc] = NULL;
 
-    /* A cold run's CPU time is its guest's and their descendants' (init's rusage of them, in
-     * its exit message): its cgroup needs no counting-only hierarchy. A warm one's counts from
-     * the cgroup's CPU at its start (the imports before it are not the run's). */
-    if ((r = run_cgroup_in(sb, !warm, err)) < 0)
+    /* Also where v1 has cpuacct in a hierarchy of its own: a run that is killed (timeout,
+     * cancel) sends no exit message with its processes' rusage, and the cgroup's count is then
+     * the only one of its CPU time. A warm run's counts from the cgroup's CPU at its start (the
+     * imports before it are not the run's). */
+    if ((r = run_cgroup(sb, err)) < 0)
         return r;
     if (tpl)
         in_fd = open("/dev/null", O_RDWR | O_CLOEXEC); /* the template's stdio */

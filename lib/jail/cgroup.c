@@ -526,25 +526,6 @@ fail:
     return r < 0 ? r : -EIO;
 }
 
-int eb_cgroup_create_limits(const struct eb_cgroup_root *root, const char *name, uint64_t memory,
-                            uint32_t pids, double cpus, struct eb_cgroup *cg,
-                            struct execbox_error *err)
-{
-    if (root->version != 1 || !root->have[EB_CG_CPUACCT] ||
-        (root->have[EB_CG_CPU] && strcmp(root->base[EB_CG_CPU], root->base[EB_CG_CPUACCT]) == 0))
-        return eb_cgroup_create(root, name, memory, pids, cpus, cg, err);
-    struct eb_cgroup_root *lean = malloc(sizeof(*lean));
-    if (!lean)
-        return eb_error_set(err, -ENOMEM, "out of memory");
-    *lean = *root;
-    lean->have[EB_CG_CPUACCT] = false;
-    int r = eb_cgroup_create(lean, name, memory, pids, cpus, cg, err);
-    /* cg keeps no pointer to the copy: what it has is a subset of root's. */
-    cg->root = root;
-    free(lean);
-    return r;
-}
-
 int eb_cgroup_join(struct eb_cgroup *cg)
 {
     int r = 0;

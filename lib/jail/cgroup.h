@@ -82,15 +82,6 @@ struct eb_cgroup {
 int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64_t memory,
                      uint32_t pids, double cpus, struct eb_cgroup *cg, struct execbox_error *err);
 
-/* As eb_cgroup_create, in the controllers that enforce a limit only (memory, pids, cpu): a v1
- * cpuacct hierarchy of its own, which only counts, gets no directory (nothing to make, join,
- * leave, read and remove in a fourth hierarchy), and eb_cgroup_stats then reports cpu_ns -1.
- * For a cold run, whose CPU time its init's rusage of the sandbox's processes tells. Where
- * cpuacct shares its hierarchy with cpu, or on v2, the same as eb_cgroup_create. */
-int eb_cgroup_create_limits(const struct eb_cgroup_root *root, const char *name, uint64_t memory,
-                            uint32_t pids, double cpus, struct eb_cgroup *cg,
-                            struct execbox_error *err);
-
 /* In the child (async-signal-safe): joins every controller's cgroup, closes the fds. */
 int eb_cgroup_join(struct eb_cgroup *cg);
 

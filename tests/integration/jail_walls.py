@@ -80,6 +80,8 @@ class JailWalls(Tests):
         r = jail("while True: pass", "-t", "1")
         assert r["timed_out"] and r["killed_reason"] == "timeout" and r["exit_code"] == 124, r
         assert r["execution_time"] < 5
+        # The killed run's CPU time is still known (its cgroup counted it; no exit report came).
+        assert r["cpu_time"] is not None and r["cpu_time"] > 0.05, r
 
     def test_long_sleep_killed_at_deadline(self):
         r = jail("import time; time.sleep(60)", "-t", "0.5")

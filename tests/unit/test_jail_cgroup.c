@@ -379,54 +379,6 @@ static void test_v1_stats(void **state)
     assert_int_equal(eb_cgroup_cpu_ns(&cg), 123456789); /* v1: cpuacct */
 }
 
-/* A cold run's cgroup: every limit of the policy in its own hierarchy (memory with no swap,
- * pids, the cpu quota), nothing in a v1 cpuacct hierarchy that only counts; its CPU time is then
- * unknown to the cgroup (init's rusage tells it). */
-static void test_v1_limits_only(void **state)
-{
-    (void)state;
-    const char *const ctl[] = {"memory", "pids", "cpu", "cpuacct"};
-    for (size_t i = 0; i < 4; i++)
-        mk(ctl[i]);
-    struct eb_cgroup_root r;
-    eb_cgroup_detect(root, "4:memory:/\n8:pids:/\n1:cpu:/\n2:cpuacct:/\n0::/\n", &nosd, &r);
-    assert_int_equal(r.version, 1);
-    assert_true(r.have[EB_CG_MEMORY] && r.have[EB_CG_PIDS] && r.have[EB_CG_CPU]);
-    assert_true(r.have[EB_CG_CPUACCT]);
-    r.memsw = true;
-    struct eb_cgroup cg;
-    struct execbox_error err = {0};
-    assert_int_equal(eb_cgroup_create_limits(&r, "execbox-1-run", 1 << 20, 7, 0.5, &cg, &err), 0);
-    assert_ptr_equal(cg.root, &r);
-    char buf[64];
-    get("memory/execbox-1-run/memory.limit_in_bytes", buf, sizeof(buf));
-    assert_string_equal(buf, "1048576");
-    get("memory/execbox-1-run/memory.memsw.limit_in_bytes", buf, sizeof(buf));
-    assert_string_equal(buf, "1048576");
-    get("pids/execbox-1-run/pids.max", buf, sizeof(buf));
-    assert_string_equal(buf, "7");
-    get("cpu/execbox-1-run/cpu.cfs_quota_us", buf, sizeof(buf));
-    assert_string_equal(buf, "50000");
-    for (int c = 0; c < EB_CG_CPUACCT; c++)
-        assert_true(cg.procs_fd[c] >= 0 && cg.dir[c][0]);
-    assert_int_equal(cg.procs_fd[EB_CG_CPUACCT], -1);
-    assert_string_equal(cg.dir[EB_CG_CPUACCT], "");
-    char p[512];
-    struct stat st;
-    snprintf(p, sizeof(p), "%s/cpuacct/execbox-1-run", root);
-    assert_int_equal(stat(p, &st), -1);
-    struct eb_cgroup_stats cs;
-    eb_cgroup_stats(&cg, &cs);
-    assert_int_equal(cs.cpu_ns, -1);
-    assert_int_equal(eb_cgroup_cpu_ns(&cg), -1); /* no cpuacct hierarchy */
-    eb_cgroup_destroy(&cg);
-    /* Where nothing is left out, the same as eb_cgroup_create: v2 keeps its one directory. */
-    struct eb_cgroup_root v2;
-    memset(&v2, 0, sizeof(v2));
-    assert_int_equal(eb_cgroup_create_limits(&v2, "x", 1, 1, 1, &cg, &err), 0);
-    eb_cgroup_destroy(&cg);
-}
-
 static void test_nothing_usable(void **state)
 {
     (void)state;
@@ -567,7 +519,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v2_limits_and_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_undelegated_falls_back_to_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_stats, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_v1_limits_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_usable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_kill_never_takes_a_cut_off_number, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_kill_only_members, setup, teardown),
