@@ -13,3 +13,6 @@ target_include_directories(test_sessions PRIVATE ${PROJECT_SOURCE_DIR}/src ${PRO
 target_link_libraries(test_sessions PRIVATE execbox Threads::Threads m PkgConfig::CMOCKA)
 add_test(NAME unit.sessions COMMAND test_sessions)
 set_tests_properties(unit.sessions PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+# The manual pages the build makes from the programs' --help (scripts/manpages.sh).
+eb_integration_test(manpages)
