@@ -40,3 +40,6 @@ set_tests_properties(integration.serve_hardening PROPERTIES TIMEOUT 300)
 # One number format on every surface (tests/integration/number_format.py): run --json, MCP, the agent,
 # serve's JSON and SSE.
 eb_integration_test(number_format)
+
+# docs/openapi.yaml against a real serve: every route documented, every answer a listed one.
+eb_integration_test(openapi_routes)
