@@ -5,6 +5,7 @@
 #define EBCLI_MCP_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "execbox/execbox.h"
 
@@ -17,13 +18,33 @@
  * of memory. */
 json_t *mcp_render_result(const struct execbox_result *res, double timeout, size_t images_budget);
 
+/* The images that a session's replies have attached so far, one per /workspace file: its path
+ * with the length and a 64-bit FNV-1a hash of its bytes. The workspace persists between cells,
+ * so every result lists the earlier files again; a file with the bytes already sent is listed
+ * but not attached again. Owned by the server, one per session, bounded by the files that the
+ * last result listed. */
+struct mcp_sent_image {
+    char *path;
+    size_t len;
+    uint64_t hash;
+};
+struct mcp_sent {
+    struct mcp_sent_image *v;
+    size_t n;
+};
+
+/* Forgets every image (the session and its workspace are gone). */
+void mcp_sent_clear(struct mcp_sent *sent);
+
 /* How a session cell is rendered. */
 struct mcp_render {
-    double timeout;       /* the cell's wall-clock limit, quoted when it expired */
-    size_t images_budget; /* image bytes the reply may carry (rich outputs first, then files) */
-    bool cell;            /* set by mcp_render_cell */
-    const char *lost;     /* why the session's earlier state was lost before this cell, or NULL */
-    bool ended;           /* the session ended with this cell */
+    double timeout;        /* the cell's wall-clock limit, quoted when it expired */
+    size_t images_budget;  /* image bytes the reply may carry (rich outputs first, then files) */
+    bool cell;             /* set by mcp_render_cell */
+    const char *lost;      /* why the session's earlier state was lost before this cell, or NULL */
+    bool ended;            /* the session ended with this cell */
+    struct mcp_sent *sent; /* images already attached in this session, updated by the render;
+                              NULL: attach every image file */
 };
 
 /* The CallToolResult for one session cell (`execbox mcp --stateful`): mcp_render_result's,
@@ -32,7 +53,9 @@ struct mcp_render {
  * their text/plain as sections of the text ("result" for the main result, "output N" for the
  * others), PNG and JPEG as `image` content within the image budget, HTML, SVG, Markdown,
  * LaTeX and JSON as text content headed "--- label as mime ---". structuredContent has the
- * record's results without their image bytes. NULL when out of memory. */
+ * record's results without their image bytes. With o->sent, an image file whose bytes an
+ * earlier reply of the session attached is listed as unchanged and not attached again; the
+ * rich outputs are the cell's own and always new. NULL when out of memory (o->sent as before). */
 json_t *mcp_render_cell(const struct execbox_result *res, const struct mcp_render *o);
 
 /* A tool execution error: {content: [{type: text, text: message}], isError: true}. The model

@@ -4,6 +4,7 @@
  * clients). The text is built from the record's JSON, whose strings the library has already
  * made valid UTF-8, never from the raw guest bytes. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,18 +162,94 @@ static bool showable(const char *mime)
     return false;
 }
 
-/* True when file f goes into the reply as an image: a showable type, inline, and within what
- * is left of the reply's image budget (which it then uses up). */
-static bool shown(const struct execbox_file *f, size_t *budget)
+/* What a reply does with a /workspace file. */
+enum file_fate {
+    FILE_LISTED,    /* not an inline image a host can show: named only */
+    FILE_SHOWN,     /* attached as `image` content */
+    FILE_OVER,      /* an image left out: the reply's image budget is used up */
+    FILE_UNCHANGED, /* an image with the bytes that an earlier reply of the session attached */
+};
+
+struct file_view {
+    enum file_fate fate;
+    uint64_t hash; /* of the inline bytes, for images */
+};
+
+/* 64-bit FNV-1a. */
+static uint64_t fnv1a(const unsigned char *p, size_t n)
 {
-    if (!f->data || !showable(f->mime) || f->data_len > *budget)
-        return false;
-    *budget -= f->data_len;
-    return true;
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static const struct mcp_sent_image *sent_find(const struct mcp_sent *sent, const char *path)
+{
+    for (size_t i = 0; sent && path && i < sent->n; i++)
+        if (strcmp(sent->v[i].path, path) == 0)
+            return &sent->v[i];
+    return NULL;
+}
+
+void mcp_sent_clear(struct mcp_sent *sent)
+{
+    for (size_t i = 0; i < sent->n; i++)
+        free(sent->v[i].path);
+    free(sent->v);
+    sent->v = NULL;
+    sent->n = 0;
+}
+
+/* Each file's fate, in order: an inline image of a type a host can show is attached unless the
+ * session already sent these bytes, while its bytes fit in what is left of the image budget. */
+static void file_fates(const struct execbox_result *res, const struct mcp_sent *sent, size_t budget,
+                       struct file_view *view)
+{
+    for (size_t i = 0; i < res->n_files; i++) {
+        const struct execbox_file *f = &res->files[i];
+        view[i].fate = FILE_LISTED;
+        if (!f->data || !showable(f->mime))
+            continue;
+        view[i].hash = fnv1a(f->data, f->data_len);
+        const struct mcp_sent_image *was = sent_find(sent, f->path);
+        if (was && was->len == f->data_len && was->hash == view[i].hash) {
+            view[i].fate = FILE_UNCHANGED;
+        } else if (f->data_len <= budget) {
+            budget -= f->data_len;
+            view[i].fate = FILE_SHOWN;
+        } else {
+            view[i].fate = FILE_OVER;
+        }
+    }
+}
+
+/* The session's record after this reply: the images it attached or found unchanged. Files
+ * deleted, or changed and not attached, drop out. Out of memory, the record is emptied: later
+ * replies then attach more, never less. */
+static void sent_update(struct mcp_sent *sent, const struct execbox_result *res,
+                        const struct file_view *view)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < res->n_files; i++)
+        n += view[i].fate == FILE_SHOWN || view[i].fate == FILE_UNCHANGED;
+    struct mcp_sent_image *v = n ? calloc(n, sizeof(*v)) : NULL;
+    mcp_sent_clear(sent);
+    if (!v)
+        return;
+    for (size_t i = 0; i < res->n_files; i++) {
+        const struct execbox_file *f = &res->files[i];
+        if (view[i].fate != FILE_SHOWN && view[i].fate != FILE_UNCHANGED)
+            continue;
+        char *path = f->path ? strdup(f->path) : NULL;
+        if (path)
+            v[sent->n++] = (struct mcp_sent_image){path, f->data_len, view[i].hash};
+    }
+    sent->v = v;
 }
 
 static void notes(struct text *t, const struct execbox_result *res, json_t *rec, double timeout,
-                  size_t images_budget)
+                  const struct file_view *view)
 {
     if (res->stdout_truncated)
         putf(t,
@@ -207,10 +284,13 @@ static void notes(struct text *t, const struct execbox_result *res, json_t *rec,
         human(f->size, size, sizeof(size));
         puts_(t, "  ");
         put_name(t, path ? path : "?");
-        putf(t, " (%s, %s)%s\n", f->mime ? f->mime : "?", size,
-             shown(f, &images_budget)       ? ", shown below as an image"
-             : f->data && showable(f->mime) ? ", not shown: the reply's image budget is used up"
-                                            : "");
+        static const char *const why[] = {
+            [FILE_LISTED] = "",
+            [FILE_SHOWN] = ", shown below as an image",
+            [FILE_OVER] = ", not shown: the reply's image budget is used up",
+            [FILE_UNCHANGED] = ", unchanged since an earlier reply showed it",
+        };
+        putf(t, " (%s, %s)%s\n", f->mime ? f->mime : "?", size, why[view[i].fate]);
     }
     if (res->files_truncated)
         puts_(t, "  ... more files were left than are listed\n");
@@ -385,7 +465,14 @@ static json_t *render(const struct execbox_result *res, const struct mcp_render 
     if (o->cell && res->rolled_back)
         puts_(&t, "note: rolled back: the session's variables are as they were before this call "
                   "(files in /workspace are not rolled back)\n");
-    notes(&t, res, rec, o->timeout, budget);
+    struct file_view *view = calloc(res->n_files ? res->n_files : 1, sizeof(*view));
+    if (!view) {
+        free(t.s);
+        json_decref(rec);
+        return NULL;
+    }
+    file_fates(res, o->sent, budget, view);
+    notes(&t, res, rec, o->timeout, view);
     if (o->cell && o->ended)
         puts_(&t, "note: the session ended with this call; the next call starts a fresh session "
                   "without the earlier variables\n");
@@ -393,6 +480,7 @@ static json_t *render(const struct execbox_result *res, const struct mcp_render 
     json_t *content = json_array();
     json_t *result = json_object();
     if (t.failed || !content || !result) {
+        free(view);
         free(t.s);
         json_decref(content);
         json_decref(result);
@@ -409,14 +497,19 @@ static json_t *render(const struct execbox_result *res, const struct mcp_render 
     rich_content(content, results, &budget);
     for (size_t i = 0; i < res->n_files; i++) {
         const struct execbox_file *f = &res->files[i];
-        if (!shown(f, &budget))
+        if (view[i].fate != FILE_SHOWN)
             continue;
         char *b64 = execbox_base64(f->data, f->data_len);
         if (b64)
             json_array_append_new(content, json_pack("{s:s, s:s, s:s}", "type", "image", "data",
                                                      b64, "mimeType", f->mime));
+        else
+            view[i].fate = FILE_OVER; /* not sent, so not recorded as sent */
         execbox_free(b64);
     }
+    if (o->sent)
+        sent_update(o->sent, res, view);
+    free(view);
     json_object_set_new(result, "content", content);
     json_object_set_new(result, "structuredContent", rec);
     json_object_set_new(result, "isError", json_boolean(res->exit_code != 0));

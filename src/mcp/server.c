@@ -123,7 +123,8 @@ struct server {
     pthread_cond_t session_turn;     /* the head of session_queue changed */
     struct job *session_queue;       /* session calls not yet done, oldest first */
     struct execbox_session *session; /* NULL before the first cell and after a reset */
-    char lost[160]; /* why the last session ended unasked; told by the next cell, then "" */
+    char lost[160];       /* why the last session ended unasked; told by the next cell, then "" */
+    struct mcp_sent sent; /* the session's images already attached (its workspace persists) */
 };
 
 /* Written by the signal handler, read by the main loop: the only global, as a handler has no
@@ -339,9 +340,10 @@ static void session_gone_why(struct server *s, char *out, size_t n)
     }
 }
 
-/* Ends the session (if any) and forgets it. */
+/* Ends the session (if any) and forgets it, and the images its replies attached. */
 static void session_end(struct server *s, const char *why)
 {
+    mcp_sent_clear(&s->sent);
     if (!s->session)
         return;
     s->session = execbox_session_free(s->session);
@@ -398,7 +400,8 @@ static json_t *session_cell(struct server *s, struct job *j, const struct execbo
     struct mcp_render o = {.timeout = j->policy.timeout,
                            .images_budget = MCP_IMAGES_BUDGET,
                            .lost = lost[0] ? lost : NULL,
-                           .ended = !si.alive};
+                           .ended = !si.alive,
+                           .sent = &s->sent};
     json_t *out = mcp_render_cell(res, &o);
     if (!si.alive) {
         snprintf(s->lost, sizeof(s->lost), "the session ended with the previous call%s",

@@ -3,8 +3,9 @@
 // every structuredContent against the tool's outputSchema): a second call sees the first
 // call's variables and gets the last expression's value as the main result, a failing call is
 // rolled back, a cancelled call too, reset_session forgets everything, a matplotlib figure comes
-// back as image content, and a session that expired is replaced with a note that the state
-// was lost.
+// back as image content, an image saved in /workspace comes back once (and again when
+// rewritten), not with every later call, and a session that expired is replaced with a note
+// that the state was lost.
 import {
     EXECBOX, SKIP, assert, assertEq, main, serverArgs, sdkRequire, sleep, textOf,
 } from './lib.mjs';
@@ -108,6 +109,37 @@ const tests = {
         const withPng = (r.structuredContent.results || []).filter((x) => x.png);
         assertEq(withPng.length, 0, 'the image bytes are not repeated in structuredContent');
         assert(textOf(r).includes('image/png: shown below as an image'), `the text says so: ${textOf(r)}`);
+    },
+
+    async test05b_saved_image_sent_once() {
+        // The workspace persists, so every later result lists a.png again: only the cell that
+        // wrote it (or rewrote it with other bytes) attaches it.
+        if (!conn) return SKIP;
+        const save = (ys) => call('import matplotlib\nmatplotlib.use("Agg")\n'
+            + 'import matplotlib.pyplot as plt\n'
+            + `fig = plt.figure()\nplt.plot([0, 1, 2, 3], ${JSON.stringify(ys)})\n`
+            + 'fig.savefig("/workspace/a.png")\nplt.close(fig)');
+        const images = (r) => r.content.filter((c) => c.type === 'image');
+        const listed = (r) => (r.structuredContent.files || []).some((f) => f.path === 'a.png');
+        const r1 = await save([0, 1, 4, 9]);
+        assert(!r1.isError && listed(r1), `save: ${textOf(r1)}`);
+        assertEq(images(r1).length, 1, `the new a.png: ${JSON.stringify(r1.content.map((c) => c.type))}`);
+        const png1 = images(r1)[0].data;
+        assert(/a\.png \(image\/png, [^)]*\), shown below as an image/.test(textOf(r1)), textOf(r1));
+        for (const code of ['1+1', 'print("hi")']) {
+            const r = await call(code);
+            assert(!r.isError && listed(r), `${code}: ${textOf(r)}`);
+            assertEq(images(r).length, 0, `${code}: no image, a.png is unchanged: ${textOf(r)}`);
+            assert(!textOf(r).includes('shown below'), `${code}: the text attaches nothing: ${textOf(r)}`);
+            assert(textOf(r).includes('unchanged since an earlier reply showed it'),
+                   `${code}: the text says why a.png is not shown: ${textOf(r)}`);
+        }
+        const r4 = await save([9, 4, 1, 0]);
+        assert(!r4.isError, `rewrite: ${textOf(r4)}`);
+        assertEq(images(r4).length, 1, `the changed a.png: ${textOf(r4)}`);
+        assert(images(r4)[0].data !== png1, 'the new bytes');
+        const r5 = await call('print("hi")');
+        assertEq(images(r5).length, 0, `then not again: ${textOf(r5)}`);
     },
 
     async test06_reset_session() {
