@@ -47,9 +47,32 @@ static void help(FILE *f)
                "      --preload MODULES    import these when a session starts, e.g. numpy,pandas\n"
                "      --session-idle SECONDS  end the session after this long without a cell\n"
                "                           (default 600; the next cell starts a new one)\n"
-               "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
-               "\nThe sandbox options apply to each cell (timeout) and to the session (memory,\n"
-               "pids, ...); --workspace and --network allow cannot be used with a session.\n");
+               "  -h, --help               this text\n\n"
+               "Sandbox options (the timeout is each cell's; the rest are the session's):\n"
+               "  -b, --backend jail       the only backend with sessions\n" CLI_SANDBOX_HELP_LIMITS
+                   CLI_SANDBOX_HELP_FILES
+               "\nA session runs in the jail with a fresh workspace and no network: --workspace,\n"
+               "--network, --allow-host and the other backends' flags are refused.\n");
+}
+
+/* Why the repl refuses one of the shared sandbox flags, or NULL when it takes it. */
+static const char *refused(int opt, const char *arg)
+{
+    switch (opt) {
+    case 'b': return strcmp(arg, "jail") == 0 ? NULL : "only the jail backend has sessions";
+    case 'w': return "a session has a fresh workspace of its own";
+    case CLI_OPT_NETWORK:
+    case CLI_OPT_ALLOW_HOST: return "a session has no network";
+    case CLI_OPT_DOCKER_HOST:
+    case CLI_OPT_IMAGE:
+    case CLI_OPT_RUNTIME:
+    case CLI_OPT_PULL:
+    case CLI_OPT_REMOTE:
+    case CLI_OPT_REMOTE_TOKEN:
+    case CLI_OPT_E2B_TEMPLATE:
+    case CLI_OPT_GVISOR_PLATFORM: return "a session runs in the jail, not that backend";
+    default: return NULL;
+    }
 }
 
 /* ---- signals ----------------------------------------------------------------------------------
@@ -537,7 +560,20 @@ int cmd_repl(int argc, char **argv)
     struct repl r = {.sig_rd = -1, .in = stdin};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "h", longopts, NULL)) != -1) {
+    int li = -1;
+    while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "h", longopts, &li)) != -1) {
+        const char *why = refused(c, optarg);
+        if (why) {
+            /* li is set only for a long option; the short ones are -b and -w. */
+            if (c == 'b')
+                fprintf(stderr, "execbox repl: --backend '%s' cannot be used: %s\n", optarg, why);
+            else if (li >= 0)
+                fprintf(stderr, "execbox repl: --%s cannot be used: %s\n", longopts[li].name, why);
+            else
+                fprintf(stderr, "execbox repl: -%c cannot be used: %s\n", c, why);
+            return EXIT_EXECBOX;
+        }
+        li = -1;
         int o = cli_sandbox_option(&sb, c, optarg);
         if (o < 0)
             return EXIT_EXECBOX;

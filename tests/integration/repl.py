@@ -194,6 +194,43 @@ class ReplTests(Tests):
         check(">>>" not in p.stdout, "no prompts without a terminal")
 
 
+    def test_help_lists_what_repl_takes(self):
+        """Every sandbox flag `repl --help` lists is taken; the ones it refuses are not listed,
+        and each is refused with the reason."""
+        h = subprocess.run([EXECBOX, "repl", "--help"], capture_output=True, text=True,
+                           timeout=30)
+        eq(h.returncode, 0, "repl --help")
+        sandbox = h.stdout[h.stdout.index("Sandbox options"):]
+        listed = re.findall(r"^ {2}(?:-\w, )?(--[\w-]+)", sandbox, re.M)
+        refused = {"--workspace": "/tmp", "--network": "none", "--allow-host": "example.com",
+                   "--docker-host": "unix:///x", "--image": "python", "--runtime": "runc",
+                   "--pull": "never", "--remote": "http://127.0.0.1:9", "--remote-token": "t",
+                   "--e2b-template": "t", "--gvisor-platform": "ptrace"}
+        for flag in refused:
+            check(flag not in listed and f"{flag} " not in sandbox.split("\n\n")[0],
+                  f"--help lists {flag}, which the repl refuses:\n{sandbox}")
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write("{}")
+        values = {"--backend": ["jail"], "--timeout": ["5"], "--memory": ["256M"],
+                  "--cpus": ["1"], "--pids": ["64"], "--workspace-size": ["64M"],
+                  "--tmpfs": ["64M"], "--output-limit": ["1M"], "--file-size": ["64M"],
+                  "--rootfs": ["/"], "--policy": [f.name], "--allow-degraded": []}
+        try:
+            check(listed, f"no flags found in:\n{sandbox}")
+            for flag in listed:
+                check(flag in values, f"--help lists {flag}: the test has no value for it")
+                p = subprocess.run([EXECBOX, "repl", flag, *values[flag]], input="print(6*7)",
+                                   capture_output=True, text=True, timeout=120)
+                check(p.returncode == 0 and "42" in p.stdout,
+                      f"repl {flag} (listed in --help): rc {p.returncode}, {p.stderr!r}")
+        finally:
+            os.unlink(f.name)
+        for flag, value in [*refused.items(), ("--backend", "subprocess"), ("-w", "/tmp")]:
+            p = subprocess.run([EXECBOX, "repl", flag, value], input="print(1)",
+                               capture_output=True, text=True, timeout=60)
+            check(p.returncode == 125 and "cannot be used" in p.stderr and p.stdout == "",
+                  f"repl {flag} {value}: rc {p.returncode}, {p.stderr!r}")
+
 if __name__ == "__main__":
     if os.geteuid() != 0:
         print("skip: sessions run in the jail, whose tests need root")
