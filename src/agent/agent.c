@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #define AGENT_RETRY_MAX_MS 30000
 #define AGENT_DEFAULT_CONNECT_TIMEOUT 10.0
 #define AGENT_DEFAULT_HTTP_TIMEOUT 600.0
+#define AGENT_ERROR_MAX 1024 /* the failure's reason kept for --json */
 
 /* Set by SIGINT/SIGTERM: the run in progress is cancelled, the HTTP request abandoned, the
  * transcript still saved. Signal handlers can only reach globals. */
@@ -60,7 +62,8 @@ static void help(FILE *f)
             "  --max-attempts N         failed runs before giving up (default %d)\n"
             "  --max-turns N            model calls in all (default %d)\n"
             "  --system FILE            replace the system prompt\n"
-            "  --json                   print {answer, attempts, runs, usage, transcript}\n"
+            "  --json                   print {answer, stopped, attempts, runs, usage,\n"
+            "                           transcript, error}; on failure too (stopped \"error\")\n"
             "  --transcript FILE        save the whole message history as JSON\n"
             "  --retries N              HTTP retries on 429, 529, 5xx, connection errors "
             "(default %d)\n"
@@ -69,8 +72,9 @@ static void help(FILE *f)
             "(default %g)\n"
             "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
             "\nExit status: 0 answered; 1 gave up (the honest answer is still printed); 125 the\n"
-            "agent failed (bad flag, missing key, API error: the reason on stderr); 128+N\n"
-            "interrupted by signal N (the transcript is still saved).\n",
+            "agent failed (bad flag, missing key, API error: the reason on stderr, and in\n"
+            "error with --json); 128+N interrupted by signal N (the transcript is still\n"
+            "saved).\n",
             agent_anthropic.default_model, agent_openai.default_model, agent_anthropic.default_base,
             agent_openai.default_base, AGENT_DEFAULT_MAX_TOKENS, AGENT_DEFAULT_MAX_ATTEMPTS,
             AGENT_DEFAULT_MAX_TURNS, AGENT_DEFAULT_RETRIES, AGENT_DEFAULT_RETRY_BASE_MS,
@@ -153,14 +157,16 @@ static void first_line(const char *code, char *out, size_t n)
             *p = '?';
 }
 
-/* Copies text into a fresh string with every control byte but \n and \t replaced, so an API
- * error body cannot drive the terminal. At most max bytes. */
-static void print_sanitized(FILE *f, const char *s, size_t max)
+/* Appends at most max bytes of s to out (of size n, NUL-terminated) with every control byte
+ * but \n and \t replaced, so an API error body cannot drive the terminal. */
+static void append_sanitized(char *out, size_t n, const char *s, size_t max)
 {
-    for (size_t i = 0; s[i] && i < max; i++) {
+    size_t len = strlen(out);
+    for (size_t i = 0; s[i] && i < max && len + 1 < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        fputc(c < 0x20 && c != '\n' && c != '\t' ? '?' : c, f);
+        out[len++] = c < 0x20 && c != '\n' && c != '\t' ? '?' : (char)c;
     }
+    out[len] = '\0';
 }
 
 struct agent {
@@ -182,8 +188,22 @@ struct agent {
     long turns, attempts, failed;
     long long input_tokens, output_tokens;
     long http_requests;
-    char *last_error; /* the whole error text of the last failed run */
+    char *last_error;            /* the whole error text of the last failed run */
+    char error[AGENT_ERROR_MAX]; /* why the agent failed (the first reason), for --json */
 };
+
+/* Says on stderr why the agent fails, and keeps the first reason for --json. */
+__attribute__((format(printf, 2, 3))) static void fail(struct agent *a, const char *fmt, ...)
+{
+    char msg[AGENT_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "execbox agent: %s\n", msg);
+    if (!a->error[0])
+        snprintf(a->error, sizeof(a->error), "%s", msg);
+}
 
 /* Runs one tool call and fills *res (content owned by the caller, free()d). -ECANCELED (the
  * reason printed) when the sandbox itself failed, -ENOMEM. */
@@ -241,8 +261,8 @@ static int run_call(struct agent *a, const struct agent_call *c, struct agent_to
     }
     if (r->error_name && strcmp(r->error_name, "SandboxError") == 0) {
         /* Not the code's fault and nothing the model can fix: stop rather than retry. */
-        fprintf(stderr, "execbox agent: the sandbox could not run the code: %s\n",
-                r->error_value ? r->error_value : "unknown reason");
+        fail(a, "the sandbox could not run the code: %s",
+             r->error_value ? r->error_value : "unknown reason");
         execbox_result_free(r);
         return -ECANCELED;
     }
@@ -305,7 +325,7 @@ static int ask(struct agent *a, struct agent_reply *ret)
         req ? json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS)) : NULL;
     json_decref(req);
     if (!body) {
-        fprintf(stderr, "execbox agent: out of memory\n");
+        fail(a, "out of memory");
         return -1;
     }
     struct agent_http_response resp = {0};
@@ -314,7 +334,7 @@ static int ask(struct agent *a, struct agent_reply *ret)
     free(body);
     if (r < 0) {
         if (r != -EINTR)
-            fprintf(stderr, "execbox agent: %s: %s\n", a->url, err);
+            fail(a, "%s: %s", a->url, err);
         return -1;
     }
     a->http_requests += resp.tries;
@@ -329,28 +349,31 @@ static int ask(struct agent *a, struct agent_reply *ret)
                            : resp.status == 429 || resp.status >= 500
                                ? "the API kept failing"
                                : "the API answered with an error";
-        fprintf(stderr, "execbox agent: %s (HTTP %ld", what, resp.status);
+        char line[AGENT_ERROR_MAX - 64], tries[32] = "", keyenv[64] = "";
         if (resp.tries > 1)
-            fprintf(stderr, " after %d tries", resp.tries);
+            snprintf(tries, sizeof(tries), " after %d tries", resp.tries);
         if (resp.status == 401)
-            fprintf(stderr, "; the key is $%s", a->prov->key_env);
-        fprintf(stderr, "): ");
-        print_sanitized(stderr, msg ? msg : resp.len ? resp.body : "(empty body)", 600);
-        fputc('\n', stderr);
+            snprintf(keyenv, sizeof(keyenv), "; the key is $%s", a->prov->key_env);
+        snprintf(line, sizeof(line), "%s (HTTP %ld%s%s): ", what, resp.status, tries, keyenv);
+        append_sanitized(line, sizeof(line),
+                         msg        ? msg
+                         : resp.len ? resp.body
+                                    : "(empty body)",
+                         600);
+        fail(a, "%s", line);
         json_decref(doc);
         agent_http_response_clear(&resp);
         return -1;
     }
     agent_http_response_clear(&resp);
     if (!doc) {
-        fprintf(stderr, "execbox agent: the API's reply is not valid JSON (line %d: %s)\n",
-                jerr.line, jerr.text);
+        fail(a, "the API's reply is not valid JSON (line %d: %s)", jerr.line, jerr.text);
         return -1;
     }
     r = a->prov->parse(doc, ret, err, sizeof(err));
     json_decref(doc);
     if (r < 0) {
-        fprintf(stderr, "execbox agent: the API's reply is malformed: %s\n", err);
+        fail(a, "the API's reply is malformed: %s", err);
         return -1;
     }
     a->input_tokens += ret->input_tokens;
@@ -373,8 +396,10 @@ static enum outcome loop(struct agent *a, char **ret_answer)
                          "(--max-turns %ld) without reaching an answer, so I will not give a "
                          "result I have not computed.%s%s\n",
                          a->max_turns, a->last_error ? "\n\nThe last error was:\n" : "",
-                         a->last_error ? a->last_error : "") < 0)
+                         a->last_error ? a->last_error : "") < 0) {
+                fail(a, "out of memory");
                 return OUT_ERROR;
+            }
             *ret_answer = ans;
             return OUT_MAX_TURNS;
         }
@@ -387,6 +412,7 @@ static enum outcome loop(struct agent *a, char **ret_answer)
         /* The model's reply goes into the history first, then the results of its calls. */
         if (json_array_append(a->history, reply.message) < 0) {
             agent_reply_clear(&reply);
+            fail(a, "out of memory");
             return OUT_ERROR;
         }
         if (reply.n_calls == 0) {
@@ -396,6 +422,8 @@ static enum outcome loop(struct agent *a, char **ret_answer)
             *ret_answer = reply.text;
             reply.text = NULL;
             agent_reply_clear(&reply);
+            if (!*ret_answer)
+                fail(a, "the model's reply has neither text nor a tool call");
             return *ret_answer ? OUT_ANSWERED : OUT_ERROR;
         }
         if (reply.text && *reply.text) {
@@ -420,7 +448,7 @@ static enum outcome loop(struct agent *a, char **ret_answer)
         agent_reply_clear(&reply);
         if (failed) {
             if (failed == -ENOMEM)
-                fprintf(stderr, "execbox agent: out of memory\n");
+                fail(a, "out of memory");
             return OUT_ERROR;
         }
         if (interrupted)
@@ -431,21 +459,26 @@ static enum outcome loop(struct agent *a, char **ret_answer)
                          "I could not compute this exactly: the code failed on every attempt "
                          "(%ld failed runs, the limit), so I will not give a result I have not "
                          "computed.\n\nThe last error was:\n%s\n",
-                         a->failed, a->last_error ? a->last_error : "(unknown)") < 0)
+                         a->failed, a->last_error ? a->last_error : "(unknown)") < 0) {
+                fail(a, "out of memory");
                 return OUT_ERROR;
+            }
             *ret_answer = ans;
             return OUT_MAX_ATTEMPTS;
         }
     }
 }
 
+/* NULL before the history exists (the agent failed while starting). */
 static json_t *transcript(const struct agent *a)
 {
+    if (!a->history || !a->system || !a->tools)
+        return NULL;
     return json_pack("{s:s, s:s, s:s, s:O, s:O}", "provider", a->prov->name, "model", a->model,
                      "system", a->system, "tools", a->tools, "messages", a->history);
 }
 
-static int save_transcript(const struct agent *a, const char *path)
+static int save_transcript(struct agent *a, const char *path)
 {
     json_t *t = transcript(a);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -456,24 +489,30 @@ static int save_transcript(const struct agent *a, const char *path)
         r = -1;
     json_decref(t);
     if (r < 0) {
-        fprintf(stderr, "execbox agent: cannot write the transcript to '%s': %s\n", path,
-                strerror(errno ? errno : EIO));
+        fail(a, "cannot write the transcript to '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }
     return 0;
 }
 
-static const char *const outcome_names[] = {"answered", "max_attempts", "max_turns"};
+static const char *const outcome_names[] = {"answered", "max_attempts", "max_turns", "interrupted"};
 
+/* The --json object. On OUT_ERROR answer is NULL, stopped is "error" and error says why; the
+ * fields the agent had not reached yet are null (transcript, provider, model) or empty. */
 static int print_json(const struct agent *a, const char *answer, enum outcome o)
 {
+    json_t *runs = a->runs ? json_incref(a->runs) : json_array();
+    const char *error = o == OUT_ERROR         ? (a->error[0] ? a->error : "the agent failed")
+                        : o == OUT_INTERRUPTED ? "interrupted"
+                                               : NULL;
     json_t *out =
-        json_pack("{s:s, s:s, s:I, s:I, s:O, s:{s:I, s:I, s:I, s:I}, s:o, s:s, s:s}", "answer",
-                  answer, "stopped", outcome_names[o], "attempts", (json_int_t)a->attempts,
-                  "failed_runs", (json_int_t)a->failed, "runs", a->runs, "usage", "input_tokens",
-                  (json_int_t)a->input_tokens, "output_tokens", (json_int_t)a->output_tokens,
-                  "turns", (json_int_t)a->turns, "http_requests", (json_int_t)a->http_requests,
-                  "transcript", transcript(a), "provider", a->prov->name, "model", a->model);
+        json_pack("{s:s?, s:s, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:o?, s:s?, s:s?, s:s?}",
+                  "answer", answer, "stopped", o == OUT_ERROR ? "error" : outcome_names[o],
+                  "attempts", (json_int_t)a->attempts, "failed_runs", (json_int_t)a->failed, "runs",
+                  runs, "usage", "input_tokens", (json_int_t)a->input_tokens, "output_tokens",
+                  (json_int_t)a->output_tokens, "turns", (json_int_t)a->turns, "http_requests",
+                  (json_int_t)a->http_requests, "transcript", transcript(a), "provider",
+                  a->prov ? a->prov->name : NULL, "model", a->model, "error", error);
     char *s = out ? json_dumps(out, JSON_INDENT(2) | JSON_ENSURE_ASCII |
                                         JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS))
                   : NULL;
@@ -563,6 +602,7 @@ int cmd_agent(int argc, char **argv)
     };
     struct cli_sandbox sb;
     cli_sandbox_init(&sb);
+    struct agent a = {0};
     const char *provider = NULL, *model = NULL, *base_url = NULL, *system_file = NULL,
                *transcript_file = NULL;
     bool json = false;
@@ -605,9 +645,14 @@ int cmd_agent(int argc, char **argv)
         if (r < 0)
             return EXIT_EXECBOX;
     }
+    /* From here on every failure is told on stderr, and with --json on stdout too. */
+    int status = EXIT_EXECBOX;
+    enum outcome o = OUT_ERROR;
+    char *task = NULL, *answer = NULL;
+    struct execbox_error err = {0};
     if (optind >= argc) {
-        fprintf(stderr, "execbox agent: no task: give it as arguments, or '-' for stdin\n");
-        return EXIT_EXECBOX;
+        fail(&a, "no task: give it as arguments, or '-' for stdin");
+        goto out;
     }
     const char *akey = getenv("ANTHROPIC_API_KEY"), *okey = getenv("OPENAI_API_KEY");
     if (akey && !*akey)
@@ -616,19 +661,17 @@ int cmd_agent(int argc, char **argv)
         okey = NULL;
     if (!provider)
         provider = !akey && okey ? "openai" : "anthropic";
-    struct agent a = {.prov = agent_provider_find(provider)};
+    a.prov = agent_provider_find(provider);
     if (!a.prov) {
-        fprintf(stderr, "execbox agent: --provider: '%s' is not one of anthropic, openai\n",
-                provider);
-        return EXIT_EXECBOX;
+        fail(&a, "--provider: '%s' is not one of anthropic, openai", provider);
+        goto out;
     }
     const char *key = a.prov == &agent_anthropic ? akey : okey;
     /* A compatible local server (llama.cpp, Ollama) needs no key; the real APIs do. */
     if (!key && (a.prov == &agent_anthropic || !base_url)) {
-        fprintf(stderr, "execbox agent: no API key: set %s (the key for --provider %s)%s\n",
-                a.prov->key_env, a.prov->name,
-                a.prov == &agent_openai ? ", or give --base-url of a server that needs none" : "");
-        return EXIT_EXECBOX;
+        fail(&a, "no API key: set %s (the key for --provider %s)%s", a.prov->key_env, a.prov->name,
+             a.prov == &agent_openai ? ", or give --base-url of a server that needs none" : "");
+        goto out;
     }
     a.model = model ? model : a.prov->default_model;
     a.official = !base_url;
@@ -642,13 +685,13 @@ int cmd_agent(int argc, char **argv)
         .retry_base_ms = retry_base,
         .retry_max_ms = AGENT_RETRY_MAX_MS,
     };
-    int status = EXIT_EXECBOX;
-    char *task = read_task(argc - optind, argv + optind);
-    char *answer = NULL;
-    if (!task)
+    task = read_task(argc - optind, argv + optind);
+    if (!task) {
+        fail(&a, "the task could not be read");
         goto out;
+    }
     if (!*task) {
-        fprintf(stderr, "execbox agent: the task is empty\n");
+        fail(&a, "the task is empty");
         goto out;
     }
     const char *base = base_url ? base_url : a.prov->default_base;
@@ -657,25 +700,28 @@ int cmd_agent(int argc, char **argv)
         blen--;
     if (asprintf(&a.url, "%.*s%s", (int)blen, base, a.prov->path) < 0) {
         a.url = NULL;
+        fail(&a, "out of memory");
         goto out;
     }
-    if (cli_sandbox_policy(&sb, &a.policy) < 0)
+    if (cli_sandbox_policy(&sb, &a.policy) < 0) {
+        snprintf(a.error, sizeof(a.error), "the sandbox policy is not valid (why is on stderr)");
         goto out;
+    }
     if (system_file) {
         size_t len = 0;
         int r = cli_read_path(system_file, AGENT_TEXT_MAX, &a.system, &len);
         if (r < 0) {
-            fprintf(stderr, "execbox agent: --system: cannot read '%s': %s\n", system_file,
-                    execbox_strerror(r));
+            fail(&a, "--system: cannot read '%s': %s", system_file, execbox_strerror(r));
             goto out;
         }
-    } else if (!(a.system = default_system(&a.policy, sb.exec.backend)))
+    } else if (!(a.system = default_system(&a.policy, sb.exec.backend))) {
+        fail(&a, "out of memory");
         goto out;
+    }
     struct execbox_tool_options topt = {.policy = &a.policy, .backend = sb.exec.backend};
     char *schema = NULL;
-    struct execbox_error err = {0};
     if (execbox_tool_schema(a.prov->schema, &topt, &schema, &err) < 0) {
-        cli_error("agent", &err);
+        fail(&a, "%s", err.msg);
         goto out;
     }
     json_t *tool = json_loads(schema, 0, NULL);
@@ -689,22 +735,24 @@ int cmd_agent(int argc, char **argv)
     a.history = a.prov->start(a.system, task);
     a.runs = json_array();
     if (!a.tools || !a.tool_name || !a.history || !a.runs) {
-        fprintf(stderr, "execbox agent: out of memory\n");
+        fail(&a, "out of memory");
         goto out;
     }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fprintf(stderr, "execbox agent: cannot initialise libcurl\n");
+        fail(&a, "cannot initialise libcurl");
         goto out;
     }
     a.headers = a.prov->headers(key);
     if (!a.headers) {
-        fprintf(stderr, "execbox agent: out of memory\n");
+        fail(&a, "out of memory");
         goto cleanup_curl;
     }
-    if (cli_sandbox_executor(&sb, &a.ex) < 0)
+    if (cli_sandbox_executor(&sb, &a.ex) < 0) {
+        snprintf(a.error, sizeof(a.error), "the sandbox could not be opened (why is on stderr)");
         goto cleanup_curl;
+    }
     if (execbox_cancel_new(&a.cancel, &err) < 0) {
-        cli_error("agent", &err);
+        fail(&a, "%s", err.msg);
         goto cleanup_curl;
     }
     /* A vanished reader of our output must not kill us before the sandbox is torn down. */
@@ -717,7 +765,7 @@ int cmd_agent(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    enum outcome o = loop(&a, &answer);
+    o = loop(&a, &answer);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     cancel_token = NULL;
@@ -733,6 +781,7 @@ int cmd_agent(int argc, char **argv)
         if (json) {
             if (print_json(&a, answer, o) < 0) {
                 fprintf(stderr, "execbox agent: out of memory\n");
+                o = OUT_ANSWERED; /* nothing more to print */
                 goto cleanup_curl;
             }
         } else {
@@ -747,6 +796,12 @@ int cmd_agent(int argc, char **argv)
 cleanup_curl:
     curl_global_cleanup();
 out:
+    /* A failure has the success's shape, with stopped "error" (or "interrupted") and error. */
+    if (json && (o == OUT_ERROR || o == OUT_INTERRUPTED)) {
+        if (print_json(&a, NULL, o) < 0)
+            fprintf(stderr, "execbox agent: out of memory\n");
+        fflush(stdout);
+    }
     free(answer);
     free(task);
     agent_clear(&a);

@@ -88,26 +88,34 @@ enum {
 /* Short options handled here: -b -t -m -w. */
 #define CLI_SANDBOX_SHORTOPTS "b:t:m:w:"
 
-/* Help text for the shared flags. */
-#define CLI_SANDBOX_HELP                                                                           \
-    "Sandbox options:\n"                                                                           \
-    "  -b, --backend NAME       jail | subprocess | docker | remote | e2b | pyodide | gvisor "     \
-    "(default: " EXECBOX_DEFAULT_BACKEND ")\n"                                                     \
+/* Help text for the shared flags, in parts so that a command taking only some of them (repl)
+ * lists exactly those. */
+#define CLI_SANDBOX_HELP_LIMITS                                                                    \
     "  -t, --timeout SECONDS    wall-clock limit (default 10)\n"                                   \
     "  -m, --memory SIZE        memory cap, e.g. 256M, 1.5G (default 256M)\n"                      \
     "      --cpus N             CPU share, 1 = one core (default 1)\n"                             \
-    "      --pids N             max processes and threads (default 64)\n"                          \
+    "      --pids N             max processes and threads (default 64)\n"
+
+#define CLI_SANDBOX_HELP_NETWORK                                                                   \
     "      --network none|allow no network (default), or only the --allow-host hosts\n"            \
     "      --allow-host ENTRY   with --network allow: a name, *.domain, address or CIDR,\n"        \
     "                           optionally :PORT (else ports 80, 443); repeatable\n"               \
-    "  -w, --workspace DIR      host dir mounted read-write at /workspace (default: fresh)\n"      \
+    "  -w, --workspace DIR      host dir mounted read-write at /workspace (default: fresh)\n"
+
+#define CLI_SANDBOX_HELP_FILES                                                                     \
     "      --workspace-size SIZE  cap of a fresh workspace (default 256M)\n"                       \
     "      --tmpfs SIZE         size of /tmp (default 64M)\n"                                      \
     "      --output-limit SIZE  bytes kept per stream (default 1M)\n"                              \
     "      --file-size SIZE     largest file the code may write (default 64M)\n"                   \
     "      --rootfs DIR         read-only root (default: the host's system dirs)\n"                \
     "      --policy FILE        JSON policy with the same field names; flags override it\n"        \
-    "      --allow-degraded     jail: run even if a wall is missing (the result says which)\n"     \
+    "      --allow-degraded     jail: run even if a wall is missing (the result says which)\n"
+
+#define CLI_SANDBOX_HELP                                                                           \
+    "Sandbox options:\n"                                                                           \
+    "  -b, --backend NAME       jail | subprocess | docker | remote | e2b | pyodide | gvisor "     \
+    "(default: " EXECBOX_DEFAULT_BACKEND                                                           \
+    ")\n" CLI_SANDBOX_HELP_LIMITS CLI_SANDBOX_HELP_NETWORK CLI_SANDBOX_HELP_FILES                  \
     "      --docker-host URL, --image NAME, --runtime NAME, --pull never|missing  (docker)\n"      \
     "      --remote URL[,URL...]  other `execbox serve` instances; --remote-token T (default\n"    \
     "                           $EXECBOX_REMOTE_TOKEN)  (remote)\n"                                \

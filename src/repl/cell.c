@@ -81,6 +81,29 @@ bool repl_cell_continues(const char *text, size_t len)
     return block && !empty_last;
 }
 
+bool repl_cell_is_exit(const char *text, size_t len)
+{
+    while (len && (*text == ' ' || *text == '\t')) {
+        text++;
+        len--;
+    }
+    while (len && (text[len - 1] == ' ' || text[len - 1] == '\t' || text[len - 1] == '\r' ||
+                   text[len - 1] == ';'))
+        len--;
+    if (memchr(text, '\n', len))
+        return false;
+    static const char *const calls[] = {"exit(", "quit(", "sys.exit("};
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        size_t n = strlen(calls[i]);
+        if (len > n && strncmp(text, calls[i], n) == 0 && text[len - 1] == ')')
+            return true;
+    }
+    static const char raise[] = "raise SystemExit";
+    size_t n = sizeof(raise) - 1;
+    return len >= n && strncmp(text, raise, n) == 0 &&
+           (len == n || text[n] == '(' || text[n] == ' ');
+}
+
 static int b64_value(unsigned char c)
 {
     if (c >= 'A' && c <= 'Z')

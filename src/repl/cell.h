@@ -13,6 +13,11 @@
  * and its last line is not empty. Comments and strings are skipped. */
 bool repl_cell_continues(const char *text, size_t len);
 
+/* True when the cell is one line that only asks to leave: exit(...), quit(...), sys.exit(...)
+ * or raise SystemExit... . The repl cannot tell exit(0) from a cell that just succeeded by the
+ * result alone, so it asks this first. */
+bool repl_cell_is_exit(const char *text, size_t len);
+
 /* Decodes standard base64 (padding optional, whitespace skipped) into a new buffer of
  * *ret_len bytes. NULL on bad input or no memory. Free with free(). */
 unsigned char *repl_base64_decode(const char *s, size_t len, size_t *ret_len);

@@ -34,22 +34,49 @@
 
 static void help(FILE *f)
 {
-    fprintf(f, "Usage: execbox repl [OPTIONS]\n\n"
-               "An interactive Python session in a sandbox: variables, imports and definitions\n"
-               "persist from one cell to the next, and a cell that fails is rolled back (the\n"
-               "variables are as before it). A line ending with ':' or inside open brackets\n"
-               "continues the cell; an empty line ends it. Output streams as it is produced; the\n"
-               "value of a cell's last expression is printed; images are saved to the current\n"
-               "directory (execbox-out-CELL-N.png).\n\n"
-               "  %%reset                   start over in a new session\n"
-               "  %%exit, Ctrl-D            leave\n"
-               "  Ctrl-C                   cancel the running cell (or discard the line)\n\n"
-               "      --preload MODULES    import these when a session starts, e.g. numpy,pandas\n"
-               "      --session-idle SECONDS  end the session after this long without a cell\n"
-               "                           (default 600; the next cell starts a new one)\n"
-               "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
-               "\nThe sandbox options apply to each cell (timeout) and to the session (memory,\n"
-               "pids, ...); --workspace and --network allow cannot be used with a session.\n");
+    fprintf(f,
+            "Usage: execbox repl [OPTIONS]\n\n"
+            "An interactive Python session in a sandbox: variables, imports and definitions\n"
+            "persist from one cell to the next, and a cell that fails is rolled back (the\n"
+            "variables are as before it). A line ending with ':' or inside open brackets\n"
+            "continues the cell; an empty line ends it. Output streams as it is produced; the\n"
+            "value of a cell's last expression is printed; images are saved to the current\n"
+            "directory (execbox-out-CELL-N.png). A cell has no stdin: input() raises EOFError.\n\n"
+            "  %%reset                   start over in a new session\n"
+            "  %%exit, Ctrl-D            leave\n"
+            "  exit(), quit(), sys.exit(N)  leave with status N (default 0)\n"
+            "  Ctrl-C                   cancel the running cell (or discard the line)\n\n"
+            "      --preload MODULES    import these when a session starts, e.g. numpy,pandas\n"
+            "      --session-idle SECONDS  end the session after this long without a cell\n"
+            "                           (default 600; the next cell starts a new one)\n"
+            "  -h, --help               this text\n\n"
+            "Sandbox options (the timeout is each cell's; the rest are the session's):\n"
+            "  -b, --backend jail       the only backend with sessions\n" CLI_SANDBOX_HELP_LIMITS
+                CLI_SANDBOX_HELP_FILES
+            "\nA session runs in the jail with a fresh workspace and no network: --workspace,\n"
+            "--network, --allow-host and the other backends' flags are refused.\n\n"
+            "Exit status: 0; with stdin not a terminal, 1 when any cell failed; N after\n"
+            "sys.exit(N); 125 the repl failed (bad flag, no session); 128+N signal N.\n");
+}
+
+/* Why the repl refuses one of the shared sandbox flags, or NULL when it takes it. */
+static const char *refused(int opt, const char *arg)
+{
+    switch (opt) {
+    case 'b': return strcmp(arg, "jail") == 0 ? NULL : "only the jail backend has sessions";
+    case 'w': return "a session has a fresh workspace of its own";
+    case CLI_OPT_NETWORK:
+    case CLI_OPT_ALLOW_HOST: return "a session has no network";
+    case CLI_OPT_DOCKER_HOST:
+    case CLI_OPT_IMAGE:
+    case CLI_OPT_RUNTIME:
+    case CLI_OPT_PULL:
+    case CLI_OPT_REMOTE:
+    case CLI_OPT_REMOTE_TOKEN:
+    case CLI_OPT_E2B_TEMPLATE:
+    case CLI_OPT_GVISOR_PLATFORM: return "a session runs in the jail, not that backend";
+    default: return NULL;
+    }
 }
 
 /* ---- signals ----------------------------------------------------------------------------------
@@ -284,6 +311,14 @@ static void print_text(const char *s)
         fputc('\n', stdout);
 }
 
+/* The code ended itself with a non-zero status (sys.exit(N), os._exit(N)): no exception, no
+ * kill, no signal. */
+static bool exited(const struct execbox_result *res)
+{
+    return res->exit_code != 0 && !res->error_name && !res->timed_out && !res->oom_killed &&
+           res->signal == 0 && res->killed_reason == EXECBOX_KILLED_NONE;
+}
+
 static void show(const struct execbox_result *res, const struct stream *st, double timeout)
 {
     fflush(stdout);
@@ -333,7 +368,14 @@ static void show(const struct execbox_result *res, const struct stream *st, doub
     else if (res->error_name && strcmp(res->error_name, "SandboxError") == 0)
         fprintf(stderr, "(the sandbox could not run the cell: %s)\n",
                 res->error_value ? res->error_value : "");
-    if (res->rolled_back)
+    else if (res->error_name && strcmp(res->error_name, "EOFError") == 0 && res->error_value &&
+             strcmp(res->error_value, "EOF when reading a line") == 0)
+        fprintf(stderr, "(input() cannot read here: a cell has no stdin; put the value in the "
+                        "code)\n");
+    if (res->rolled_back && exited(res))
+        fprintf(stderr, "exit status %d (rolled back: a cell that exits non-zero is undone)\n",
+                res->exit_code);
+    else if (res->rolled_back)
         fprintf(stderr, "(rolled back)\n");
 }
 
@@ -368,10 +410,18 @@ static void gone_why(struct repl *r, char *out, size_t n)
         snprintf(out, n, "its state process ended");
 }
 
+/* How a cell ended, for the loop: whether it failed, and whether its code asked to leave. */
+struct cell_end {
+    bool failed;
+    bool leave;
+    int status; /* the code's exit status when leave */
+};
+
 /* Runs one cell; a session that ended is replaced first, and the user told. -1 when no
  * session can be started. */
-static int run_cell(struct repl *r, const char *code, size_t len)
+static int run_cell(struct repl *r, const char *code, size_t len, struct cell_end *end)
 {
+    *end = (struct cell_end){.failed = true};
     char lost[160];
     snprintf(lost, sizeof(lost), "%s", r->lost);
     r->lost[0] = '\0';
@@ -426,6 +476,12 @@ static int run_cell(struct repl *r, const char *code, size_t len)
     }
     if (res) {
         show(res, &st, r->policy.timeout);
+        end->failed = res->exit_code != 0 || res->error_name || res->timed_out || res->oom_killed ||
+                      res->signal || res->killed_reason != EXECBOX_KILLED_NONE;
+        /* As in Python's REPL, SystemExit leaves: exit(0) looks like any cell that worked, so
+         * only a cell that is nothing but the call counts then. */
+        end->leave = exited(res) || (!end->failed && repl_cell_is_exit(code, len));
+        end->status = res->exit_code;
         execbox_session_info(r->session, &si);
         if (!si.alive) {
             snprintf(r->lost, sizeof(r->lost), "the session ended with the previous cell%s",
@@ -450,10 +506,14 @@ static bool blank(const char *s)
     return true;
 }
 
-/* Reads and runs cells until EOF, %exit or SIGTERM/SIGHUP. The exit status. */
+/* Reads and runs cells until EOF, %exit, exit() or SIGTERM/SIGHUP. The exit status: the
+ * code's after sys.exit(N); without a terminal, 1 when a cell failed (a script's caller must
+ * see that); else 0. */
 static int loop(struct repl *r)
 {
     struct cell c = {0};
+    struct cell_end end = {0};
+    bool any_failed = false;
     int status = 0;
     while (!quit_signal) {
         char *line = NULL;
@@ -464,8 +524,13 @@ static int loop(struct repl *r)
         }
         if (rs == READ_EOF) {
             /* Piped input runs what it ended with; at a terminal Ctrl-D just leaves. */
-            if (!r->tty && c.len && !blank(c.s) && run_cell(r, c.s, c.len) < 0)
-                status = EXIT_EXECBOX;
+            if (!r->tty && c.len && !blank(c.s)) {
+                if (run_cell(r, c.s, c.len, &end) < 0)
+                    status = EXIT_EXECBOX;
+                any_failed |= end.failed;
+                if (end.leave)
+                    status = end.status;
+            }
             break;
         }
         if (c.len == 0) {
@@ -509,16 +574,23 @@ static int loop(struct repl *r)
         }
         if (repl_cell_continues(c.s, c.len))
             continue;
-        int rr = run_cell(r, c.s, c.len);
+        int rr = run_cell(r, c.s, c.len, &end);
         c.len = 0;
         if (rr < 0) {
             status = EXIT_EXECBOX;
+            break;
+        }
+        any_failed |= end.failed;
+        if (end.leave) {
+            status = end.status;
             break;
         }
     }
     free(c.s);
     if (quit_signal)
         status = 128 + quit_signal;
+    else if (status == 0 && any_failed && !r->tty)
+        status = 1;
     return status;
 }
 
@@ -537,7 +609,20 @@ int cmd_repl(int argc, char **argv)
     struct repl r = {.sig_rd = -1, .in = stdin};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "h", longopts, NULL)) != -1) {
+    int li = -1;
+    while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "h", longopts, &li)) != -1) {
+        const char *why = refused(c, optarg);
+        if (why) {
+            /* li is set only for a long option; the short ones are -b and -w. */
+            if (c == 'b')
+                fprintf(stderr, "execbox repl: --backend '%s' cannot be used: %s\n", optarg, why);
+            else if (li >= 0)
+                fprintf(stderr, "execbox repl: --%s cannot be used: %s\n", longopts[li].name, why);
+            else
+                fprintf(stderr, "execbox repl: -%c cannot be used: %s\n", c, why);
+            return EXIT_EXECBOX;
+        }
+        li = -1;
         int o = cli_sandbox_option(&sb, c, optarg);
         if (o < 0)
             return EXIT_EXECBOX;

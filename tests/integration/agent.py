@@ -277,7 +277,11 @@ class AgentTests(Tests):
             r.check("401" in r.proc.stderr and KEY_ENV[p] in r.proc.stderr, "clear message")
             api_msg = "invalid x-api-key" if p == "anthropic" else "Incorrect API key provided"
             r.check(api_msg in r.proc.stderr, "the API's own message")
-            r.check(r.proc.stdout == "", "nothing on stdout")
+            # --json: the failure as the success's object; without it nothing on stdout.
+            r.check(r.out and r.out["stopped"] == "error" and "401" in r.out["error"],
+                    "a JSON failure on stdout")
+            r = Run(p, "first_try", env_key="sk-wrong-" + os.urandom(4).hex(), json_out=False)
+            r.check(r.proc.returncode == 125 and r.proc.stdout == "", "nothing on stdout")
 
     def test_400_no_retry(self):
         for p in PROVIDERS:
@@ -285,6 +289,34 @@ class AgentTests(Tests):
             r.check(r.proc.returncode == 125 and len(r.requests) == 1, "one request, exit 125")
             r.check("HTTP 400" in r.proc.stderr and "max_tokens: 999999 > 64000" in
                     r.proc.stderr, "the API's message")
+
+    def test_json_on_failure(self):
+        """--json prints an object on failure too: the success's keys, stopped "error", the
+        reason in error (null on success), answer null; the exit status stays 125."""
+        ok = Run("anthropic", "first_try")
+        ok.check(ok.out["error"] is None, "error is null on success")
+        for p in PROVIDERS:
+            r = Run(p, "bad_request")
+            r.check(r.proc.returncode == 125, "exit 125")
+            r.check(r.out is not None, "no JSON on stdout")
+            r.check(set(r.out) == set(ok.out), f"keys {sorted(r.out)} != {sorted(ok.out)}")
+            r.check(r.out["stopped"] == "error" and r.out["answer"] is None, "stopped, answer")
+            r.check("HTTP 400" in r.out["error"] and "max_tokens: 999999 > 64000" in
+                    r.out["error"], f"the reason: {r.out['error']!r}")
+            r.check(r.out["usage"]["turns"] == 1 and r.out["runs"] == [], "usage and runs")
+            r.check(r.out["transcript"]["messages"][-1]["role"] == "user", "the transcript")
+            r.check(r.out["provider"] == p and r.out["model"] == "test-model", "provider, model")
+        # The sandbox cannot start (a workspace that is not there): failed before the model.
+        r = Run("openai", "first_try", args=["-w", "/nonexistent/execbox-agent-test"])
+        r.check(r.proc.returncode == 125 and r.out["stopped"] == "error", "a JSON failure")
+        r.check(r.out["error"] and r.out["usage"]["turns"] == 0, f"why: {r.out['error']!r}")
+        # A failure before anything started (no key) has the same shape.
+        env = {k: v for k, v in os.environ.items() if k not in KEY_ENV.values()}
+        p = run(["agent", "--json", "--provider", "anthropic", "--base-url",
+                 "http://127.0.0.1:9", "x"], env=env)
+        out = json.loads(p.stdout)
+        assert p.returncode == 125 and set(out) == set(ok.out), (p.returncode, p.stdout)
+        assert out["stopped"] == "error" and "ANTHROPIC_API_KEY" in out["error"], out
 
     def test_malformed_body(self):
         for p in PROVIDERS:

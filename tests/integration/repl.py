@@ -188,10 +188,105 @@ class ReplTests(Tests):
         code = "x = 41\nx + 1\ndef f(a):\n    return a * 2\n\nprint(f(x))\n1/0\nprint(x)"
         p = subprocess.run([EXECBOX, "repl"], input=code, capture_output=True, text=True,
                            timeout=120)
-        eq(p.returncode, 0, f"exit status (stderr {p.stderr!r})")
+        # A cell failed, and without a terminal the caller must see that in the status.
+        eq(p.returncode, 1, f"exit status (stderr {p.stderr!r})")
         eq(p.stdout.split(), ["42", "82", "41"], "stdout")
         check("ZeroDivisionError" in p.stderr and "(rolled back)" in p.stderr, p.stderr)
         check(">>>" not in p.stdout, "no prompts without a terminal")
+
+
+    def test_piped_status(self):
+        """Without a terminal the status says whether every cell worked: 0, or 1 after any
+        failed cell, even when later cells work."""
+        for code, want in (("x = 1\nprint(x)", 0), ("1/0\nprint(2)", 1),
+                           ("import time; time.sleep(30)\nprint(2)", 1)):
+            p = subprocess.run([EXECBOX, "repl", "-t", "2"], input=code, capture_output=True,
+                               text=True, timeout=120)
+            eq(p.returncode, want, f"exit status for {code!r} (stderr {p.stderr!r})")
+
+    def test_help_lists_what_repl_takes(self):
+        """Every sandbox flag `repl --help` lists is taken; the ones it refuses are not listed,
+        and each is refused with the reason."""
+        h = subprocess.run([EXECBOX, "repl", "--help"], capture_output=True, text=True,
+                           timeout=30)
+        eq(h.returncode, 0, "repl --help")
+        sandbox = h.stdout[h.stdout.index("Sandbox options"):]
+        listed = re.findall(r"^ {2}(?:-\w, )?(--[\w-]+)", sandbox, re.M)
+        refused = {"--workspace": "/tmp", "--network": "none", "--allow-host": "example.com",
+                   "--docker-host": "unix:///x", "--image": "python", "--runtime": "runc",
+                   "--pull": "never", "--remote": "http://127.0.0.1:9", "--remote-token": "t",
+                   "--e2b-template": "t", "--gvisor-platform": "ptrace"}
+        for flag in refused:
+            check(flag not in listed and f"{flag} " not in sandbox.split("\n\n")[0],
+                  f"--help lists {flag}, which the repl refuses:\n{sandbox}")
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write("{}")
+        values = {"--backend": ["jail"], "--timeout": ["5"], "--memory": ["256M"],
+                  "--cpus": ["1"], "--pids": ["64"], "--workspace-size": ["64M"],
+                  "--tmpfs": ["64M"], "--output-limit": ["1M"], "--file-size": ["64M"],
+                  "--rootfs": ["/"], "--policy": [f.name], "--allow-degraded": []}
+        try:
+            check(listed, f"no flags found in:\n{sandbox}")
+            for flag in listed:
+                check(flag in values, f"--help lists {flag}: the test has no value for it")
+                p = subprocess.run([EXECBOX, "repl", flag, *values[flag]], input="print(6*7)",
+                                   capture_output=True, text=True, timeout=120)
+                check(p.returncode == 0 and "42" in p.stdout,
+                      f"repl {flag} (listed in --help): rc {p.returncode}, {p.stderr!r}")
+        finally:
+            os.unlink(f.name)
+        for flag, value in [*refused.items(), ("--backend", "subprocess"), ("-w", "/tmp")]:
+            p = subprocess.run([EXECBOX, "repl", flag, value], input="print(1)",
+                               capture_output=True, text=True, timeout=60)
+            check(p.returncode == 125 and "cannot be used" in p.stderr and p.stdout == "",
+                  f"repl {flag} {value}: rc {p.returncode}, {p.stderr!r}")
+
+    def test_exit_calls(self):
+        """exit(), quit() and sys.exit(N) leave the repl as in Python's own, with status N."""
+        d = tempfile.mkdtemp(prefix="execbox-repl-")
+        try:
+            for line, want in (("exit()", 0), ("quit()", 0), ("exit(4)", 4)):
+                r = Repl(d)
+                try:
+                    r.expect(r">>> ")
+                    r.cell("x = 1")
+                    r.send(line + "\r")
+                    eq(r.wait(), want, f"exit status after {line}")
+                finally:
+                    r.close()
+            # sys.exit(3): the status, and why the cell was undone, then the repl ends with 3.
+            r = Repl(d)
+            try:
+                r.expect(r">>> ")
+                r.cell("import sys")
+                r.send("sys.exit(3)\r")
+                r.expect(r"exit status 3 \(rolled back: a cell that exits non-zero is undone\)")
+                eq(r.wait(), 3, "exit status after sys.exit(3)")
+            finally:
+                r.close()
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        # Piped, too: nothing after the exit runs.
+        for code, want in (("print(1)\nquit()\nprint(2)", 0),
+                           ("import sys\nsys.exit(3)\nprint(2)", 3)):
+            p = subprocess.run([EXECBOX, "repl"], input=code, capture_output=True, text=True,
+                               timeout=120)
+            eq(p.returncode, want, f"exit status for {code!r} (stderr {p.stderr!r})")
+            eq(p.stdout.split(), ["1"] if want == 0 else [], f"stdout for {code!r}")
+
+    def test_exit_status_says_why(self):
+        """A cell that exits non-zero shows its status and why it was rolled back."""
+        p = subprocess.run([EXECBOX, "repl"], input="x = 1\nimport sys; x = 2; sys.exit(3)",
+                           capture_output=True, text=True, timeout=120)
+        check("exit status 3 (rolled back: a cell that exits non-zero is undone)" in p.stderr,
+              f"sys.exit(3): {p.stderr!r}")
+
+    def test_input_says_why(self):
+        """input() cannot read (a cell has no stdin), and the repl says so."""
+        p = subprocess.run([EXECBOX, "repl"], input="name = input('name? ')\nprint('after')",
+                           capture_output=True, text=True, timeout=120)
+        check("EOFError" in p.stderr and "a cell has no stdin" in p.stderr, p.stderr)
+        eq(p.stdout.split()[-1:], ["after"], "the repl goes on")
 
 
 if __name__ == "__main__":

@@ -68,11 +68,34 @@ static void test_base64(void **state)
     assert_null(repl_base64_decode("aG=Vs", 5, &n));
 }
 
+static bool is_exit(const char *s)
+{
+    return repl_cell_is_exit(s, strlen(s));
+}
+
+static void test_is_exit(void **state)
+{
+    (void)state;
+    assert_true(is_exit("exit()"));
+    assert_true(is_exit("  quit() "));
+    assert_true(is_exit("exit(3);"));
+    assert_true(is_exit("sys.exit(n + 1)"));
+    assert_true(is_exit("raise SystemExit"));
+    assert_true(is_exit("raise SystemExit(2)"));
+    assert_false(is_exit("exit"));
+    assert_false(is_exit("exit(0) if done else None"));
+    assert_false(is_exit("exits()"));
+    assert_false(is_exit("raise SystemExitError()"));
+    assert_false(is_exit("x = 1\nexit()"));
+    assert_false(is_exit("print(exit)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_continues),
         cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_is_exit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
