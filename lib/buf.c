@@ -78,14 +78,40 @@ bool eb_capbuf_truncated(const struct eb_capbuf *b)
     return b->total > b->head_len + b->tail_len;
 }
 
+/* The line that stands for n dropped bytes, in out (128 bytes); its length. */
+static size_t omitted_note(uint64_t n, char *out, size_t size)
+{
+    int k = snprintf(out, size, "\n[... execbox: %" PRIu64 " bytes omitted ...]\n", n);
+    return k < 0 ? 0 : (size_t)k < size ? (size_t)k : size - 1;
+}
+
+int eb_capbuf_take(struct eb_capbuf *b, execbox_output_fn fn, void *userdata,
+                   enum execbox_stream which, const char *data, size_t len)
+{
+    if (fn && b->streamed < b->limit) {
+        size_t n = b->limit - b->streamed < len ? (size_t)(b->limit - b->streamed) : len;
+        if (n)
+            fn(userdata, which, data, n);
+        b->streamed += n;
+    }
+    return eb_capbuf_append(b, data, len);
+}
+
+void eb_capbuf_take_end(const struct eb_capbuf *b, execbox_output_fn fn, void *userdata,
+                        enum execbox_stream which)
+{
+    if (!fn || b->total == b->streamed)
+        return;
+    char note[128];
+    size_t n = omitted_note(b->total - b->streamed, note, sizeof(note));
+    fn(userdata, which, note, n);
+}
+
 int eb_capbuf_finish(struct eb_capbuf *b, char **ret, size_t *ret_len)
 {
     char marker[128] = "";
     uint64_t dropped = b->total - b->head_len - b->tail_len;
-    if (dropped)
-        snprintf(marker, sizeof(marker), "\n[... execbox: %" PRIu64 " bytes omitted ...]\n",
-                 dropped);
-    size_t mlen = strlen(marker);
+    size_t mlen = dropped ? omitted_note(dropped, marker, sizeof(marker)) : 0;
     size_t len = b->head_len + mlen + b->tail_len;
     char *s = malloc(len + 1);
     if (!s)

@@ -337,13 +337,12 @@ struct stream {
     enum execbox_stream which;
 };
 
-/* n bytes read from s: to the caller's on_output, then into the capped buffer. */
+/* n bytes read from s: to the caller's on_output within the output_limit, and into the capped
+ * buffer. */
 static int take_chunk(struct stream *s, const struct execbox_request *req, const char *chunk,
                       size_t n)
 {
-    if (req->on_output)
-        req->on_output(req->userdata, s->which, chunk, n);
-    return eb_capbuf_append(&s->buf, chunk, n);
+    return eb_capbuf_take(&s->buf, req->on_output, req->userdata, s->which, chunk, n);
 }
 
 static int read_stream(struct stream *s, const struct execbox_request *req, char *chunk)
@@ -566,7 +565,9 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
     else
         out->init_status = si.si_status & 0x7f;
 
-    /* Finish the captured streams. */
+    /* Finish the captured streams; a live view cut at the limit gets its note. */
+    for (int i = 0; i < 2; i++)
+        eb_capbuf_take_end(&st[i].buf, req->on_output, req->userdata, st[i].which);
     res->stdout_truncated = eb_capbuf_truncated(&st[0].buf);
     res->stderr_truncated = eb_capbuf_truncated(&st[1].buf);
     res->stdout_bytes = st[0].buf.total;

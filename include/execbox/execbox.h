@@ -180,9 +180,12 @@ enum execbox_stream {
     EXECBOX_STREAM_STDERR = 2,
 };
 
-/* Called from the running thread as the guest produces output, with every byte it writes,
- * before the output_limit caps are applied (so a terminal sees all of it). The callback must
- * not block for long: the run's deadline keeps running while it does. */
+/* Called from the running thread as the guest produces output, with the first output_limit
+ * bytes of each stream as they are written; past that nothing more of the stream while it runs,
+ * and at the run's end one line "\n[... execbox: N bytes omitted ...]\n" naming the N bytes held
+ * back (the cut is a byte cut). A remote backend calls it once the run ended, with the record's
+ * stdout and stderr. The callback must not block for long: the run's deadline keeps running
+ * while it does. */
 typedef void (*execbox_output_fn)(void *userdata, enum execbox_stream stream, const char *data,
                                   size_t len);
 

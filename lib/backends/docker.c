@@ -632,10 +632,8 @@ static int deliver(struct logs *l, int stream, const char *p, size_t n)
 {
     if (n == 0)
         return 0;
-    if (l->req->on_output)
-        l->req->on_output(l->req->userdata, stream ? EXECBOX_STREAM_STDERR : EXECBOX_STREAM_STDOUT,
-                          p, n);
-    return eb_capbuf_append(&l->buf[stream], p, n);
+    return eb_capbuf_take(&l->buf[stream], l->req->on_output, l->req->userdata,
+                          stream ? EXECBOX_STREAM_STDERR : EXECBOX_STREAM_STDOUT, p, n);
 }
 
 static int hexval(char c)
@@ -1332,6 +1330,8 @@ out:
         }
         w->removed = true;
     }
+    eb_capbuf_take_end(&lg.buf[0], run->req->on_output, run->req->userdata, EXECBOX_STREAM_STDOUT);
+    eb_capbuf_take_end(&lg.buf[1], run->req->on_output, run->req->userdata, EXECBOX_STREAM_STDERR);
     res->stdout_truncated = eb_capbuf_truncated(&lg.buf[0]);
     res->stderr_truncated = eb_capbuf_truncated(&lg.buf[1]);
     res->stdout_bytes = lg.buf[0].total;

@@ -814,10 +814,8 @@ struct stream {
 
 static int deliver(struct stream *st, int which, const char *text, size_t n)
 {
-    if (st->req->on_output)
-        st->req->on_output(st->req->userdata,
-                           which == 0 ? EXECBOX_STREAM_STDOUT : EXECBOX_STREAM_STDERR, text, n);
-    return eb_capbuf_append(&st->buf[which], text, n);
+    return eb_capbuf_take(&st->buf[which], st->req->on_output, st->req->userdata,
+                          which == 0 ? EXECBOX_STREAM_STDOUT : EXECBOX_STREAM_STDERR, text, n);
 }
 
 /* One NDJSON line of the code interpreter. false stops the transfer. */
@@ -1232,6 +1230,8 @@ static int e2b_wait(void *state, struct eb_box *w, const struct eb_run *run,
         if (err)
             *err = derr;
     }
+    eb_capbuf_take_end(&st.buf[0], run->req->on_output, run->req->userdata, EXECBOX_STREAM_STDOUT);
+    eb_capbuf_take_end(&st.buf[1], run->req->on_output, run->req->userdata, EXECBOX_STREAM_STDERR);
     res->stdout_truncated = eb_capbuf_truncated(&st.buf[0]);
     res->stderr_truncated = eb_capbuf_truncated(&st.buf[1]);
     res->stdout_bytes = st.buf[0].total;

@@ -290,6 +290,31 @@ class CliTests(Tests):
               r["stdout"])
         check("bytes omitted" in r["stdout"])
 
+    def test_output_limit_streamed(self):
+        """A flood streamed to the terminal stops at --output-limit per stream, then one note
+        naming the bytes held back; the run still ends at its timeout."""
+        code = ("import sys\nwhile True:\n    print('x' * 100)\n"
+                "    print('y' * 100, file=sys.stderr)\n")
+        note = re.compile(r"\n\[\.\.\. execbox: ([0-9]+) bytes omitted \.\.\.\]\n")
+        for backend in ("subprocess", "jail"):
+            p = run(["run", "-b", backend, "-t", "2", "--output-limit", "1k", "-c", code],
+                    env=self.env)
+            err = p.stderr
+            if backend == "subprocess":  # its warning comes first, from the CLI
+                check(err.startswith("execbox: warning:"), err[:200])
+                err = err[err.index("\n") + 1:]
+            for name, text, ch in (("stdout", p.stdout, "x"), ("stderr", err, "y")):
+                m = note.search(text)
+                check(m, f"{backend} {name}: no note in {text[-300:]!r}")
+                check(int(m.group(1)) > 0, m.group(0))
+                eq(m.start(), 1024, f"{backend} {name}: bytes streamed before the note")
+                eq(text[:1024], ((ch * 100 + "\n") * 11)[:1024], f"{backend} {name} head")
+                rest = text[m.end():]
+                if name == "stdout":
+                    eq(rest, "", f"{backend}: stdout after the note")
+                else:
+                    check(rest.startswith("execbox: timed out after 2 seconds"), rest)
+
     def test_file_size(self):
         p = self.run("--file-size", "1k", "-c", "open('f', 'w').write('x' * 10000)")
         eq(p.returncode, 1)

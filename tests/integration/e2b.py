@@ -181,6 +181,19 @@ class E2BTests(Tests):
         check(len(r["stdout"]) < 1200, len(r["stdout"]))
         self.assert_deleted()
 
+    def test_output_caps_streamed(self):
+        # Streamed to the terminal: the first output_limit bytes of each stream, then one note.
+        self.reset()
+        p = run(["run", "-b", "e2b", "--output-limit", "1000", "-c",
+                 "import sys\nsys.stdout.write('x' * 200000)\nsys.stdout.flush()\n"
+                 "sys.stderr.write('y' * 200000)\nsys.stderr.flush()"], env=self.env)
+        eq(p.returncode, 0, p.stderr[-500:])
+        note = "\n[... execbox: 199000 bytes omitted ...]\n"
+        eq(p.stdout, "x" * 1000 + note, "stdout")
+        check(p.stderr.endswith("y" * 1000 + note), p.stderr[-1200:])
+        check(len(p.stderr) < 1200, len(p.stderr))
+        self.assert_deleted()
+
     def test_flood(self):
         # Past max(64 MiB, 16 x output_limit) the stream is cut and the sandbox deleted.
         r, _ = self.e2b("-t", "60", "--output-limit", "64", "-c",

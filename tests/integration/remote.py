@@ -4,6 +4,7 @@ this machine has its walls, else the subprocess backend), and a misbehaving fake
 (tests/fakes/fake_execbox.py)."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -112,6 +113,17 @@ class RemoteTests(Tests):
             # stdin travels; a run without --json passes the output through
             p = run(["run"] + remote_args(url(a)) + ["-i", "-l", "bash", "-c", "tr a-z A-Z"], input="shout\n")
             assert p.returncode == 0 and p.stdout == "SHOUT\n", (p.returncode, p.stdout, p.stderr)
+
+    def test_streamed_flood_is_the_capped_record(self):
+        # A flood passed through without --json: the remote's record, head and tail around
+        # its one marker line (limit plus the note at most), once the run timed out.
+        code = "while True:\n    print('x' * 100)"
+        with serve() as a:
+            p = run(["run"] + remote_args(url(a)) + ["-t", "2", "--output-limit", "1k", "-c",
+                                                     code])
+        m = re.search(r"\n\[\.\.\. execbox: [0-9]+ bytes omitted \.\.\.\]\n", p.stdout)
+        assert m and m.start() == 512 and len(p.stdout) - m.end() == 512, p.stdout[-300:]
+        assert "timed out" in p.stderr, p.stderr[-300:]
 
     def test_policy_is_sent_and_capped_by_the_remote(self):
         with serve("--timeout", "2", "--memory", "128M") as a:

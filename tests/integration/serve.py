@@ -745,6 +745,40 @@ class ServeTests(Tests):
             assert st == 400 and json.loads(data)["error"]["field"] == "code", data
             assert s.stop() == 0
 
+    def test_sse_output_limit(self):
+        """A flood streamed as SSE stops at the output_limit per stream, then one note naming
+        the bytes held back; the result keeps its head-and-tail cut; the run still times out."""
+        note = re.compile(r"\n\[\.\.\. execbox: ([0-9]+) bytes omitted \.\.\.\]\n")
+        code = ("import sys\nwhile True:\n    print('x' * 100)\n"
+                "    print('y' * 100, file=sys.stderr)\n")
+        with Server() as s:
+            c = s.conn()
+            c.request("POST", "/v1/execute",
+                      body=json.dumps({"code": code, "timeout": 2, "output_limit": 1024}),
+                      headers={"Accept": "text/event-stream", "Content-Type": JSON})
+            r = c.getresponse()
+            assert r.status == 200, r.status
+            got, result = {"stdout": "", "stderr": ""}, None
+            for ev, data in sse_events(r):
+                if ev in got:
+                    got[ev] += json.loads(data)["data"]
+                elif ev == "result":
+                    result = json.loads(data)
+            c.close()
+            assert result and result["timed_out"], result
+            for name, ch in (("stdout", "x"), ("stderr", "y")):
+                text = got[name]
+                m = note.search(text)
+                assert m and m.start() == 1024 and m.end() == len(text), (name, text[-300:])
+                assert text[:1024] == ((ch * 100 + "\n") * 11)[:1024], (name, text[:200])
+                # The note names what the stream held back of all the run wrote.
+                assert int(m.group(1)) == result[name + "_bytes"] - 1024, (m.group(0), result)
+                # The result: head and tail around the buffered note, as before.
+                rm = note.search(result[name])
+                assert result[name + "_truncated"] and rm, result[name][:600]
+                assert rm.start() == 512 and len(result[name]) - rm.end() == 512, result[name]
+            assert s.stop() == 0
+
     def test_warm_pool(self):
         """--pool: every request answered correctly from warm sandboxes, each used once; the
         pool's thread never takes the server's SIGTERM; nothing is left after the drain."""

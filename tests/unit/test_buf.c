@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_buf.c - the capped head+tail output buffer: caps, counts, the marker line, limits at
- * both ends of the accepted range, many small appends against one large one. */
+ * both ends of the accepted range, many small appends against one large one; the live view a
+ * streaming caller is given (eb_capbuf_take). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -212,6 +213,98 @@ static void test_zero_length_append(void **state)
     eb_capbuf_free(&b);
 }
 
+/* What a streaming caller was given, per stream. */
+struct seen {
+    char data[2][4096];
+    size_t len[2];
+    int calls[2];
+};
+
+static void on_output(void *ud, enum execbox_stream which, const char *data, size_t len)
+{
+    struct seen *v = ud;
+    int k = which == EXECBOX_STREAM_STDERR;
+    assert_true(v->len[k] + len <= sizeof(v->data[k]));
+    memcpy(v->data[k] + v->len[k], data, len);
+    v->len[k] += len;
+    v->calls[k]++;
+}
+
+static void take_stream(size_t limit, uint64_t total, size_t chunk, struct seen *v)
+{
+    struct eb_capbuf b;
+    eb_capbuf_init(&b, limit);
+    char d[1000];
+    assert_true(chunk <= sizeof(d));
+    for (uint64_t off = 0; off < total;) {
+        size_t n = total - off < chunk ? (size_t)(total - off) : chunk;
+        fill(d, off, n);
+        assert_int_equal(eb_capbuf_take(&b, on_output, v, EXECBOX_STREAM_STDOUT, d, n), 0);
+        off += n;
+    }
+    eb_capbuf_take_end(&b, on_output, v, EXECBOX_STREAM_STDOUT);
+    /* The buffered record is the same as without a caller. */
+    char *s = NULL;
+    size_t len = 0;
+    assert_int_equal(eb_capbuf_finish(&b, &s, &len), 0);
+    check_finished(s, len, total, limit);
+    free(s);
+}
+
+static void test_take_streams_up_to_the_limit(void **state)
+{
+    (void)state;
+    size_t chunks[] = {1, 7, 100, 1000};
+    for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+        /* Under and at the limit: every byte, no note. */
+        struct seen v = {0};
+        take_stream(1024, 1024, chunks[c], &v);
+        assert_int_equal(v.len[0], 1024);
+        for (size_t i = 0; i < 1024; i++)
+            assert_int_equal(v.data[0][i], pat(i));
+        /* Over it: the first limit bytes, then one note naming the rest. */
+        struct seen w = {0};
+        take_stream(1024, 100000, chunks[c], &w);
+        const char *note = "\n[... execbox: 98976 bytes omitted ...]\n";
+        assert_int_equal(w.len[0], 1024 + strlen(note));
+        for (size_t i = 0; i < 1024; i++)
+            assert_int_equal(w.data[0][i], pat(i));
+        assert_memory_equal(w.data[0] + 1024, note, strlen(note));
+        assert_int_equal(w.len[1], 0);
+    }
+}
+
+static void test_take_cuts_inside_a_chunk(void **state)
+{
+    (void)state;
+    /* The cut falls where the limit does, inside a chunk and inside a UTF-8 sequence as the
+     * head's does; later chunks are held back whole; the note comes only at the end. */
+    struct seen v = {0};
+    struct eb_capbuf b;
+    eb_capbuf_init(&b, 63);
+    const char *text = "..............................................................\xc3\xa9x";
+    size_t n = strlen(text);
+    assert_int_equal(eb_capbuf_take(&b, on_output, &v, EXECBOX_STREAM_STDERR, text, n), 0);
+    assert_int_equal(eb_capbuf_take(&b, on_output, &v, EXECBOX_STREAM_STDERR, "more", 4), 0);
+    assert_int_equal(v.len[1], 63);
+    assert_int_equal(v.calls[1], 1);
+    assert_memory_equal(v.data[1], text, 63);
+    eb_capbuf_take_end(&b, on_output, &v, EXECBOX_STREAM_STDERR);
+    const char *note = "\n[... execbox: 6 bytes omitted ...]\n";
+    assert_int_equal(v.len[1], 63 + strlen(note));
+    assert_memory_equal(v.data[1] + 63, note, strlen(note));
+    assert_int_equal(v.calls[1], 2);
+    assert_int_equal(v.len[0], 0);
+    assert_int_equal(b.total, n + 4);
+    eb_capbuf_free(&b);
+    /* Without a caller nothing is passed on and no note is made. */
+    eb_capbuf_init(&b, 64);
+    assert_int_equal(eb_capbuf_take(&b, NULL, NULL, EXECBOX_STREAM_STDOUT, "abc", 3), 0);
+    eb_capbuf_take_end(&b, NULL, NULL, EXECBOX_STREAM_STDOUT);
+    assert_int_equal(b.total, 3);
+    eb_capbuf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +318,8 @@ int main(void)
         cmocka_unit_test(test_max_limit),
         cmocka_unit_test(test_counts_past_4g),
         cmocka_unit_test(test_zero_length_append),
+        cmocka_unit_test(test_take_streams_up_to_the_limit),
+        cmocka_unit_test(test_take_cuts_inside_a_chunk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@
 #include "executor.h"
 #include "execbox/execbox.h"
 #include "lang.h"
+#include "limits.h"
 #include "policy.h"
 #include "proc.h"
 #include "result.h"
@@ -1088,6 +1089,9 @@ static void supervise_done_flood(bool done_ok)
     memset(&pol, 0, sizeof(pol));
     eb_policy_resolve(&pol);
     pol.timeout = 1;
+    /* on_output is called only within the output_limit: a limit the flood cannot reach in the
+     * deadline keeps the reader slow for the whole run. */
+    pol.output_limit = EB_OUTPUT_LIMIT_MAX;
     struct execbox_request req;
     memset(&req, 0, sizeof(req));
     req.on_output = slow_output;
