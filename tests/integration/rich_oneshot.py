@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""One-shot runs give their work back without a ritual (issue 24, item 4), on the real jail:
-`files` says which files are inputs as given, inputs the run changed, or files it created."""
+"""One-shot runs give their values and plots back without a ritual (issue 24, item 4), on the
+real jail: `execbox run --rich` prints the last expression's value as repl does and saves the
+figures and image files of the run in the current directory (never over a file that is
+there); `files` says which files are inputs as given, inputs the run changed, or files it
+created."""
 import base64
 import json
 import os
@@ -30,6 +33,47 @@ def in_dir(d, args):
 
 class RichOneShotTests(Tests):
     CHECK_TEMP_LEFTOVERS = True
+
+    def test_run_rich_prints_the_value(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = in_dir(d, ["run", "--rich", "-c", "1+1"])
+            assert p.returncode == 0 and p.stdout == "2\n", (p.returncode, p.stdout, p.stderr)
+            # After the program's own output, on a line of its own; display() too; None
+            # prints nothing.
+            p = in_dir(d, ["run", "--rich", "-c",
+                           "print('x', end='')\ndisplay('shown')\n6 * 7"])
+            assert p.stdout == "x\n'shown'\n42\n", (p.stdout, p.stderr)
+            p = in_dir(d, ["run", "--rich", "-c", "print('hi')"])
+            assert p.stdout == "hi\n", p.stdout
+            # --json: the record only, the value in its results.
+            p = in_dir(d, ["run", "--rich", "--json", "-c", "1+1"])
+            r = json.loads(p.stdout)
+            assert r["results"] == [{"text": "2", "is_main_result": True}], r
+            assert os.listdir(d) == [], os.listdir(d)
+
+    def test_run_rich_saves_figures_and_images(self):
+        with tempfile.TemporaryDirectory() as d:
+            # A file of that name is there already: it is kept, the figure gets a new name.
+            with open(os.path.join(d, "execbox-out-1.png"), "wb") as f:
+                f.write(b"mine")
+            p = in_dir(d, ["run", "--rich", "-c",
+                           SHOW + "plt.figure()\nplt.plot([3, 1])\n"
+                           "import os\nos.makedirs('/workspace/out')\n"
+                           "plt.savefig('/workspace/out/saved.png')\n"
+                           "open('/workspace/notes.txt', 'w').write('not an image')\n"])
+            assert p.returncode == 0, (p.returncode, p.stderr)
+            got = sorted(os.listdir(d))
+            assert got == ["execbox-out-1-2.png", "execbox-out-1.png", "execbox-out-2.png",
+                           "saved.png"], got
+            with open(os.path.join(d, "execbox-out-1.png"), "rb") as f:
+                assert f.read() == b"mine"
+            for name in got[:1] + got[2:]:
+                with open(os.path.join(d, name), "rb") as f:
+                    assert f.read(8) == PNG, name
+            lines = p.stderr.splitlines()
+            for name in ("execbox-out-1-2.png", "execbox-out-2.png", "saved.png"):
+                assert any(f"saved to {name} (" in line for line in lines), (name, p.stderr)
+            assert "<Figure" not in p.stdout, p.stdout
 
     def test_files_origin_input_changed_created(self):
         files = [{"path": "in/same.txt", "content": "as given"},
