@@ -3,7 +3,8 @@
 real jail: `execbox run --rich` prints the last expression's value as repl does and saves the
 figures and image files of the run in the current directory (never over a file that is
 there); `files` says which files are inputs as given, inputs the run changed, or files it
-created."""
+created; `POST /v1/execute` returns a figure that the code saved in its fresh workspace (and,
+with rich_results, one that plt.show() showed) inline."""
 import base64
 import json
 import os
@@ -95,6 +96,18 @@ class RichOneShotTests(Tests):
                             "open('/workspace/a.csv', 'w').write('1')"]).stdout)
         assert r["files"] == [{"path": "a.csv", "size": 1, "mime": "text/csv",
                                "origin": "created"}], r
+
+    def test_serve_inlines_figures(self):
+        with Server() as s:
+            st, _, r = s.execute({"code": SAVE})
+            assert st == 200 and r["exit_code"] == 0, r
+            f = r["files"]
+            assert [x["path"] for x in f] == ["plot.png"] and "data" in f[0], r
+            assert base64.b64decode(f[0]["data"])[:8] == PNG
+            st, _, r = s.execute({"code": SHOW, "rich_results": True})
+            assert st == 200 and r["exit_code"] == 0, r
+            assert base64.b64decode(r["results"][0]["png"])[:8] == PNG, r
+            assert s.stop() == 0
 
 
 if __name__ == "__main__":
