@@ -3,8 +3,8 @@
 real jail: `execbox run --rich` prints the last expression's value as repl does and saves the
 figures and image files of the run in the current directory (never over a file that is
 there); `files` says which files are inputs as given, inputs the run changed, or files it
-created; `POST /v1/execute` returns a figure that the code saved in its fresh workspace (and,
-with rich_results, one that plt.show() showed) inline."""
+created; `POST /v1/execute` (and with rich_results, a figure plt.show() showed) and `execbox
+mcp` one-shot calls return a figure the code saved in its fresh workspace, inline."""
 import base64
 import json
 import os
@@ -30,6 +30,40 @@ def in_dir(d, args):
     p = subprocess.run([EXECBOX] + args, cwd=d, stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=120)
     return p
+
+
+class McpClient:
+    """`execbox mcp` over stdio, one JSON-RPC frame a line."""
+
+    def __init__(self, *args):
+        self.p = subprocess.Popen([EXECBOX, "mcp"] + list(args), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.n = 0
+        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "rich_oneshot", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, o):
+        self.p.stdin.write(json.dumps(o) + "\n")
+        self.p.stdin.flush()
+
+    def call(self, method, params):
+        self.n += 1
+        self.send({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params})
+        while True:
+            line = self.p.stdout.readline()
+            assert line, "execbox mcp closed its stdout"
+            o = json.loads(line)
+            if o.get("id") == self.n:
+                assert "result" in o, o
+                return o["result"]
+
+    def tool(self, code):
+        return self.call("tools/call", {"name": "execute_python", "arguments": {"code": code}})
+
+    def close(self):
+        self.p.stdin.close()
+        assert self.p.wait(60) == 0
 
 
 class RichOneShotTests(Tests):
@@ -108,6 +142,21 @@ class RichOneShotTests(Tests):
             assert st == 200 and r["exit_code"] == 0, r
             assert base64.b64decode(r["results"][0]["png"])[:8] == PNG, r
             assert s.stop() == 0
+
+    def test_mcp_one_shot_inlines_a_saved_figure(self):
+        # A stateless call is a script: plt.show() shows nothing there (the tool's description
+        # says to savefig; --stateful returns shown figures, tests/mcp/stateful.mjs).
+        m = McpClient()
+        try:
+            res = m.tool(SAVE)
+            images = [c for c in res["content"] if c["type"] == "image"]
+            assert len(images) == 1 and images[0]["mimeType"] == "image/png", res
+            assert base64.b64decode(images[0]["data"])[:8] == PNG
+            files = res["structuredContent"]["files"]
+            assert [(f["path"], f["origin"]) for f in files] == [("plot.png", "created")], files
+            assert "data" not in files[0], files
+        finally:
+            m.close()
 
 
 if __name__ == "__main__":
