@@ -85,9 +85,9 @@ static void safe_name(const char *path, char *buf, size_t size)
 
 /* Writes len bytes to a new file in the current directory named stem.ext, or stem-2.ext,
  * stem-3.ext ... when that exists (never over an existing file, never through a symlink), and
- * says on stderr where. */
+ * with say, says on stderr where. */
 static void save_new(const char *stem, const char *ext, const void *data, size_t len,
-                     const char *mime)
+                     const char *mime, bool say)
 {
     char name[320];
     int fd = -1;
@@ -101,13 +101,16 @@ static void save_new(const char *stem, const char *ext, const void *data, size_t
             break;
     }
     if (fd < 0) {
-        fprintf(stderr, "execbox: %s could not be saved as '%s': %s\n", mime, name,
-                strerror(errno));
+        if (say)
+            fprintf(stderr, "execbox: %s could not be saved as '%s': %s\n", mime, name,
+                    strerror(errno));
         return;
     }
     int w = cli_write_all(fd, data, len);
     if (close(fd) < 0 && w == 0)
         w = -errno;
+    if (!say)
+        return;
     if (w < 0)
         fprintf(stderr, "execbox: writing '%s': %s\n", name, strerror(-w));
     else
@@ -115,18 +118,19 @@ static void save_new(const char *stem, const char *ext, const void *data, size_t
 }
 
 /* One base64 rich output image, saved as execbox-out-N.EXT. */
-static void save_rich_image(const char *b64, const char *ext, size_t nth)
+static void save_rich_image(const char *b64, const char *ext, size_t nth, bool say)
 {
     size_t len = 0;
     unsigned char *data = repl_base64_decode(b64, strlen(b64), &len);
     char mime[32], stem[48];
     snprintf(mime, sizeof(mime), "image/%s", ext);
     if (!data) {
-        fprintf(stderr, "execbox: an %s output could not be decoded\n", mime);
+        if (say)
+            fprintf(stderr, "execbox: an %s output could not be decoded\n", mime);
         return;
     }
     snprintf(stem, sizeof(stem), "execbox-out-%zu", nth);
-    save_new(stem, ext, data, len, mime);
+    save_new(stem, ext, data, len, mime, say);
     free(data);
 }
 
@@ -135,6 +139,7 @@ static void save_rich_image(const char *b64, const char *ext, size_t nth)
  * or changed in its fresh workspace (which is gone now), saved under their own names. */
 static void show_rich(const struct execbox_result *res, const struct passthrough *pt)
 {
+    bool say = !pt->dropped[2]; /* a stalled reader of our stderr would block us for good */
     if (!pt->dropped[1]) {
         fflush(stdout);
         if (pt->stdout_open_line)
@@ -151,9 +156,9 @@ static void show_rich(const struct execbox_result *res, const struct passthrough
                 fputc('\n', stdout);
         }
         if (x->png)
-            save_rich_image(x->png, "png", ++images);
+            save_rich_image(x->png, "png", ++images, say);
         if (x->jpeg)
-            save_rich_image(x->jpeg, "jpeg", ++images);
+            save_rich_image(x->jpeg, "jpeg", ++images, say);
     }
     fflush(stdout);
     for (size_t i = 0; i < res->n_files; i++) {
@@ -168,7 +173,7 @@ static void show_rich(const struct execbox_result *res, const struct passthrough
             *dot = '\0';
             ext = dot + 1;
         }
-        save_new(base, ext, f->data, f->data_len, f->mime);
+        save_new(base, ext, f->data, f->data_len, f->mime, say);
     }
 }
 
