@@ -93,8 +93,8 @@ void eb_wait_release(struct eb_wait *w)
     w->error_name = w->error_value = w->error_traceback = NULL;
 }
 
-int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, struct eb_wait *w,
-                      struct execbox_result *res)
+int eb_wait_to_result(const struct execbox_policy *policy, const struct execbox_request *req,
+                      struct eb_wait *w, struct execbox_result *res)
 {
     int r = 0;
     if (!w->final) {
@@ -128,7 +128,7 @@ int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, st
                 r = o;
         }
         if (r == 0 && w->ws_fd >= 0 && !w->files_listed)
-            r = eb_workspace_list(w->ws_fd, inline_max, res);
+            r = eb_workspace_list(w->ws_fd, req->inline_files_max, req, res);
     }
     eb_wait_release(w);
     return r;
@@ -148,7 +148,7 @@ static int deliver_and_wait(const struct eb_backend_ops *ops, void *state, struc
     if (r == 0 && w.lost)
         r = -EPIPE;
     if (r == 0)
-        r = eb_wait_to_result(run->policy, run->req->inline_files_max, &w, res);
+        r = eb_wait_to_result(run->policy, run->req, &w, res);
     else
         eb_wait_release(&w);
     return r;

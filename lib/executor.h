@@ -30,10 +30,10 @@ void eb_wait_release(struct eb_wait *w);
 /* How a run ended, made into its result: the one mapping for every run, cold, pooled, forked
  * or a session's cell (exit, deadline, cancel, output flood, set-up failure; the sandbox's own
  * CPU and memory counters over the rusage; the one OOM rule; the files left in /workspace, up
- * to inline_max bytes each inline; the interpreter's own error when nothing else was). Releases
- * w (eb_wait_release). 0 or -ENOMEM. */
-int eb_wait_to_result(const struct execbox_policy *policy, size_t inline_max, struct eb_wait *w,
-                      struct execbox_result *res);
+ * to req->inline_files_max bytes each inline, each marked against req's input files; the
+ * interpreter's own error when nothing else was). Releases w (eb_wait_release). 0 or -ENOMEM. */
+int eb_wait_to_result(const struct execbox_policy *policy, const struct execbox_request *req,
+                      struct eb_wait *w, struct execbox_result *res);
 
 /* One cold run straight through a backend's lifecycle (start with the run, deliver, wait, the
  * executor's mapping, destroy), without an executor: for tests of a backend. Same contract as

@@ -186,6 +186,12 @@ static json_t *json_text(const char *data, size_t len)
     return s;
 }
 
+static const char *const origin_names[] = {
+    [EXECBOX_FILE_CREATED] = "created",
+    [EXECBOX_FILE_CHANGED] = "changed",
+    [EXECBOX_FILE_INPUT] = "input",
+};
+
 json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags)
 {
     json_t *o = json_object();
@@ -235,6 +241,10 @@ json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags)
         bad |= json_object_set_new(fo, "path", json_text(f->path, strlen(f->path)));
         bad |= json_object_set_new(fo, "size", json_integer((json_int_t)f->size));
         bad |= json_object_set_new(fo, "mime", json_string(f->mime ? f->mime : ""));
+        bad |= json_object_set_new(
+            fo, "origin",
+            json_string(origin_names[f->origin < ARRAY_SIZE(origin_names) ? f->origin
+                                                                          : EXECBOX_FILE_CREATED]));
         if (f->data && !(flags & EXECBOX_JSON_NO_FILE_DATA)) {
             char *b64 = execbox_base64(f->data, f->data_len);
             bad |= json_object_set_new(fo, "data", b64 ? json_string(b64) : NULL);
@@ -320,7 +330,8 @@ static int from_killed_reason(const char *s, enum execbox_killed_reason *ret)
     return -EBADMSG;
 }
 
-/* The file entries of a record: {path, size, mime, data?} each. */
+/* The file entries of a record: {path, size, mime, origin?, data?} each (a record without
+ * origin, from an older version, counts its files as created). */
 static int files_from_array(const json_t *a, struct execbox_result *r, struct execbox_error *err)
 {
     size_t n = json_array_size(a);
@@ -335,10 +346,21 @@ static int files_from_array(const json_t *a, struct execbox_result *r, struct ex
         const json_t *f = json_array_get(a, i);
         const json_t *path = json_object_get(f, "path"), *size = json_object_get(f, "size");
         const json_t *mime = json_object_get(f, "mime"), *data = json_object_get(f, "data");
+        const json_t *origin = json_object_get(f, "origin");
         if (!json_is_string(path) || !json_is_integer(size) || json_integer_value(size) < 0 ||
-            (mime && !json_is_string(mime)) || (data && !json_is_string(data)))
-            return eb_error_set(err, -EBADMSG, "files[%zu]: not {path, size, mime, data?}", i);
+            (mime && !json_is_string(mime)) || (data && !json_is_string(data)) ||
+            (origin && !json_is_string(origin)))
+            return eb_error_set(err, -EBADMSG, "files[%zu]: not {path, size, mime, origin?, data?}",
+                                i);
+        size_t o = 0;
+        while (origin && o < ARRAY_SIZE(origin_names) &&
+               strcmp(json_string_value(origin), origin_names[o]) != 0)
+            o++;
+        if (o == ARRAY_SIZE(origin_names))
+            return eb_error_set(err, -EBADMSG, "files[%zu].origin: not created, changed or input",
+                                i);
         struct execbox_file *x = &r->files[r->n_files++];
+        x->origin = (enum execbox_file_origin)o;
         x->path = dup_text(path, NULL);
         x->mime = mime ? dup_text(mime, NULL) : strdup("");
         x->size = (uint64_t)json_integer_value(size);

@@ -577,7 +577,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     snprintf(w.oom_why, sizeof(w.oom_why),
              "the session's memory cap covers its state and the running cell");
     w.ws_fd = openat(s->box.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (eb_wait_to_result(pol, req->inline_files_max, &w, res) < 0)
+    if (eb_wait_to_result(pol, req, &w, res) < 0)
         return eb_error_set(err, -ENOMEM, "out of memory");
     if (read_results(res_fd, res) < 0)
         return eb_error_set(err, -ENOMEM, "out of memory");
@@ -780,7 +780,7 @@ int execbox_session_list_files(struct execbox_session *s, struct execbox_file **
         return eb_error_set(err, -errno, "open the workspace: %s", execbox_strerror(-errno));
     struct execbox_result tmp;
     memset(&tmp, 0, sizeof(tmp));
-    r = eb_workspace_list(wfd, 0, &tmp);
+    r = eb_workspace_list(wfd, 0, NULL, &tmp);
     if (r < 0) {
         execbox_files_free(tmp.files, tmp.n_files);
         return eb_error_set(err, r, "list the workspace: %s", execbox_strerror(r));

@@ -79,7 +79,48 @@ struct lister {
     size_t cap;
     size_t inline_max;
     dev_t dev;
+    const struct execbox_request *req; /* its input files, or NULL */
 };
+
+/* True when the file open at fd holds exactly the len bytes at want. */
+static bool same_bytes(int fd, const unsigned char *want, size_t len)
+{
+    unsigned char buf[65536];
+    size_t at = 0;
+    for (;;) {
+        ssize_t n = eb_read_full(fd, buf, sizeof(buf));
+        if (n < 0)
+            return false;
+        if (n == 0)
+            return at == len;
+        if ((size_t)n > len - at || memcmp(buf, want + at, (size_t)n) != 0)
+            return false;
+        at += (size_t)n;
+    }
+}
+
+/* Where the file rel (name beneath dirfd, of size st_size) came from: one of the request's
+ * input files, as given or changed by the run, or neither. */
+static enum execbox_file_origin origin_of(const struct lister *l, int dirfd, const char *name,
+                                          const char *rel, const struct stat *st)
+{
+    const struct execbox_request *req = l->req;
+    for (size_t i = 0; req && req->files && i < req->n_files; i++) {
+        const struct execbox_input_file *in = &req->files[i];
+        if (strcmp(in->path, rel) != 0)
+            continue;
+        if ((uint64_t)st->st_size != (uint64_t)in->len)
+            return EXECBOX_FILE_CHANGED;
+        _cleanup_close_ int fd =
+            openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        struct stat fst;
+        if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) ||
+            !same_bytes(fd, in->data, in->len))
+            return EXECBOX_FILE_CHANGED;
+        return EXECBOX_FILE_INPUT;
+    }
+    return EXECBOX_FILE_CREATED;
+}
 
 static int add_file(struct lister *l, int dirfd, const char *name, const char *rel,
                     const struct stat *st)
@@ -108,6 +149,7 @@ static int add_file(struct lister *l, int dirfd, const char *name, const char *r
         return -ENOMEM;
     }
     r->n_files++;
+    f->origin = origin_of(l, dirfd, name, rel, st);
     if (strncmp(f->mime, "image/", 6) != 0 || (size_t)st->st_size > l->inline_max ||
         st->st_size == 0)
         return 0;
@@ -173,12 +215,14 @@ static int cmp_files(const void *a, const void *b)
     return strcmp(((const struct execbox_file *)a)->path, ((const struct execbox_file *)b)->path);
 }
 
-int eb_workspace_list(int dirfd, size_t inline_max, struct execbox_result *r)
+int eb_workspace_list(int dirfd, size_t inline_max, const struct execbox_request *req,
+                      struct execbox_result *r)
 {
     struct stat st;
     if (fstat(dirfd, &st) < 0)
         return -errno;
-    struct lister l = {.r = r, .cap = r->n_files, .inline_max = inline_max, .dev = st.st_dev};
+    struct lister l = {
+        .r = r, .cap = r->n_files, .inline_max = inline_max, .dev = st.st_dev, .req = req};
     int rc = walk(&l, dirfd, "", 0);
     if (r->n_files > 1)
         qsort(r->files, r->n_files, sizeof(*r->files), cmp_files);

@@ -14,8 +14,11 @@ int eb_mkdtemp(const char *what, char *path, struct execbox_error *err);
 
 /* Lists the regular files below the directory dirfd (not following symlinks, not crossing
  * mounts, at most EB_FILES_MAX entries and EB_FILES_DEPTH levels) into r->files, sorted by
- * path; images up to inline_max bytes are read into data. dirfd stays owned by the caller. */
-int eb_workspace_list(int dirfd, size_t inline_max, struct execbox_result *r);
+ * path; images up to inline_max bytes are read into data. Each file's origin says whether it
+ * is one of req's input files (req may be NULL: none), as given or changed. dirfd stays owned
+ * by the caller. */
+int eb_workspace_list(int dirfd, size_t inline_max, const struct execbox_request *req,
+                      struct execbox_result *r);
 
 /* Refuses a host directory that must never be handed to sandboxed code as its workspace: `/`,
  * the top-level system and shared directories (/usr, /etc, /var, /tmp, /home, ...), anything

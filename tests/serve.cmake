@@ -32,6 +32,10 @@ set_tests_properties(fuzz.front_head PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
 eb_integration_test(sessions)
 set_tests_properties(integration.sessions PROPERTIES TIMEOUT 600)
 
+# One-shot runs give values and plots back (issue 24 item 4): `run --rich` prints the value and
+# saves figures and image files; files' origin; serve and mcp one-shots inline a figure.
+eb_integration_test(rich_oneshot)
+
 # Three attacks on serve, run for real (tests/integration/serve_hardening.py): a steady reader
 # of an endless stream, twenty slow downloads of a 64 MiB file (serve's memory stays bounded),
 # and DNS rebinding against a server without a token (421 on every route).

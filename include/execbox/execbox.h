@@ -238,12 +238,20 @@ enum execbox_killed_reason {
     EXECBOX_KILLED_CANCELLED,
 };
 
+/* A listed file against the request's input files (execbox_request.files). */
+enum execbox_file_origin {
+    EXECBOX_FILE_CREATED = 0, /* not one of the input files: "created" */
+    EXECBOX_FILE_CHANGED,     /* an input file whose content the run changed: "changed" */
+    EXECBOX_FILE_INPUT,       /* an input file, byte for byte as given: "input" */
+};
+
 struct execbox_file {
     char *path;          /* relative to /workspace */
     uint64_t size;       /* bytes */
     char *mime;          /* guessed from the name and the first bytes */
     unsigned char *data; /* inline content of a small image, else NULL */
     size_t data_len;
+    enum execbox_file_origin origin;
 };
 
 /* One connection attempt through the network proxy (network "allow"). */

@@ -679,6 +679,15 @@ static int rm_wait(void *state, struct eb_box *w, const struct eb_run *run,
             handles_give(s, &hp, r == 0);
             if (r < 0)
                 return r;
+            /* The remote inlines images up to its own size: no more than our caller asked. */
+            for (size_t i = 0; i < res->n_files; i++) {
+                struct execbox_file *f = &res->files[i];
+                if (f->data && f->data_len > run->req->inline_files_max) {
+                    free(f->data);
+                    f->data = NULL;
+                    f->data_len = 0;
+                }
+            }
             ret->final = true;
             if (run->req->on_output) {
                 if (res->stdout_len)

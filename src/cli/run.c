@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* run.c - `execbox run`: run code once in a fresh sandbox (README.md, docs/result.md). */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +13,10 @@
 #include "common/cliopts.h"
 #include "common/io.h"
 #include "execbox/execbox.h"
+#include "repl/cell.h"
+
+#define RUN_SAVE_TRIES 100              /* names tried for one image before giving up */
+#define RUN_RICH_INLINE_MAX (16U << 20) /* --rich: image files up to this size come back */
 
 static void help(FILE *f)
 {
@@ -26,9 +32,12 @@ static void help(FILE *f)
             "  -i, --stdin              pass our stdin to the program (default: /dev/null)\n"
             "      --json               print the result record as one JSON object\n"
             "      --pretty             indent the JSON\n"
-            "      --rich               run it as a notebook cell: the record's results hold the\n"
-            "                           last expression's value, display() and figures (python,\n"
-            "                           jail; see docs/sessions.md)\n"
+            "      --rich               run it as a notebook cell (python, jail; see\n"
+            "                           docs/sessions.md): the last expression's value and\n"
+            "                           display() outputs are printed after the output, and\n"
+            "                           figures and the image files the code wrote are saved in\n"
+            "                           the current directory (a line on stderr names each);\n"
+            "                           with --json the record's results hold them instead\n"
             "      --warm               run in a sandbox started ahead of time, as mcp and serve\n"
             "                           do with --pool (waits for it; the result is the same)\n"
             "  -h, --help               this text\n\n" CLI_SANDBOX_HELP
@@ -38,21 +47,134 @@ static void help(FILE *f)
 
 /* Streaming the program's output through to ours. */
 struct passthrough {
-    uint64_t deadline_ns; /* never block writing past this */
-    bool dropped[3];      /* by fd: the reader stalled or went away; stop writing there */
+    uint64_t deadline_ns;  /* never block writing past this */
+    bool dropped[3];       /* by fd: the reader stalled or went away; stop writing there */
+    bool stdout_open_line; /* the program's stdout so far does not end with a newline */
 };
 
 static void stream_out(void *ud, enum execbox_stream s, const char *data, size_t len)
 {
     struct passthrough *pt = ud;
     int fd = s == EXECBOX_STREAM_STDOUT ? 1 : 2;
-    if (pt->dropped[fd])
+    if (pt->dropped[fd] || len == 0)
         return;
+    if (fd == 1)
+        pt->stdout_open_line = data[len - 1] != '\n';
     /* This runs on the thread that enforces the run's deadline: a reader that stops reading
      * (`execbox run ... | sleep 100`) must not block it past the deadline, and a closed
      * terminal must not stop the run. Either way the output still lands in the result. */
     if (cli_write_until(fd, data, len, pt->deadline_ns) < 0)
         pt->dropped[fd] = true;
+}
+
+/* A name for a saved file made from what the guest called it: its last path component, with
+ * anything but letters, digits, '.', '-' and '_' made '_' and no leading dot. */
+static void safe_name(const char *path, char *buf, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = 0;
+    for (const char *p = base; *p && n + 1 < size; p++) {
+        unsigned char c = (unsigned char)*p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || (c == '.' && n > 0);
+        buf[n++] = ok ? (char)c : '_';
+    }
+    buf[n] = '\0';
+}
+
+/* Writes len bytes to a new file in the current directory named stem.ext, or stem-2.ext,
+ * stem-3.ext ... when that exists (never over an existing file, never through a symlink), and
+ * with say, says on stderr where. */
+static void save_new(const char *stem, const char *ext, const void *data, size_t len,
+                     const char *mime, bool say)
+{
+    char name[320];
+    int fd = -1;
+    for (int i = 1; i <= RUN_SAVE_TRIES && fd < 0; i++) {
+        if (i == 1)
+            snprintf(name, sizeof(name), "%s%s%s", stem, *ext ? "." : "", ext);
+        else
+            snprintf(name, sizeof(name), "%s-%d%s%s", stem, i, *ext ? "." : "", ext);
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        if (say)
+            fprintf(stderr, "execbox: %s could not be saved as '%s': %s\n", mime, name,
+                    strerror(errno));
+        return;
+    }
+    int w = cli_write_all(fd, data, len);
+    if (close(fd) < 0 && w == 0)
+        w = -errno;
+    if (!say)
+        return;
+    if (w < 0)
+        fprintf(stderr, "execbox: writing '%s': %s\n", name, strerror(-w));
+    else
+        fprintf(stderr, "execbox: %s saved to %s (%zu bytes)\n", mime, name, len);
+}
+
+/* One base64 rich output image, saved as execbox-out-N.EXT. */
+static void save_rich_image(const char *b64, const char *ext, size_t nth, bool say)
+{
+    size_t len = 0;
+    unsigned char *data = repl_base64_decode(b64, strlen(b64), &len);
+    char mime[32], stem[48];
+    snprintf(mime, sizeof(mime), "image/%s", ext);
+    if (!data) {
+        if (say)
+            fprintf(stderr, "execbox: an %s output could not be decoded\n", mime);
+        return;
+    }
+    snprintf(stem, sizeof(stem), "execbox-out-%zu", nth);
+    save_new(stem, ext, data, len, mime, say);
+    free(data);
+}
+
+/* --rich without --json: what repl shows of a cell. Each rich output's text (the last
+ * expression's value, display()), its PNG or JPEG saved; then the image files the run created
+ * or changed in its fresh workspace (which is gone now), saved under their own names. */
+static void show_rich(const struct execbox_result *res, const struct passthrough *pt)
+{
+    bool say = !pt->dropped[2]; /* a stalled reader of our stderr would block us for good */
+    if (!pt->dropped[1]) {
+        fflush(stdout);
+        if (pt->stdout_open_line)
+            fputc('\n', stdout);
+    }
+    size_t images = 0;
+    for (size_t k = 0; k < res->n_results; k++) {
+        const struct execbox_rich *x = &res->results[k];
+        /* A figure's text is only its repr ("<Figure size ...>"): the saved file says more. */
+        if (x->text && !(x->png || x->jpeg) && !pt->dropped[1]) {
+            size_t n = strlen(x->text);
+            fwrite(x->text, 1, n, stdout);
+            if (n == 0 || x->text[n - 1] != '\n')
+                fputc('\n', stdout);
+        }
+        if (x->png)
+            save_rich_image(x->png, "png", ++images, say);
+        if (x->jpeg)
+            save_rich_image(x->jpeg, "jpeg", ++images, say);
+    }
+    fflush(stdout);
+    for (size_t i = 0; i < res->n_files; i++) {
+        const struct execbox_file *f = &res->files[i];
+        if (!f->data || f->origin == EXECBOX_FILE_INPUT)
+            continue;
+        char base[256];
+        safe_name(f->path, base, sizeof(base));
+        char *dot = strrchr(base, '.');
+        const char *ext = "";
+        if (dot && dot != base) {
+            *dot = '\0';
+            ext = dot + 1;
+        }
+        save_new(base, ext, f->data, f->data_len, f->mime, say);
+    }
 }
 
 /* The run's cancellation token, fired by SIGINT, SIGTERM or SIGHUP so that an interrupted run
@@ -225,6 +347,8 @@ int cmd_run(int argc, char **argv)
         .userdata = &pt,
         .cancel = cancel,
         .rich_results = rich,
+        /* --rich: the images the code wrote come back, to be saved here. */
+        .inline_files_max = rich && !json ? RUN_RICH_INLINE_MAX : 0,
     };
     if (req.code_len == 0) {
         req.code = "\n";
@@ -236,6 +360,8 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     bool sandbox_failed = res->error_name && strcmp(res->error_name, "SandboxError") == 0;
+    if (rich && !json && !sandbox_failed)
+        show_rich(res, &pt);
     if (json) {
         char *s = NULL;
         if (execbox_result_to_json(res, pretty ? EXECBOX_JSON_PRETTY : 0, &s, &err) < 0) {

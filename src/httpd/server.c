@@ -59,6 +59,9 @@
 #define SRV_WATCH_MS 50
 #define SRV_CONN_TIMEOUT_S 60U
 #define SRV_RETRY_AFTER_MAX 60
+/* A one-shot run's image files up to this size come back inline in its record (its fresh
+ * workspace is gone after the run); as `execbox mcp --inline-images` by default. */
+#define SRV_INLINE_FILES_MAX (2U << 20)
 
 enum route {
     R_EXECUTE,
@@ -817,6 +820,7 @@ static struct execbox_request request_of(struct job *j, const struct execbox_pol
 static void run_once(struct srv *s, struct job *j)
 {
     struct execbox_request req = request_of(j, &j->spec.policy);
+    req.inline_files_max = SRV_INLINE_FILES_MAX;
     struct execbox_result *res = NULL;
     struct execbox_error err = {0};
     uint64_t t = now_ns();

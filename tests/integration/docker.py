@@ -127,7 +127,8 @@ class DockerTests(Tests):
         r, p = docker(["-l", "bash", "-i", "-c", "read x; echo got $x; mkdir -p d; "
                        "printf abc > d/out.txt; ln -s /etc/passwd lnk"], input="hello\n")
         assert r["stdout"] == "got hello\n" and r["exit_code"] == 0, r
-        assert r["files"] == [{"path": "d/out.txt", "size": 3, "mime": "text/plain"}], r["files"]
+        assert r["files"] == [{"path": "d/out.txt", "size": 3, "mime": "text/plain",
+                               "origin": "created"}], r["files"]
 
     def test_exit_codes_and_signals(self):
         r, p = docker(["-c", "import sys; print('x'); sys.exit(3)"])

@@ -224,10 +224,10 @@ class E2BTests(Tests):
         eq(r["exit_code"], 0, p.stderr)
         eq(r["stdout"].strip().endswith("/home/user/workspace"), True, r["stdout"])
         eq(r["files"], [
-            {"path": ".hidden", "size": 1, "mime": "application/octet-stream"},
-            {"path": "out.txt", "size": 5, "mime": "text/plain"},
-            {"path": "plot.png", "size": 48, "mime": "image/png"},
-            {"path": "sub/d/data.csv", "size": 8, "mime": "text/csv"},
+            {"path": ".hidden", "size": 1, "mime": "application/octet-stream", "origin": "created"},
+            {"path": "out.txt", "size": 5, "mime": "text/plain", "origin": "created"},
+            {"path": "plot.png", "size": 48, "mime": "image/png", "origin": "created"},
+            {"path": "sub/d/data.csv", "size": 8, "mime": "text/csv", "origin": "created"},
         ], "files: the run's own, no symlink, not the template's README.txt or .bashrc")
         check("files_truncated" not in r or r["files_truncated"] is False, r)
         eq(self.downloads(), [], "no image is read unless the caller asks for them inline")
@@ -374,8 +374,8 @@ class E2BTests(Tests):
         r, p = common.run_json(["-b", "e2b", "-c", "open('ok.txt', 'w').write('ok')"],
                                env=self.env)
         eq(r["exit_code"], 0, p.stderr)
-        eq(r["files"], [{"path": "num.txt", "size": 7, "mime": "text/plain"},
-                        {"path": "ok.txt", "size": 2, "mime": "text/plain"}])
+        eq(r["files"], [{"path": "num.txt", "size": 7, "mime": "text/plain", "origin": "created"},
+                        {"path": "ok.txt", "size": 2, "mime": "text/plain", "origin": "created"}])
         self.assert_deleted()
 
     # ---- errors E2B can answer ------------------------------------------------------------

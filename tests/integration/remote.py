@@ -96,6 +96,8 @@ PROGRAMS = [
     (["--output-limit", "100"], "print('x' * 5000)"),
     (["-l", "bash"], "echo hello from bash; exit 4"),
     (["-l", "javascript"], "console.log([1, 2, 3].map(x => x * 2).join(','))"),
+    # serve inlines a one-shot's images; the remote backend keeps only what its caller asked.
+    (["-l", "bash"], "printf '\\211PNG\\r\\n\\032\\nrest' > plot.png"),
 ]
 
 

@@ -345,6 +345,7 @@ static void test_files(void **state)
     memcpy(r->files[1].data, png, sizeof(png) - 1);
     r->files[1].data_len = sizeof(png) - 1;
     r->files[1].size = sizeof(png) - 1;
+    r->files[1].origin = EXECBOX_FILE_INPUT;
     r->files_truncated = true;
     json_t *o = to_json(r, 0);
     json_t *files = json_object_get(o, "files");
@@ -353,6 +354,8 @@ static void test_files(void **state)
     assert_string_equal(json_string_value(json_object_get(f0, "path")), "data/out.csv");
     assert_int_equal(json_integer_value(json_object_get(f0, "size")), 12345);
     assert_string_equal(json_string_value(json_object_get(f0, "mime")), "text/csv");
+    assert_string_equal(json_string_value(json_object_get(f0, "origin")), "created");
+    assert_string_equal(json_string_value(json_object_get(f1, "origin")), "input");
     assert_null(json_object_get(f0, "data"));
     assert_string_equal(json_string_value(json_object_get(f1, "mime")), "image/png");
     assert_string_equal(json_string_value(json_object_get(f1, "data")), "iVBORw0KGgpyZXN0");
@@ -396,6 +399,7 @@ static void test_from_object_round_trip(void **state)
     r->files[0].data = (unsigned char *)strdup("\x89PNG!");
     r->files[0].data_len = 5;
     r->files[0].size = 5;
+    r->files[0].origin = EXECBOX_FILE_CHANGED;
     assert_int_equal(eb_result_add_degraded(r, "seccomp"), 0);
     json_t *o = eb_result_to_object(r, 0);
     struct execbox_result *back = eb_result_new("jail", "python");
@@ -414,6 +418,8 @@ static void test_from_object_round_trip(void **state)
         "\"killed_reason\":\"bored\"}",
         "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,\"execution_time\":0,"
         "\"files\":[{\"path\":\"a\",\"size\":1,\"data\":\"!!!!\"}]}",
+        "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,\"execution_time\":0,"
+        "\"files\":[{\"path\":\"a\",\"size\":1,\"origin\":\"borrowed\"}]}",
         "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":999,\"execution_time\":0}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
