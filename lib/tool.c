@@ -140,7 +140,8 @@ static json_t *result_schema(void)
         "\"traceback\":{\"type\":\"string\"}}},"
         "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
         "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
-        "\"mime\":{\"type\":\"string\"},\"data\":{\"type\":\"string\"}}}},"
+        "\"mime\":{\"type\":\"string\"},\"data\":{\"type\":\"string\"},"
+        "\"origin\":{\"type\":\"string\",\"enum\":[\"input\",\"changed\",\"created\"]}}}},"
         "\"backend\":{\"type\":\"string\"},\"language\":{\"type\":\"string\"}}}";
     return json_loads(text, 0, NULL);
 }

@@ -85,6 +85,12 @@ static void test_mcp(void **state)
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
         if (!json_object_get(oprops, fields[i]))
             fail_msg("outputSchema lacks '%s'", fields[i]);
+    /* Each file says where it came from, as the result record does (docs/result.md). */
+    json_t *fprops =
+        json_object_get(json_object_get(json_object_get(oprops, "files"), "items"), "properties");
+    json_t *origin = json_object_get(json_object_get(fprops, "origin"), "enum");
+    assert_int_equal(json_array_size(origin), 3);
+    assert_string_equal(json_string_value(json_array_get(origin, 0)), "input");
     json_t *oreq = json_object_get(out, "required");
     assert_int_equal(json_array_size(oreq), 4);
     assert_true(json_is_object(json_object_get(j, "annotations")));
