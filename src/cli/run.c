@@ -15,7 +15,6 @@
 #include "execbox/execbox.h"
 #include "repl/cell.h"
 
-#define RUN_SAVE_TRIES 100              /* names tried for one image before giving up */
 #define RUN_RICH_INLINE_MAX (16U << 20) /* --rich: image files up to this size come back */
 
 static void help(FILE *f)
@@ -90,29 +89,11 @@ static void save_new(const char *stem, const char *ext, const void *data, size_t
                      const char *mime, bool say)
 {
     char name[320];
-    int fd = -1;
-    for (int i = 1; i <= RUN_SAVE_TRIES && fd < 0; i++) {
-        if (i == 1)
-            snprintf(name, sizeof(name), "%s%s%s", stem, *ext ? "." : "", ext);
-        else
-            snprintf(name, sizeof(name), "%s-%d%s%s", stem, i, *ext ? "." : "", ext);
-        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        if (say)
-            fprintf(stderr, "execbox: %s could not be saved as '%s': %s\n", mime, name,
-                    strerror(errno));
-        return;
-    }
-    int w = cli_write_all(fd, data, len);
-    if (close(fd) < 0 && w == 0)
-        w = -errno;
+    int w = cli_save_new(stem, ext, data, len, name, sizeof(name));
     if (!say)
         return;
     if (w < 0)
-        fprintf(stderr, "execbox: writing '%s': %s\n", name, strerror(-w));
+        fprintf(stderr, "execbox: %s could not be saved as '%s': %s\n", mime, name, strerror(-w));
     else
         fprintf(stderr, "execbox: %s saved to %s (%zu bytes)\n", mime, name, len);
 }

@@ -35,6 +35,27 @@ int cli_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+int cli_save_new(const char *stem, const char *ext, const void *data, size_t len, char *name,
+                 size_t name_size)
+{
+    int fd = -1;
+    for (int i = 1; i <= 100 && fd < 0; i++) {
+        if (i == 1)
+            snprintf(name, name_size, "%s%s%s", stem, *ext ? "." : "", ext);
+        else
+            snprintf(name, name_size, "%s-%d%s%s", stem, i, *ext ? "." : "", ext);
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0)
+        return -errno;
+    int w = cli_write_all(fd, data, len);
+    if (close(fd) < 0 && w == 0)
+        w = -errno;
+    return w;
+}
+
 uint64_t cli_now_ns(void)
 {
     struct timespec ts;

@@ -10,6 +10,12 @@
 /* Writes all of buf to fd, retrying on EINTR. 0 or -errno. */
 int cli_write_all(int fd, const void *buf, size_t len);
 
+/* Writes len bytes to a new file in the current directory named stem.ext (ext "": stem), or
+ * stem-2.ext, stem-3.ext ... up to stem-100.ext when that exists: never over an existing file,
+ * never through a symlink. The name used (or last tried) in name. 0 or -errno. */
+int cli_save_new(const char *stem, const char *ext, const void *data, size_t len, char *name,
+                 size_t name_size);
+
 /* Like cli_write_all, but never blocks past deadline_ns (CLOCK_MONOTONIC): waits for room
  * with poll() and writes at most PIPE_BUF bytes at a time, so that a reader that stops
  * reading cannot hold us; past the deadline it still writes while there is room. -ETIMEDOUT

@@ -29,7 +29,6 @@
 #include "execbox/execbox.h"
 
 #define REPL_LINE_MAX (1U << 20)         /* longest line read without a terminal */
-#define REPL_SAVE_TRIES 100              /* names tried for one image before giving up */
 #define REPL_STALL_GRACE_NS 250000000ULL /* a stalled terminal may hold a cell this much longer */
 
 static void help(FILE *f)
@@ -261,28 +260,14 @@ static void save_image(const char *b64, const char *ext, unsigned long long cell
         fprintf(stderr, "(an image/%s output could not be decoded)\n", ext);
         return;
     }
-    char name[96];
-    int fd = -1;
-    for (int i = 1; i <= REPL_SAVE_TRIES && fd < 0; i++) {
-        if (i == 1)
-            snprintf(name, sizeof(name), "execbox-out-%llu-%zu.%s", cell, nth, ext);
-        else
-            snprintf(name, sizeof(name), "execbox-out-%llu-%zu-%d.%s", cell, nth, i, ext);
-        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        fprintf(stderr, "(an image/%s output could not be saved: %s)\n", ext, strerror(errno));
-    } else {
-        int w = cli_write_all(fd, data, len);
-        if (close(fd) < 0 && w == 0)
-            w = -errno;
-        if (w < 0)
-            fprintf(stderr, "(writing '%s': %s)\n", name, strerror(-w));
-        else
-            printf("(image/%s saved to %s, %zu bytes)\n", ext, name, len);
-    }
+    char stem[64], name[96];
+    snprintf(stem, sizeof(stem), "execbox-out-%llu-%zu", cell, nth);
+    int w = cli_save_new(stem, ext, data, len, name, sizeof(name));
+    if (w < 0)
+        fprintf(stderr, "(an image/%s output could not be saved as '%s': %s)\n", ext, name,
+                strerror(-w));
+    else
+        printf("(image/%s saved to %s, %zu bytes)\n", ext, name, len);
     free(data);
 }
 
