@@ -46,7 +46,8 @@ json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags);
  * record: free it. */
 int eb_result_from_object(const json_t *o, struct execbox_result *r, struct execbox_error *err);
 
-/* Parses Python's last uncaught exception from stderr into r->error_*. No-op when none. */
+/* Parses Python's last uncaught exception from stderr into r->error_*. No-op when none, or when
+ * r already has an error. Only for exit status 1, or SIGINT (an uncaught KeyboardInterrupt). */
 int eb_parse_python_error(struct execbox_result *r);
 
 /* Appends the rich outputs of a JSON array ([{text, html, png, ..., is_main_result}]) to r,

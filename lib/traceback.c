@@ -2,6 +2,7 @@
 /* traceback.c - finds Python's last uncaught exception in stderr: name, value, traceback. */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,8 @@ int eb_parse_python_error(struct execbox_result *r)
 {
     const char *s = r->stderr_data;
     size_t len = r->stderr_len;
-    if (!s || len == 0 || r->exit_code != 1 || r->error_name)
+    /* An uncaught exception exits 1; KeyboardInterrupt's ends the interpreter by SIGINT. */
+    if (!s || len == 0 || r->error_name || !(r->exit_code == 1 || r->signal == SIGINT))
         return 0;
     /* Python prints an uncaught exception as a header, indented frames, then the exception
      * line "Name: value" (the value may span lines). A SyntaxError in the main file has no

@@ -2,6 +2,7 @@
 /* test_traceback.c - Python's uncaught exception parsed from stderr into result.error, and
  * the cases that must not be taken for one. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -234,6 +235,33 @@ static void test_huge_traceback_capped(void **state)
     free(t);
 }
 
+static void test_keyboard_interrupt_by_sigint(void **state)
+{
+    (void)state;
+    /* A cold interpreter ends an uncaught KeyboardInterrupt by SIGINT (exit 130), not exit 1. */
+    const char *t = "Traceback (most recent call last):\n"
+                    "  File \"/code/main.py\", line 1, in <module>\n"
+                    "    raise KeyboardInterrupt\n"
+                    "KeyboardInterrupt\n";
+    struct execbox_result *r = make(t, 130);
+    r->signal = SIGINT;
+    assert_int_equal(eb_parse_python_error(r), 0);
+    assert_non_null(r->error_name);
+    assert_string_equal(r->error_name, "KeyboardInterrupt");
+    assert_string_equal(r->error_value, "");
+    assert_string_equal(r->error_traceback, "Traceback (most recent call last):\n"
+                                            "  File \"/code/main.py\", line 1, in <module>\n"
+                                            "    raise KeyboardInterrupt\n"
+                                            "KeyboardInterrupt");
+    execbox_result_free(r);
+    /* Another signal with a traceback printed before it is not an exception's end. */
+    r = make(t, 139);
+    r->signal = SIGSEGV;
+    assert_int_equal(eb_parse_python_error(r), 0);
+    assert_null(r->error_name);
+    execbox_result_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_not_exceptions),
         cmocka_unit_test(test_truncated_stderr),
         cmocka_unit_test(test_huge_traceback_capped),
+        cmocka_unit_test(test_keyboard_interrupt_by_sigint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
