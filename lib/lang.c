@@ -27,7 +27,8 @@ static const struct eb_language languages[] = {
      .interpreter = "/usr/bin/node",
      .args = {NULL},
      .filename = "main.js",
-     .memory_rlimit = RLIMIT_DATA},
+     .memory_rlimit = RLIMIT_DATA,
+     .parse_error = eb_parse_node_error},
     /* --noprofile --norc: no host start-up files run before the code. */
     {.name = "bash",
      .interpreter = "/bin/bash",

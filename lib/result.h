@@ -50,6 +50,11 @@ int eb_result_from_object(const json_t *o, struct execbox_result *r, struct exec
  * r already has an error. Only for exit status 1, or SIGINT (an uncaught KeyboardInterrupt). */
 int eb_parse_python_error(struct execbox_result *r);
 
+/* Parses node's uncaught exception from stderr into r->error_*: the Error's name ("Uncaught" for
+ * a thrown value that is not an Error), its message, and the traceback from the location line
+ * to the frames' end. No-op when none, or when r already has an error; only for exit status 1. */
+int eb_parse_node_error(struct execbox_result *r);
+
 /* Appends the rich outputs of a JSON array ([{text, html, png, ..., is_main_result}]) to r,
  * keeping at most EXECBOX_RICH_MAX entries and EXECBOX_RICH_BYTES_MAX bytes (results_truncated
  * beyond); every string is made valid UTF-8. -EBADMSG when the array is not of that shape. */

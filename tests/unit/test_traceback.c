@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_traceback.c - Python's uncaught exception parsed from stderr into result.error, and
- * the cases that must not be taken for one. */
+/* test_traceback.c - Python's and node's uncaught exceptions parsed from stderr into
+ * result.error, and the cases that must not be taken for one. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -262,6 +262,166 @@ static void test_keyboard_interrupt_by_sigint(void **state)
     execbox_result_free(r);
 }
 
+static void expect_node(const char *text, const char *name, const char *value, const char *tb)
+{
+    struct execbox_result *r = make(text, 1);
+    assert_int_equal(eb_parse_node_error(r), 0);
+    if (!r->error_name)
+        fail_msg("no error parsed from:\n%s", text);
+    assert_string_equal(r->error_name, name);
+    assert_string_equal(r->error_value, value);
+    assert_string_equal(r->error_traceback, tb);
+    execbox_result_free(r);
+}
+
+#define NODE_TRAILER "\nNode.js v20.20.2\n"
+
+static void test_node_error(void **state)
+{
+    (void)state;
+    const char *tb = "/code/main.js:1\n"
+                     "throw new Error(\"boom\")\n"
+                     "^\n"
+                     "\n"
+                     "Error: boom\n"
+                     "    at Object.<anonymous> (/code/main.js:1:7)\n"
+                     "    at node:internal/main/run_main_module:28:49";
+    char t[1024];
+    snprintf(t, sizeof(t), "some output\n%s\n" NODE_TRAILER, tb);
+    expect_node(t, "Error", "boom", tb);
+    /* A TypeError thrown from inside a function, with node's internal frames. */
+    expect_node("/code/main.js:1\n"
+                "function f(){ null.x }\n"
+                "                   ^\n\n"
+                "TypeError: Cannot read properties of null (reading 'x')\n"
+                "    at f (/code/main.js:1:20)\n"
+                "    at Module._compile (node:internal/modules/cjs/loader:1521:14)\n" NODE_TRAILER,
+                "TypeError", "Cannot read properties of null (reading 'x')",
+                "/code/main.js:1\n"
+                "function f(){ null.x }\n"
+                "                   ^\n\n"
+                "TypeError: Cannot read properties of null (reading 'x')\n"
+                "    at f (/code/main.js:1:20)\n"
+                "    at Module._compile (node:internal/modules/cjs/loader:1521:14)");
+}
+
+static void test_node_internal_and_props(void **state)
+{
+    (void)state;
+    /* Thrown inside node (a "node:" location), with a code and the error's own properties. */
+    const char *tb = "node:internal/errors:541\n"
+                     "      throw error;\n"
+                     "      ^\n\n"
+                     "TypeError [ERR_INVALID_ARG_TYPE]: The \"path\" argument must be of type "
+                     "string. Received undefined\n"
+                     "    at Object.openSync (node:fs:571:10)\n"
+                     "    at node:internal/main/run_main_module:28:49 {\n"
+                     "  code: 'ERR_INVALID_ARG_TYPE'\n"
+                     "}";
+    char t[1024];
+    snprintf(t, sizeof(t), "%s\n" NODE_TRAILER, tb);
+    expect_node(t, "TypeError", "The \"path\" argument must be of type string. Received undefined",
+                tb);
+    /* A message over several lines ends at the first frame. */
+    expect_node("node:internal/modules/cjs/loader:1143\n"
+                "  throw err;\n"
+                "  ^\n\n"
+                "Error: Cannot find module 'nope'\n"
+                "Require stack:\n"
+                "- /code/main.js\n"
+                "    at Module._resolveFilename (node:internal/modules/cjs/loader:1140:15) {\n"
+                "  code: 'MODULE_NOT_FOUND'\n"
+                "}\n" NODE_TRAILER,
+                "Error", "Cannot find module 'nope'\nRequire stack:\n- /code/main.js",
+                "node:internal/modules/cjs/loader:1143\n"
+                "  throw err;\n"
+                "  ^\n\n"
+                "Error: Cannot find module 'nope'\n"
+                "Require stack:\n"
+                "- /code/main.js\n"
+                "    at Module._resolveFilename (node:internal/modules/cjs/loader:1140:15) {\n"
+                "  code: 'MODULE_NOT_FOUND'\n"
+                "}");
+    /* A syntax error: several carets. */
+    expect_node("/code/main.js:1\nfunction (\n^^^^^^^^\n\n"
+                "SyntaxError: Function statements require a function name\n"
+                "    at wrapSafe (node:internal/modules/cjs/loader:1464:18)\n" NODE_TRAILER,
+                "SyntaxError", "Function statements require a function name",
+                "/code/main.js:1\nfunction (\n^^^^^^^^\n\n"
+                "SyntaxError: Function statements require a function name\n"
+                "    at wrapSafe (node:internal/modules/cjs/loader:1464:18)");
+    /* An Error without a stack, as node inspects it: "[Name: message] {". */
+    expect_node("node:internal/process/promises:289\n"
+                "            triggerUncaughtException(err, true /* fromPromise */);\n"
+                "            ^\n\n"
+                "[UnhandledPromiseRejection: The promise rejected with the reason \"x\".] {\n"
+                "  code: 'ERR_UNHANDLED_REJECTION'\n"
+                "}\n" NODE_TRAILER,
+                "UnhandledPromiseRejection", "The promise rejected with the reason \"x\".",
+                "node:internal/process/promises:289\n"
+                "            triggerUncaughtException(err, true /* fromPromise */);\n"
+                "            ^\n\n"
+                "[UnhandledPromiseRejection: The promise rejected with the reason \"x\".] {\n"
+                "  code: 'ERR_UNHANDLED_REJECTION'\n"
+                "}");
+    /* An Error without a message. */
+    expect_node("/code/main.js:1\nthrow new RangeError()\n^\n\nRangeError\n"
+                "    at Object.<anonymous> (/code/main.js:1:7)\n" NODE_TRAILER,
+                "RangeError", "",
+                "/code/main.js:1\nthrow new RangeError()\n^\n\nRangeError\n"
+                "    at Object.<anonymous> (/code/main.js:1:7)");
+}
+
+static void test_node_uncaught_values(void **state)
+{
+    (void)state;
+    /* A thrown value that is not an Error: node prints it bare, without frames. */
+    expect_node(
+        "/code/main.js:1\nthrow 42\n^\n42\n"
+        "(Use `node --trace-uncaught ...` to show where the exception was thrown)\n" NODE_TRAILER,
+        "Uncaught", "42",
+        "/code/main.js:1\nthrow 42\n^\n42\n"
+        "(Use `node --trace-uncaught ...` to show where the exception was thrown)");
+    expect_node("/code/main.js:1\nthrow \"Boom\"\n^\nBoom\n"
+                "(Use `node --trace-uncaught ...` to show where the exception was thrown)\n",
+                "Uncaught", "Boom",
+                "/code/main.js:1\nthrow \"Boom\"\n^\nBoom\n"
+                "(Use `node --trace-uncaught ...` to show where the exception was thrown)");
+    expect_node("/code/main.js:1\nthrow {a: 1}\n^\n{ a: 1 }\n" NODE_TRAILER, "Uncaught", "{ a: 1 }",
+                "/code/main.js:1\nthrow {a: 1}\n^\n{ a: 1 }");
+    /* The REPL's "Uncaught" prefix. */
+    expect_node("/code/main.js:2\n  x.y()\n  ^\n\nUncaught ReferenceError: x is not defined\n"
+                "    at /code/main.js:2:3\n",
+                "ReferenceError", "x is not defined",
+                "/code/main.js:2\n  x.y()\n  ^\n\nUncaught ReferenceError: x is not defined\n"
+                "    at /code/main.js:2:3");
+}
+
+static void expect_no_node(const char *text, int exit_code)
+{
+    struct execbox_result *r = make(text, exit_code);
+    assert_int_equal(eb_parse_node_error(r), 0);
+    if (r->error_name)
+        fail_msg("error '%s' parsed from:\n%s", r->error_name, text);
+    execbox_result_free(r);
+}
+
+static void test_node_not_exceptions(void **state)
+{
+    (void)state;
+    const char *t = "/code/main.js:1\nthrow new Error(\"boom\")\n^\n\nError: boom\n"
+                    "    at Object.<anonymous> (/code/main.js:1:7)\n" NODE_TRAILER;
+    /* process.exit(n) after printing one, or exit 0. */
+    expect_no_node(t, 0);
+    expect_no_node(t, 3);
+    /* console.error(err) prints the stack without the location and caret lines. */
+    expect_no_node("Error: boom\n    at Object.<anonymous> (/code/main.js:1:7)\n", 1);
+    expect_no_node("", 1);
+    expect_no_node("^\n", 1);
+    expect_no_node("/code/main.js:1\nthrow x\n^\n", 1);
+    expect_no_node("/code/main.js:1\nthrow x\n^\n\n\n" NODE_TRAILER, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +438,10 @@ int main(void)
         cmocka_unit_test(test_truncated_stderr),
         cmocka_unit_test(test_huge_traceback_capped),
         cmocka_unit_test(test_keyboard_interrupt_by_sigint),
+        cmocka_unit_test(test_node_error),
+        cmocka_unit_test(test_node_internal_and_props),
+        cmocka_unit_test(test_node_uncaught_values),
+        cmocka_unit_test(test_node_not_exceptions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
