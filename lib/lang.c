@@ -60,6 +60,12 @@ const struct eb_language *eb_language_find(const char *name)
     return NULL;
 }
 
+int eb_language_fill_error(const struct eb_language *l, struct execbox_result *r)
+{
+    int rc = l->parse_error ? l->parse_error(r) : 0;
+    return rc < 0 ? rc : eb_result_default_error(r);
+}
+
 const char *execbox_language_name(const char *name)
 {
     const struct eb_language *l = eb_language_find(name);

@@ -55,6 +55,15 @@ int eb_parse_python_error(struct execbox_result *r);
  * to the frames' end. No-op when none, or when r already has an error; only for exit status 1. */
 int eb_parse_node_error(struct execbox_result *r);
 
+/* "SIGSEGV (segmentation fault)" in buf, stable across libcs; "signal N" when not a common one.
+ * Returns buf. */
+const char *eb_signal_describe(int sig, char *buf, size_t size);
+
+/* The error of a run that ended badly without one, when execbox killed nothing: "Signal" with
+ * "killed by SIGSEGV (segmentation fault)" when a signal ended it, else "ExitStatus" with "exit
+ * status N" for a non-zero exit. No-op when r has an error, or ended with 0. 0 or -ENOMEM. */
+int eb_result_default_error(struct execbox_result *r);
+
 /* Appends the rich outputs of a JSON array ([{text, html, png, ..., is_main_result}]) to r,
  * keeping at most EXECBOX_RICH_MAX entries and EXECBOX_RICH_BYTES_MAX bytes (results_truncated
  * beyond); every string is made valid UTF-8. -EBADMSG when the array is not of that shape. */

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* traceback.c - finds the uncaught exception a Python or node program printed to stderr: name,
- * value, traceback. */
+/* traceback.c - finds the uncaught exception a Python or node program printed to stderr (name,
+ * value, traceback), and the error of a run that ended badly without one. */
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -289,4 +290,59 @@ int eb_parse_node_error(struct execbox_result *r)
     free(value);
     free(tb);
     return rc;
+}
+
+/* Stable names and descriptions of the signals a program commonly dies of. */
+static const struct {
+    int sig;
+    const char *name, *what;
+} signal_names[] = {
+    {SIGHUP, "SIGHUP", "hangup"},
+    {SIGINT, "SIGINT", "interrupt"},
+    {SIGQUIT, "SIGQUIT", "quit"},
+    {SIGILL, "SIGILL", "illegal instruction"},
+    {SIGTRAP, "SIGTRAP", "trace/breakpoint trap"},
+    {SIGABRT, "SIGABRT", "aborted"},
+    {SIGBUS, "SIGBUS", "bus error"},
+    {SIGFPE, "SIGFPE", "floating-point exception"},
+    {SIGKILL, "SIGKILL", "killed"},
+    {SIGUSR1, "SIGUSR1", "user-defined signal 1"},
+    {SIGSEGV, "SIGSEGV", "segmentation fault"},
+    {SIGUSR2, "SIGUSR2", "user-defined signal 2"},
+    {SIGPIPE, "SIGPIPE", "broken pipe"},
+    {SIGALRM, "SIGALRM", "alarm clock"},
+    {SIGTERM, "SIGTERM", "terminated"},
+    {SIGXCPU, "SIGXCPU", "CPU time limit exceeded"},
+    {SIGXFSZ, "SIGXFSZ", "file size limit exceeded"},
+    {SIGVTALRM, "SIGVTALRM", "virtual timer expired"},
+    {SIGPROF, "SIGPROF", "profiling timer expired"},
+    {SIGSYS, "SIGSYS", "bad system call"},
+};
+
+const char *eb_signal_describe(int sig, char *buf, size_t size)
+{
+    for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
+        if (signal_names[i].sig == sig) {
+            snprintf(buf, size, "%s (%s)", signal_names[i].name, signal_names[i].what);
+            return buf;
+        }
+    snprintf(buf, size, "signal %d", sig);
+    return buf;
+}
+
+int eb_result_default_error(struct execbox_result *r)
+{
+    if (r->error_name || r->killed_reason != EXECBOX_KILLED_NONE || r->timed_out || r->oom_killed)
+        return 0;
+    char what[64], msg[96];
+    if (r->signal > 0) {
+        snprintf(msg, sizeof(msg), "killed by %s",
+                 eb_signal_describe(r->signal, what, sizeof(what)));
+        return eb_result_set_error(r, "Signal", msg, "");
+    }
+    if (r->exit_code != 0) {
+        snprintf(msg, sizeof(msg), "exit status %d", r->exit_code);
+        return eb_result_set_error(r, "ExitStatus", msg, "");
+    }
+    return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_traceback.c - Python's and node's uncaught exceptions parsed from stderr into
- * result.error, and the cases that must not be taken for one. */
+ * result.error, the cases that must not be taken for one, and the error of a signal or a
+ * non-zero exit without one. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -422,6 +423,60 @@ static void test_node_not_exceptions(void **state)
     expect_no_node("/code/main.js:1\nthrow x\n^\n\n\n" NODE_TRAILER, 1);
 }
 
+static void expect_default(int exit_code, int sig, const char *name, const char *value)
+{
+    struct execbox_result *r = eb_result_new("jail", "bash");
+    assert_non_null(r);
+    r->exit_code = exit_code;
+    r->signal = sig;
+    assert_int_equal(eb_result_default_error(r), 0);
+    if (!name) {
+        assert_null(r->error_name);
+    } else {
+        assert_non_null(r->error_name);
+        assert_string_equal(r->error_name, name);
+        assert_string_equal(r->error_value, value);
+        assert_string_equal(r->error_traceback, "");
+    }
+    execbox_result_free(r);
+}
+
+static void test_default_error(void **state)
+{
+    (void)state;
+    expect_default(0, 0, NULL, NULL);
+    expect_default(3, 0, "ExitStatus", "exit status 3");
+    expect_default(1, 0, "ExitStatus", "exit status 1");
+    expect_default(139, SIGSEGV, "Signal", "killed by SIGSEGV (segmentation fault)");
+    expect_default(134, SIGABRT, "Signal", "killed by SIGABRT (aborted)");
+    expect_default(137, SIGKILL, "Signal", "killed by SIGKILL (killed)");
+    expect_default(159, SIGSYS, "Signal", "killed by SIGSYS (bad system call)");
+    expect_default(128 + 40, 40, "Signal", "killed by signal 40");
+    char buf[64];
+    assert_string_equal(eb_signal_describe(SIGFPE, buf, sizeof(buf)),
+                        "SIGFPE (floating-point exception)");
+    /* Our own kills and an error already there are left as they are. */
+    struct execbox_result *r = eb_result_new("jail", "python");
+    r->exit_code = 137;
+    r->signal = SIGKILL;
+    r->killed_reason = EXECBOX_KILLED_CANCELLED;
+    assert_int_equal(eb_result_default_error(r), 0);
+    assert_null(r->error_name);
+    r->killed_reason = EXECBOX_KILLED_NONE;
+    r->timed_out = true;
+    assert_int_equal(eb_result_default_error(r), 0);
+    assert_null(r->error_name);
+    r->timed_out = false;
+    r->oom_killed = true;
+    assert_int_equal(eb_result_default_error(r), 0);
+    assert_null(r->error_name);
+    r->oom_killed = false;
+    assert_int_equal(eb_result_set_error(r, "ValueError", "bad", "Traceback"), 0);
+    assert_int_equal(eb_result_default_error(r), 0);
+    assert_string_equal(r->error_name, "ValueError");
+    execbox_result_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -442,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_node_internal_and_props),
         cmocka_unit_test(test_node_uncaught_values),
         cmocka_unit_test(test_node_not_exceptions),
+        cmocka_unit_test(test_default_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
