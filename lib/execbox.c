@@ -411,7 +411,7 @@ int execbox_executor_run(struct execbox_executor *ex, const struct execbox_reque
             return eb_error_set(err, -ENOMEM, "out of memory");
         }
     }
-    if (lang->parse_error && lang->parse_error(res) < 0) {
+    if (eb_language_fill_error(lang, res) < 0) {
         execbox_result_free(res);
         return eb_error_set(err, -ENOMEM, "out of memory");
     }

@@ -27,7 +27,8 @@ static const struct eb_language languages[] = {
      .interpreter = "/usr/bin/node",
      .args = {NULL},
      .filename = "main.js",
-     .memory_rlimit = RLIMIT_DATA},
+     .memory_rlimit = RLIMIT_DATA,
+     .parse_error = eb_parse_node_error},
     /* --noprofile --norc: no host start-up files run before the code. */
     {.name = "bash",
      .interpreter = "/bin/bash",
@@ -57,6 +58,12 @@ const struct eb_language *eb_language_find(const char *name)
         if (strcmp(languages[i].name, name) == 0)
             return &languages[i];
     return NULL;
+}
+
+int eb_language_fill_error(const struct eb_language *l, struct execbox_result *r)
+{
+    int rc = l->parse_error ? l->parse_error(r) : 0;
+    return rc < 0 ? rc : eb_result_default_error(r);
 }
 
 const char *execbox_language_name(const char *name)

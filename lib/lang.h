@@ -36,6 +36,10 @@ struct eb_language {
 /* The bootstraps, embedded from lib/lang/ (lang_blobs.c). */
 extern const char eb_python_warm_bootstrap[], eb_python_template_bootstrap[];
 
+/* Fills r's error once a run has ended: the language's parse_error, then, when that found
+ * nothing, eb_result_default_error (a signal or a non-zero exit). 0 or -ENOMEM. */
+int eb_language_fill_error(const struct eb_language *l, struct execbox_result *r);
+
 /* The entry for name (NULL means python), or NULL when unknown. */
 const struct eb_language *eb_language_find(const char *name);
 

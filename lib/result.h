@@ -46,8 +46,23 @@ json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags);
  * record: free it. */
 int eb_result_from_object(const json_t *o, struct execbox_result *r, struct execbox_error *err);
 
-/* Parses Python's last uncaught exception from stderr into r->error_*. No-op when none. */
+/* Parses Python's last uncaught exception from stderr into r->error_*. No-op when none, or when
+ * r already has an error. Only for exit status 1, or SIGINT (an uncaught KeyboardInterrupt). */
 int eb_parse_python_error(struct execbox_result *r);
+
+/* Parses node's uncaught exception from stderr into r->error_*: the Error's name ("Uncaught" for
+ * a thrown value that is not an Error), its message, and the traceback from the location line
+ * to the frames' end. No-op when none, or when r already has an error; only for exit status 1. */
+int eb_parse_node_error(struct execbox_result *r);
+
+/* "SIGSEGV (segmentation fault)" in buf, stable across libcs; "signal N" when not a common one.
+ * Returns buf. */
+const char *eb_signal_describe(int sig, char *buf, size_t size);
+
+/* The error of a run that ended badly without one, when execbox killed nothing: "Signal" with
+ * "killed by SIGSEGV (segmentation fault)" when a signal ended it, else "ExitStatus" with "exit
+ * status N" for a non-zero exit. No-op when r has an error, or ended with 0. 0 or -ENOMEM. */
+int eb_result_default_error(struct execbox_result *r);
 
 /* Appends the rich outputs of a JSON array ([{text, html, png, ..., is_main_result}]) to r,
  * keeping at most EXECBOX_RICH_MAX entries and EXECBOX_RICH_BYTES_MAX bytes (results_truncated

@@ -669,7 +669,7 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
         if (res->rolled_back)
             s->rolled_back++;
         pthread_mutex_unlock(&s->lock);
-        if (s->lang->parse_error(res) < 0 || eb_executor_add_degraded(s->ex, res) < 0)
+        if (eb_language_fill_error(s->lang, res) < 0 || eb_executor_add_degraded(s->ex, res) < 0)
             r = eb_error_set(err, -ENOMEM, "out of memory");
     }
     touch(s);

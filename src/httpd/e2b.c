@@ -754,6 +754,14 @@ static void send_end(struct stream *st, uint64_t count, bool with_count)
     send_line(st, json_pack("{s:s}", "type", "end_of_execution"), true);
 }
 
+/* The error execbox gives a run that ended badly without an exception ("Signal", "ExitStatus",
+ * with no traceback): E2B names those itself below, as its SDKs know them. */
+static bool generic_error(const struct execbox_result *res)
+{
+    return (!res->error_traceback || !*res->error_traceback) &&
+           (strcmp(res->error_name, "Signal") == 0 || strcmp(res->error_name, "ExitStatus") == 0);
+}
+
 /* The error line of a cell that did not end normally, or none. */
 static void send_cell_error(struct stream *st, const struct execbox_result *res, double timeout)
 {
@@ -770,7 +778,7 @@ static void send_cell_error(struct stream *st, const struct execbox_result *res,
                    "the cell was cancelled: its context was restarted or removed, or the server "
                    "is stopping",
                    "");
-    } else if (res->error_name) {
+    } else if (res->error_name && !generic_error(res)) {
         send_error(st, res->error_name, res->error_value, res->error_traceback);
     } else if (res->oom_killed) {
         send_error(st, "MemoryError",

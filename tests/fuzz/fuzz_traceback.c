@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_traceback.c - libFuzzer target for the Python traceback parser (lib/traceback.c): any
- * stderr a guest writes is parsed for its last exception. Whatever the bytes, the parser must
- * not read out of bounds, and a name it reports must lie within the input. */
+/* fuzz_traceback.c - libFuzzer target for the Python and node exception parsers
+ * (lib/traceback.c): any stderr a guest writes is parsed for its last exception. Whatever the
+ * bytes, the parsers must not read out of bounds, and a name they report must lie within the
+ * input (or be node's "Uncaught"). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r->exit_code = 1;
     (void)eb_parse_python_error(r);
     if (r->error_name && strlen(r->error_name) > size)
+        abort();
+    free(r->error_name);
+    r->error_name = NULL;
+    (void)eb_parse_node_error(r);
+    if (r->error_name && strcmp(r->error_name, "Uncaught") != 0 && strlen(r->error_name) > size)
         abort();
     execbox_result_free(r);
     return 0;

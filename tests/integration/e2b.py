@@ -149,7 +149,7 @@ class E2BTests(Tests):
     def test_exit_status(self):
         r, _ = self.e2b("-c", "import sys\nprint('a')\nsys.exit(3)")
         eq(r["exit_code"], 3)
-        eq(r["error"], None)
+        eq(r["error"], {"name": "ExitStatus", "value": "exit status 3", "traceback": ""})
         eq(r["stdout"], "a\n")
         r, _ = self.e2b("-c", "import sys; sys.exit()")
         eq(r["exit_code"], 0)

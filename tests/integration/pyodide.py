@@ -57,7 +57,7 @@ class PyodideTests(Tests):
         eq(r["backend"], "pyodide")
         eq(r["language"], "python")
         eq(r["timed_out"], False)
-        eq(r["error"], None)
+        eq(r["error"], {"name": "ExitStatus", "value": "exit status 3", "traceback": ""})
         check(r["cpu_time"] > 0 and r["execution_time"] > 0, r)
         files = {f["path"]: f for f in r["files"]}
         eq(sorted(files), ["out.txt", "sub/data.csv"])

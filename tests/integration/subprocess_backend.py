@@ -106,8 +106,10 @@ class SubprocessTests(Tests):
         eq(r["error"]["name"], "json.decoder.JSONDecodeError")
         check(r["error"]["value"].startswith("Expecting property name"), r["error"])
         check(r["error"]["traceback"].startswith("Traceback (most recent call last):"), r["error"])
+        # A SystemExit message is not an exception: only the exit status is named.
         r, p = self.rj("-c", "import sys; sys.exit('a message')")
-        eq((p.returncode, r["error"]), (1, None))
+        eq((p.returncode, r["error"]),
+           (1, {"name": "ExitStatus", "value": "exit status 1", "traceback": ""}))
 
     def test_timeouts_leave_nothing(self):
         cases = {

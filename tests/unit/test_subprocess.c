@@ -181,12 +181,18 @@ static void test_exit_codes(void **state)
     execbox_result_free(r);
     r = run_py("import sys\nsys.exit(3)", 5);
     assert_int_equal(r->exit_code, 3);
-    assert_null(r->error_name);
+    assert_non_null(r->error_name);
+    assert_string_equal(r->error_name, "ExitStatus");
+    assert_string_equal(r->error_value, "exit status 3");
     execbox_result_free(r);
     r = run_py("import sys\nsys.exit('bye')", 5);
     assert_int_equal(r->exit_code, 1);
     assert_string_equal(r->stderr_data, "bye\n");
-    assert_null(r->error_name); /* a SystemExit message is not an exception */
+    /* A SystemExit message is not an exception: only the exit status is named. */
+    assert_non_null(r->error_name);
+    assert_string_equal(r->error_name, "ExitStatus");
+    assert_string_equal(r->error_value, "exit status 1");
+    assert_string_equal(r->error_traceback, "");
     execbox_result_free(r);
     struct execbox_policy p = quick_policy(5);
     struct execbox_request req = {
