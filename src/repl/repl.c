@@ -296,12 +296,18 @@ static void print_text(const char *s)
         fputc('\n', stdout);
 }
 
+/* The result's error is only the name of a non-zero exit (no exception, no kill). */
+static bool exit_status_only(const struct execbox_result *res)
+{
+    return res->error_name && strcmp(res->error_name, "ExitStatus") == 0;
+}
+
 /* The code ended itself with a non-zero status (sys.exit(N), os._exit(N)): no exception, no
  * kill, no signal. */
 static bool exited(const struct execbox_result *res)
 {
-    return res->exit_code != 0 && !res->error_name && !res->timed_out && !res->oom_killed &&
-           res->signal == 0 && res->killed_reason == EXECBOX_KILLED_NONE;
+    return res->exit_code != 0 && (!res->error_name || exit_status_only(res)) && !res->timed_out &&
+           !res->oom_killed && res->signal == 0 && res->killed_reason == EXECBOX_KILLED_NONE;
 }
 
 static void show(const struct execbox_result *res, const struct stream *st, double timeout)
@@ -312,7 +318,7 @@ static void show(const struct execbox_result *res, const struct stream *st, doub
     /* The traceback is in stderr when the interpreter printed it there; kills and sandbox
      * failures get their own line below. */
     bool killed = res->timed_out || res->oom_killed || res->killed_reason != EXECBOX_KILLED_NONE;
-    if (res->error_name && !st->wrote_stderr && !killed &&
+    if (res->error_name && !st->wrote_stderr && !killed && !exit_status_only(res) &&
         strcmp(res->error_name, "SandboxError") != 0) {
         if (res->error_traceback && *res->error_traceback)
             fprintf(stderr, "%s%s", res->error_traceback,
