@@ -47,6 +47,32 @@ static bool exception_line(const char *l, size_t n, size_t *ret_name_len)
     return true;
 }
 
+/* Sets r's error from a parsed report: the name (at most 127 bytes), the value and the
+ * traceback, each of the last two at most EB_TRACEBACK_MAX bytes (the value's head, the
+ * traceback's end). 0 or -ENOMEM. */
+static int set_parsed_error(struct execbox_result *r, const char *name, size_t name_len,
+                            const char *value, size_t value_len, const char *tb, size_t tb_len)
+{
+    char nbuf[128];
+    size_t nl = name_len < sizeof(nbuf) - 1 ? name_len : sizeof(nbuf) - 1;
+    memcpy(nbuf, name, nl);
+    nbuf[nl] = '\0';
+    if (value_len > EB_TRACEBACK_MAX)
+        value_len = EB_TRACEBACK_MAX;
+    if (tb_len > EB_TRACEBACK_MAX) {
+        tb += tb_len - EB_TRACEBACK_MAX;
+        tb_len = EB_TRACEBACK_MAX;
+    }
+    char *v = strndup(value, value_len);
+    char *t = strndup(tb, tb_len);
+    int rc = -ENOMEM;
+    if (v && t)
+        rc = eb_result_set_error(r, nbuf, v, t);
+    free(v);
+    free(t);
+    return rc;
+}
+
 /* The marker eb_capbuf puts where it dropped the middle of a stream. */
 #define CAPBUF_MARKER "[... execbox: "
 
@@ -106,27 +132,13 @@ int eb_parse_python_error(struct execbox_result *r)
     /* The traceback: from the first header (the whole chain of a chained exception) or the
      * SyntaxError's 'File' line, to the end; at most EB_TRACEBACK_MAX bytes of its end. */
     size_t tb_start = first ? (size_t)(first - s) : (size_t)(anchor - s);
-    if (end - tb_start > EB_TRACEBACK_MAX)
-        tb_start = end - EB_TRACEBACK_MAX;
-
-    char name[128];
-    size_t nl = name_len < sizeof(name) - 1 ? name_len : sizeof(name) - 1;
-    memcpy(name, s + pos, nl);
-    name[nl] = '\0';
     size_t vstart = pos + name_len;
     if (vstart < end && s[vstart] == ':')
         vstart++;
     while (vstart < end && s[vstart] == ' ')
         vstart++;
-    size_t vlen = end - vstart < EB_TRACEBACK_MAX ? end - vstart : EB_TRACEBACK_MAX;
-    char *value = strndup(s + vstart, vlen);
-    char *tb = strndup(s + tb_start, end - tb_start);
-    int rc = -ENOMEM;
-    if (value && tb)
-        rc = eb_result_set_error(r, name, value, tb);
-    free(value);
-    free(tb);
-    return rc;
+    return set_parsed_error(r, s + pos, name_len, s + vstart, end - vstart, s + tb_start,
+                            end - tb_start);
 }
 
 /* The line of s (len bytes) that starts at pos, without its newline. */
@@ -272,24 +284,8 @@ int eb_parse_node_error(struct execbox_result *r)
         }
     }
     /* The traceback: from the location line to the end; at most EB_TRACEBACK_MAX of its end. */
-    size_t tb_start = anchor;
-    if (end - tb_start > EB_TRACEBACK_MAX)
-        tb_start = end - EB_TRACEBACK_MAX;
-    char nbuf[128];
-    size_t nl = name_len < sizeof(nbuf) - 1 ? name_len : sizeof(nbuf) - 1;
-    memcpy(nbuf, name, nl);
-    nbuf[nl] = '\0';
-    size_t vlen = vend > vstart ? vend - vstart : 0;
-    if (vlen > EB_TRACEBACK_MAX)
-        vlen = EB_TRACEBACK_MAX;
-    char *value = strndup(s + vstart, vlen);
-    char *tb = strndup(s + tb_start, end - tb_start);
-    int rc = -ENOMEM;
-    if (value && tb)
-        rc = eb_result_set_error(r, nbuf, value, tb);
-    free(value);
-    free(tb);
-    return rc;
+    return set_parsed_error(r, name, name_len, s + vstart, vend > vstart ? vend - vstart : 0,
+                            s + anchor, end - anchor);
 }
 
 /* Stable names and descriptions of the signals a program commonly dies of. */
