@@ -73,6 +73,14 @@ truncate -s 8G "$W/tmp.img"
 mkfs.ext4 -q -F -m 0 -E lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0 "$W/tmp.img"
 
 cmdline="console=ttyS0 panic=-1 ${EXECBOX_VM_CMDLINE:-quiet loglevel=4} systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all lane.mode=$mode"
+# A working directory under /tmp (a checkout cloned there) would be hidden by the guest's own
+# /tmp disk: the init shows the host's top directory of it there again (lane.show).
+if [[ $PWD == /tmp/?* ]]; then
+    rest=${PWD#/tmp/}
+    show=/tmp/${rest%%/*}
+    [[ $show != *[[:space:]]* ]] || { echo "run.sh: $show: a path with blanks cannot be shown to the guest" >&2; exit 2; }
+    cmdline+=" lane.show=$show"
+fi
 if [[ $mode == systemd ]]; then
     "$here/systemd-units.sh" "$layout" "$W/systemd"
     # fstab=no: the host's fstab is not this VM's; the lane's own target instead of default.
