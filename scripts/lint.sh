@@ -15,6 +15,36 @@ if git ls-files 'src/*.c' 'src/*.h' | grep -v '^src/cli/' | xargs grep -nE '#inc
     echo "lint: a surface includes a private header of src/cli/ (share it from src/common/)" >&2
     status=1
 fi
+# The library's layers (docs/architecture.md): a file in lib/L/ includes the library's headers
+# only from its own folder and from the layers below L, always by their lib-rooted path.
+if ! python3 - $(git ls-files 'lib/*.c' 'lib/*.h') <<'PY'
+import re, sys
+rank = {'base': 0, 'model': 1, 'proc': 2, 'ws': 2, 'jail': 3, 'backends': 4, 'core': 5}
+bad = 0
+for f in sys.argv[1:]:
+    parts = f.split('/')
+    me = parts[1] if len(parts) > 2 else None
+    if me not in rank:
+        print(f'{f}: a C file outside the layer folders {sorted(rank)}')
+        bad = 1
+        continue
+    for n, line in enumerate(open(f, encoding='utf-8'), 1):
+        m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+        if not m or m.group(1) in ('execbox/execbox.h', 'seccomp_bpf.h'):
+            continue
+        top = m.group(1).split('/')[0]
+        if top not in rank:
+            print(f'{f}:{n}: #include "{m.group(1)}" is not by a lib-rooted path (base/..., jail/...)')
+            bad = 1
+        elif top != me and rank[top] >= rank[me]:
+            print(f'{f}:{n}: {me}/ includes {m.group(1)}: a layer includes only the layers below it')
+            bad = 1
+sys.exit(bad)
+PY
+then
+    echo "lint: the library's layering is broken (docs/architecture.md)" >&2
+    status=1
+fi
 # The project's own docs stand alone: nothing sends a reader to the design notes outside it.
 if git ls-files | grep -vE '^(scripts/lint.sh)$' | xargs grep -nI 'DESIGN\.md' ; then
     echo "lint: a file refers to DESIGN.md, which users do not have (point to docs/ instead)" >&2

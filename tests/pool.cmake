@@ -1,3 +1,3 @@
 # SPDX-License-Identifier: MIT
-# Warm pool tests (lib/pool.c).
+# Warm pool tests (lib/core/pool.c).
 eb_unit_test(pool)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Sessions in the library (lib/session.c), driven through a small client of the public API.
+# Sessions in the library (lib/core/session.c), driven through a small client of the public API.
 pkg_check_modules(JANSSON_T REQUIRED IMPORTED_TARGET jansson)
 add_executable(session_driver helpers/session_driver.c)
 target_include_directories(session_driver PRIVATE ${PROJECT_SOURCE_DIR}/include)

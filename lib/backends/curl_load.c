@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* curl_load.c - libcurl loaded on first use (see curl_load.h). The table is written once,
  * under pthread_once, and only read after: no mutable global state. */
-#include "curl_load.h"
+#include "backends/curl_load.h"
 
 #include <dlfcn.h>
 #include <jansson.h>

@@ -4,8 +4,8 @@
  * (HTTP over the engine's unix socket, or tcp://) with libcurl. Podman's compatible service
  * works as well. No Docker CLI, no shell, no host bind mount: the engine may be remote.
  *
- * A run, through the executor's lifecycle (lib/backend.h): start() creates the container (the
- * policy as HostConfig; the program travels base64-encoded in the create's Env and a fixed
+ * A run, through the executor's lifecycle (lib/backends/backend.h): start() creates the container
+ * (the policy as HostConfig; the program travels base64-encoded in the create's Env and a fixed
  * Python bootstrap, lib/lang/python_docker.py, in Cmd writes it to /tmp and execs the
  * interpreter on it); deliver() starts it, and the deadline counts from there; wait() follows
  * the logs until the container stops or the deadline passes, kills at the deadline, a cancel or
@@ -32,16 +32,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../backend.h"
-#include "curl_load.h"
-#include "../buf.h"
-#include "../cancel.h"
-#include "../error.h"
-#include "../lang.h"
-#include "../limits.h"
-#include "../result.h"
-#include "../util.h"
-#include "../workspace.h"
+#include "backends/backend.h"
+#include "backends/curl_load.h"
+#include "base/buf.h"
+#include "base/cancel.h"
+#include "base/error.h"
+#include "base/limits.h"
+#include "base/util.h"
+#include "model/lang.h"
+#include "model/result.h"
+#include "ws/workspace.h"
 
 /* Limits of this backend (kept here rather than in limits.h: they only make sense for it). */
 #define DK_DEFAULT_SOCKET "/var/run/docker.sock"

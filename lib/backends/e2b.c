@@ -33,16 +33,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../backend.h"
-#include "curl_load.h"
-#include "../buf.h"
-#include "../cancel.h"
-#include "../error.h"
-#include "../hostrule.h"
-#include "../proc.h"
-#include "../result.h"
-#include "../util.h"
-#include "../workspace.h"
+#include "backends/backend.h"
+#include "backends/curl_load.h"
+#include "base/buf.h"
+#include "base/cancel.h"
+#include "base/error.h"
+#include "base/limits.h"
+#include "base/util.h"
+#include "model/hostrule.h"
+#include "model/result.h"
+#include "proc/proc.h"
+#include "ws/workspace.h"
 
 /* Limits of this backend. */
 #define E2B_DEFAULT_DOMAIN "e2b.app"
@@ -695,8 +696,8 @@ static int fetch_image(const struct e2b_state *s, const struct sandbox *sb, stru
 
 /* Lists the regular files below E2B_WORKSPACE (envd's ListDir, which follows no symlink; depth
  * 1 is the directory's own entries, so files EB_FILES_DEPTH directories down are listed, as
- * lib/workspace.c lists them) into res->files, sorted by path, at most EB_FILES_MAX; images up to
- * inline_max bytes are read inline, at most E2B_INLINE_TOTAL_MAX bytes in all. A listing too
+ * lib/ws/workspace.c lists them) into res->files, sorted by path, at most EB_FILES_MAX; images up
+ * to inline_max bytes are read inline, at most E2B_INLINE_TOTAL_MAX bytes in all. A listing too
  * large to read gives no files and files_truncated. 0 or -errno. */
 static int list_files(const struct e2b_state *s, const struct sandbox *sb, size_t inline_max,
                       struct execbox_result *res, struct execbox_error *err)

@@ -16,9 +16,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "../backend.h"
-#include "../error.h"
-#include "../util.h"
+#include "backends/backend.h"
+#include "base/error.h"
+#include "base/util.h"
 
 /* Whether KVM can make a VM here: /dev/kvm opens, speaks API 12, and KVM_CREATE_VM works (a
  * nested or restricted host may pass the first two and fail the third). */

@@ -5,7 +5,7 @@
  * calls are served by it, not by the host kernel, which the Sentry reaches only through a
  * narrow, seccomp-filtered set of its own.
  *
- * A run, through the executor's lifecycle (lib/backend.h): start() makes a private run
+ * A run, through the executor's lifecycle (lib/backends/backend.h): start() makes a private run
  * directory holding the bundle (config.json and an empty root directory that gets the system
  * directories as read-only binds and symlinks), the program (read-only bind at /code) and a
  * fresh workspace (a host tmpfs of workspace_size when we are root, bound at /workspace);
@@ -38,13 +38,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../backend.h"
-#include "../childlib.h"
-#include "../error.h"
-#include "../jail/mounts.h"
-#include "../proc.h"
-#include "../util.h"
-#include "../workspace.h"
+#include "backends/backend.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "jail/mounts.h"
+#include "proc/childlib.h"
+#include "proc/proc.h"
+#include "ws/workspace.h"
 
 #define GV_DELETE_MS 10000 /* runsc delete --force, after every run */
 #define GV_GUEST_UID 1000  /* the jail's guest uid and gid, so that outputs match */

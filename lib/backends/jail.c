@@ -4,7 +4,7 @@
  * pid, mount, ipc, uts, cgroup, network and user namespaces, a cgroup with memory (no swap),
  * pids and CPU limits, a fresh root (tmpfs + read-only system binds + pivot_root), no
  * capabilities, no_new_privs, Landlock and a seccomp filter; destroy() tears everything down.
- * The executor drives each sandbox through start/deliver/wait/destroy (lib/backend.h). See
+ * The executor drives each sandbox through start/deliver/wait/destroy (lib/backends/backend.h). See
  * docs/threat-model.md for what each wall stops.
  *
  * Shape: parent --clone3(namespaces)--> init (pid 1: mounts, ids, privileges, eb_init_main)
@@ -52,30 +52,29 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../backend.h"
-#include "../error.h"
-#include "../jail/cache.h"
-#include "../jail/cgroup.h"
-#include "../jail/sdscope.h"
-#include "../jail/landlock.h"
-#include "../jail/mntpin.h"
-#include "../jail/mounts.h"
-#include "../jail/netns.h"
-#include "../jail/ns.h"
-#include "../jail/prewarm.h"
-#include "../jail/seccomp.h"
-#include "../jail/tpl_blobs.h"
-#include "../jail/tpl_proto.h"
-#include "../jail/uidpool.h"
-#include "../lang.h"
-#include "../limits.h"
-#include "../netproxy.h"
-#include "../pool.h"
-#include "../proc.h"
-#include "../result.h"
-#include "../util.h"
-#include "../workspace.h"
-#include "../wsfile.h"
+#include "backends/backend.h"
+#include "base/error.h"
+#include "base/limits.h"
+#include "base/util.h"
+#include "jail/cache.h"
+#include "jail/cgroup.h"
+#include "jail/landlock.h"
+#include "jail/mntpin.h"
+#include "jail/mounts.h"
+#include "jail/netns.h"
+#include "jail/netproxy.h"
+#include "jail/ns.h"
+#include "jail/prewarm.h"
+#include "jail/sdscope.h"
+#include "jail/seccomp.h"
+#include "jail/tpl_blobs.h"
+#include "jail/tpl_proto.h"
+#include "jail/uidpool.h"
+#include "model/lang.h"
+#include "model/result.h"
+#include "proc/proc.h"
+#include "ws/workspace.h"
+#include "ws/wsfile.h"
 
 #define CG_PREFIX "execbox-"
 #define SHM_SIZE (16U << 20) /* /dev/shm: POSIX semaphores and shared memory */
@@ -111,7 +110,7 @@ struct jail {
     char mpl_file[96];          /* "tmp/.matplotlib/fontlist-vNNN.json", "" when none */
     char *mpl_data;             /* its prebuilt contents, copied into each run's /tmp */
     size_t mpl_len;
-    /* Templates (see "templates" below; lib/template.c keeps them): what every one is handed,
+    /* Templates (see "templates" below; lib/core/template.c keeps them): what every one is handed,
      * made once (under tpl_start_lock). */
     pthread_mutex_t tpl_start_lock;
     int tpl_blob_fds[4]; /* sealed memfds: helper module, init program, seccomp, font list */
@@ -1052,8 +1051,8 @@ struct eb_box {
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
     struct eb_tplbox *tpl;  /* forked from this template (the executor keeps it alive), or NULL */
     bool cold;              /* started with its run: the program is in place and running */
-    bool session;      /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/session.c) */
-    struct stat pidns; /* a session's: its pid namespace (nsfs st_dev and st_ino) */
+    bool session; /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/core/session.c) */
+    struct stat pidns;    /* a session's: its pid namespace (nsfs st_dev and st_ino) */
     uint64_t guest_bytes; /* what the guest wrote, all streams */
     /* Its user namespace's maps: as root, 1000 -> a host uid and gid of its own (uid_slot of
      * j->uids, put back once its processes are gone); a template's fork has its template's. */
@@ -1162,8 +1161,8 @@ static void restore_workspace_root(int fd, const struct stat *before)
 }
 
 /* The guest's fd 3 and our end of it: a pipe for the go byte of a warm run, a SOCK_SEQPACKET
- * socket for a session, whose cells and their fds travel over it (lib/session.c). fds[0] is the
- * guest's end. */
+ * socket for a session, whose cells and their fds travel over it (lib/core/session.c). fds[0] is
+ * the guest's end. */
 static int go_channel(int fds[2], bool session)
 {
     if (session)
@@ -2162,11 +2161,11 @@ static int jail_template_start(void *state, const struct execbox_policy *policy,
 #endif
 
 /* A session's sandbox: the init told first that the state moves from process to process, the
- * interpreter then that it serves cells (lib/session.c). */
+ * interpreter then that it serves cells (lib/core/session.c). */
 static int session_begin(struct eb_box *sb, struct eb_session_box *ret, struct execbox_error *err)
 {
-    /* The session's pid namespace, which its init (pid 1 there) is in: lib/session.c acts on no
-     * process the session names that is not in it (session_member). */
+    /* The session's pid namespace, which its init (pid 1 there) is in: lib/core/session.c acts on
+     * no process the session names that is not in it (session_member). */
     pid_t init_pid = 0;
     _cleanup_close_ int init_dir = eb_pidfd_procdir(sb->child.pidfd, &init_pid);
     if (init_dir < 0)
@@ -2174,7 +2173,7 @@ static int session_begin(struct eb_box *sb, struct eb_session_box *ret, struct e
     if (fstatat(init_dir, "ns/pid", &sb->pidns, 0) < 0)
         return eb_error_set(err, -errno, "the session's pid namespace: %s",
                             execbox_strerror(-errno));
-    /* The kernel names the sender of each message we receive (lib/session.c learns the state's
+    /* The kernel names the sender of each message we receive (lib/core/session.c learns the state's
      * and the cells' pids so): on before the interpreter may send its first one. */
     int one = 1;
     if (setsockopt(sb->go_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)

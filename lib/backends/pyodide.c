@@ -23,9 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../backend.h"
-#include "../error.h"
-#include "../util.h"
+#include "backends/backend.h"
+#include "base/error.h"
+#include "base/util.h"
 
 #ifndef EB_PYODIDE_DIR
 #define EB_PYODIDE_DIR "/usr/local/share/execbox/pyodide"
@@ -156,7 +156,7 @@ static int refuse(const struct execbox_policy *policy, const struct eb_language 
 
 /* Every step is the jail's, with Pyodide's entry for python (node loading Pyodide, then the
  * program). A warm sandbox is a whole jail sandbox in which node has loaded Pyodide and waits
- * (lib/pool.c asks; it serves one run and is destroyed). Node cannot fork a loaded runtime, so
+ * (lib/core/pool.c asks; it serves one run and is destroyed). Node cannot fork a loaded runtime, so
  * there is no template: every warm sandbox pays a full load, off the caller's path. */
 static int pyodide_start(void *state, const struct eb_start *s, struct eb_box **ret,
                          struct execbox_error *err)

@@ -8,8 +8,8 @@
  * above its own maximum to it rather than refusing the run (host paths, workspace and rootfs,
  * never travel: a run that sets them is refused here).
  *
- * Through the executor's lifecycle (lib/backend.h): start() makes the request (and refuses what
- * cannot travel), deliver() has nothing to do, wait() sends it and takes the answer, a whole
+ * Through the executor's lifecycle (lib/backends/backend.h): start() makes the request (and refuses
+ * what cannot travel), deliver() has nothing to do, wait() sends it and takes the answer, a whole
  * result the far execbox made (struct eb_wait's final: nothing is mapped again here), or a
  * cancel for the executor to map; destroy() frees the request.
  *
@@ -38,13 +38,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../backend.h"
-#include "../cancel.h"
-#include "../error.h"
-#include "../policy.h"
-#include "../result.h"
-#include "../util.h"
-#include "curl_load.h"
+#include "backends/backend.h"
+#include "backends/curl_load.h"
+#include "base/cancel.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "model/policy.h"
+#include "model/result.h"
 
 /* Limits of this backend (here rather than in limits.h: they only make sense for it). */
 #define RM_URLS_MAX 16

@@ -18,13 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../backend.h"
-#include "../error.h"
-#include "../childlib.h"
-#include "../proc.h"
-#include "../util.h"
-#include "../workspace.h"
-#include "../wsfile.h"
+#include "backends/backend.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "proc/childlib.h"
+#include "proc/proc.h"
+#include "ws/workspace.h"
+#include "ws/wsfile.h"
 
 static int probe(const struct execbox_executor_options *o, struct execbox_check *c)
 {

@@ -2,7 +2,7 @@
 /* cache.c - the jail's probe cache (see cache.h): a report kept in the stage directory, keyed to
  * what the probe's answer depends on, so that `execbox run` does not fork a probe child and read
  * a dozen kernel files at every start. `execbox check` always probes live (and refreshes it). */
-#include "cache.h"
+#include "jail/cache.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../util.h"
+#include "base/util.h"
 
 #define PROBE_FILE ".probe"           /* + "-<hash of the key>": one file per key */
 #define PROBE_MAGIC "execbox-probe-1" /* bump when the layout or the key changes */

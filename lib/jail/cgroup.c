@@ -2,7 +2,7 @@
 /* cgroup.c - per-run cgroups, v1 and v2 (see cgroup.h). Only directories this file creates
  * (named with our prefix) are ever written to or removed; the rest of the hierarchy is left
  * alone. */
-#include "cgroup.h"
+#include "jail/cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../error.h"
-#include "../limits.h"
-#include "../util.h"
+#include "base/error.h"
+#include "base/limits.h"
+#include "base/util.h"
 
 static const char *const ctrl_name[EB_CG_N] = {"memory", "pids", "cpu", "cpuacct"};
 
@@ -451,7 +451,7 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64
         if (root->have[EB_CG_MEMORY] &&
             ((r = write_str(d, "memory.max", val)) < 0 ||
              /* No memory.oom.group: as on v1, an OOM kill takes the process the kernel
-              * chooses (a session's cell before its state: lib/session.c), and the init,
+              * chooses (a session's cell before its state: lib/core/session.c), and the init,
               * which outlives it, ends the rest and reports the kill as the run's. With it,
               * the init would die too and a session would lose its state. */
              (r = write_str(d, "memory.swap.max", "0")) < 0)) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mntpin.c - the prepared mount namespace pinned on the host (see mntpin.h): found by a readdir
  * of a few entries and one open, made under a lock by the first run that finds none. */
-#include "mntpin.h"
+#include "jail/mntpin.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../error.h"
-#include "../util.h"
-#include "cache.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "jail/cache.h"
 
 #define LOCK_WAIT_MS 5000 /* another process preparing: ~1 ms, 10 s at worst (its own limit) */
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "execbox/execbox.h"
-#include "mounts.h"
+#include "jail/mounts.h"
 
 #define EB_MNTNS_PINS_MAX 4
 

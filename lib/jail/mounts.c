@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mounts.c - building and running the sandbox's mount plan (see mounts.h). */
-#include "mounts.h"
+#include "jail/mounts.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,10 +19,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../childlib.h"
-#include "../error.h"
-#include "../util.h"
-#include "ns.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "jail/ns.h"
+#include "proc/childlib.h"
 
 void eb_plan_init(struct eb_mount_plan *p)
 {

@@ -4,7 +4,7 @@
  * and goes back to the host's namespace; the fds wait in a ring until a run takes one. A
  * namespace's teardown happens when the last process in it exits, in a kernel worker, which
  * is not on anyone's path either. */
-#include "netns.h"
+#include "jail/netns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

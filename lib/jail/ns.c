@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ns.c - clone3 into new namespaces, the user namespace's id maps, dropping privileges (see
  * ns.h). */
-#include "ns.h"
+#include "jail/ns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,10 +19,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../childlib.h"
-#include "../error.h"
-#include "../limits.h"
-#include "../util.h"
+#include "base/error.h"
+#include "base/limits.h"
+#include "base/util.h"
+#include "proc/childlib.h"
 
 void eb_userns_prepare(struct eb_userns *u, uint32_t root_host_id)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* prewarm.c - building matplotlib's font list once per /etc stage (see prewarm.h). */
-#include "prewarm.h"
+#include "jail/prewarm.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../util.h"
+#include "base/util.h"
 
 #define PREWARM_TIMEOUT_MS 10000
 #define FONTLIST_MAX (1U << 20)

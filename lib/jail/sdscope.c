@@ -2,7 +2,7 @@
 /* sdscope.c - a delegated systemd scope for this process (see sdscope.h). libsystemd is loaded
  * with dlopen on first use only: a host without systemd, or a cgroup that is already ours, never
  * loads it (nor its compression and crypto libraries) into `execbox run`. */
-#include "sdscope.h"
+#include "jail/sdscope.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../error.h"
-#include "../util.h"
+#include "base/error.h"
+#include "base/util.h"
 
 #define SCOPE_WAIT_NS (5ULL * 1000000000ULL)
 

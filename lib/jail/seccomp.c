@@ -26,8 +26,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "util.h"
+#include "base/error.h"
+#include "base/util.h"
 
 /* This file is compiled twice. With EB_SECCOMP_COMPILER (the build-time generator
  * eb_seccomp_gen and the test that checks its output) it holds the rules and builds them with

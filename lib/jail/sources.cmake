@@ -4,7 +4,7 @@ list(APPEND EB_LIB_SOURCES jail/seccomp.c jail/landlock.c)
 # The jail backend itself: namespaces and ids, mounts, cgroups, and the backend table.
 list(APPEND EB_LIB_SOURCES backends/jail.c jail/ns.c jail/mounts.c jail/cgroup.c jail/netns.c jail/prewarm.c
                            jail/cache.c jail/mntpin.c jail/sdscope.c
-                           jail/uidpool.c)
+                           jail/uidpool.c jail/netproxy.c jail/tlshello.c)
 list(APPEND EB_LIB_DEFINES HAVE_JAIL)
 
 # The syscall filter is compiled at build time: eb_seccomp_gen builds the rules of
@@ -17,7 +17,7 @@ target_compile_definitions(eb_seccomp_compiler PRIVATE EB_SECCOMP_COMPILER)
 target_include_directories(eb_seccomp_compiler PUBLIC ${PROJECT_SOURCE_DIR}/include
                                                       ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(eb_seccomp_compiler PUBLIC PkgConfig::SECCOMP)
-add_executable(eb_seccomp_gen jail/seccomp_gen.c error.c util.c)
+add_executable(eb_seccomp_gen jail/seccomp_gen.c base/error.c base/util.c)
 target_link_libraries(eb_seccomp_gen PRIVATE eb_seccomp_compiler)
 add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/seccomp_bpf.h
                    COMMAND eb_seccomp_gen ${CMAKE_CURRENT_BINARY_DIR}/seccomp_bpf.h
@@ -26,14 +26,14 @@ add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/seccomp_bpf.h
 list(APPEND EB_LIB_SOURCES ${CMAKE_CURRENT_BINARY_DIR}/seccomp_bpf.h)
 include_directories(${CMAKE_CURRENT_BINARY_DIR})
 
-# Templates (lib/jail/template.c): a helper module the template's interpreter loads, and the init
+# Templates (lib/core/template.c): a helper module the template's interpreter loads, and the init
 # program of each run forked from it. Both are built on their own, without sanitizers (they run
 # inside the sandbox, in an interpreter or as pid 1), from the libc-only parts of the library,
 # and embedded into it (tpl_blobs.c).
 set(EB_TPL_OUT ${CMAKE_CURRENT_BINARY_DIR}/tpl)
-add_library(execbox_tpl_helper MODULE jail/tpl_helper.c childlib.c error.c util.c jail/ns.c
-                                      jail/landlock.c)
-add_executable(execbox_tpl_init jail/tpl_init.c childlib.c error.c util.c)
+add_library(execbox_tpl_helper MODULE jail/tpl_helper.c proc/childlib.c base/error.c
+                                      base/util.c jail/ns.c jail/landlock.c)
+add_executable(execbox_tpl_init jail/tpl_init.c proc/childlib.c base/error.c base/util.c)
 foreach(t execbox_tpl_helper execbox_tpl_init)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_options(${t} PRIVATE -fno-sanitize=all -fvisibility=hidden -O2

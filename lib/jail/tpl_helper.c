@@ -42,12 +42,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../childlib.h"
-#include "../error.h"
-#include "../util.h"
-#include "landlock.h"
-#include "ns.h"
-#include "tpl_proto.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "jail/landlock.h"
+#include "jail/ns.h"
+#include "jail/tpl_proto.h"
+#include "proc/childlib.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define R_STACK_SIZE (256U << 10)

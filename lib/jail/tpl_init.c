@@ -12,7 +12,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "../childlib.h"
+#include "proc/childlib.h"
 
 int main(int argc, char **argv)
 {

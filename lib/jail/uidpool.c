@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* uidpool.c - the host uids execbox owns, one a sandbox, allocated with OFD locks on one byte
  * each of a lock file (see uidpool.h). */
-#include "uidpool.h"
+#include "jail/uidpool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../error.h"
-#include "../util.h"
+#include "base/error.h"
+#include "base/util.h"
 
 #define ETC_FILE_MAX (16U << 20) /* /etc/passwd and friends: read at most this much */
 

@@ -14,9 +14,9 @@
 #    oom_kill counter again: an OOM kill is proven when the guest died of SIGKILL and the
 #    counter went up;
 #  - lists the regular files left in /workspace (a tmpfs that dies with the container), as
-#    lib/workspace.c does (no symlinks followed, no mounts crossed, at most 256 files
+#    lib/ws/workspace.c does (no symlinks followed, no mounts crossed, at most 256 files
 #    (EB_FILES_MAX) and 8 levels down (EB_FILES_DEPTH): tests/unit/test_docker.c checks that
-#    these stay lib/limits.h's);
+#    these stay lib/base/limits.h's);
 #  - writes one line per file, then one status line (exit code, signal, oom, CPU us, max RSS
 #    KiB, files truncated), each marked with the nonce, to stderr; the log demultiplexer
 #    takes them out of the output. Then it exits with the guest's status.

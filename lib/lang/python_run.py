@@ -50,7 +50,7 @@ def _execbox_file_runner():
             raise OSError(e, os.strerror(e), path)
         run(fp, os.fsencode(path), file_input, globals_, globals_, 1, None)  # closes fp
 
-    # A template run's end (eb_init_loop_done in lib/childlib.c): the exit status in the main
+    # A template run's end (eb_init_loop_done in lib/proc/childlib.c): the exit status in the main
     # thread's name, then a stop. The run's init then kills the process and reports at once,
     # instead of after the exit's teardown of this copy of the template's memory. libc's own
     # calls, so that nothing the program changed in os runs after its end.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_policy.c - libFuzzer target for the policy's JSON (lib/policy.c): a --policy file or a
+/* fuzz_policy.c - libFuzzer target for the policy's JSON (lib/model/policy.c): a --policy file or a
  * request's limits. Whatever the bytes: no crash, an error or a policy that survives a round
  * trip through its own JSON and the check against the defaults' maximum. */
 #include <stdint.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_tls_sni.c - libFuzzer target for the ClientHello server-name parser (lib/tlshello.c):
+/* fuzz_tls_sni.c - libFuzzer target for the ClientHello server-name parser (lib/jail/tlshello.c):
  * the first bytes a sandbox sends through a CONNECT tunnel. Whatever the bytes, the parser must
  * not read past them, and a name it reports is NUL-terminated, non-empty and under 256 bytes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tlshello.h"
+#include "jail/tlshello.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_traceback.c - libFuzzer target for the Python and node exception parsers
- * (lib/traceback.c): any stderr a guest writes is parsed for its last exception. Whatever the
+ * (lib/model/traceback.c): any stderr a guest writes is parsed for its last exception. Whatever the
  * bytes, the parsers must not read out of bounds, and a name they report must lie within the
  * input (or be node's "Uncaught"). */
 #include <stdint.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "execbox/execbox.h"
-#include "result.h"
+#include "model/result.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -14,9 +14,9 @@ mkdir -p "$out/corpus-front_head"
 clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -I"$src/include" -I"$src/lib" -I"$src/src" \
     "$src/tests/fuzz/fuzz_front_head.c" "$src/src/httpd/front.c" "$src/src/httpd/request.c" \
-    "$src/src/common/jsonrpc.c" "$src/lib/policy.c" "$src/lib/text.c" "$src/lib/error.c" \
-    "$src/lib/lang.c" "$src/lib/util.c" "$src/lib/hostrule.c" "$src/lib/lang_blobs.c" \
-    "$src/lib/traceback.c" "$src/lib/result.c" "$src/lib/workspace.c" \
+    "$src/src/common/jsonrpc.c" "$src/lib/model/policy.c" "$src/lib/base/text.c" "$src/lib/base/error.c" \
+    "$src/lib/model/lang.c" "$src/lib/base/util.c" "$src/lib/model/hostrule.c" "$src/lib/model/lang_blobs.c" \
+    "$src/lib/model/traceback.c" "$src/lib/model/result.c" "$src/lib/ws/workspace.c" \
     -DEB_LANG_DIR="\"$src/lib/lang\"" $(pkg-config --cflags --libs jansson) -lm -lpthread \
     -o "$out/fuzz_front_head"
 "$out/fuzz_front_head" -max_total_time="$seconds" -max_len=4096 -timeout=10 \

@@ -26,9 +26,9 @@ if [ "$name" = docker_logs ]; then
 else
 clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -I"$src/include" -I"$src/lib" -I"$src/src" \
-    "$src/tests/fuzz/fuzz_$name.c" "$src/lib/policy.c" "$src/lib/traceback.c" "$src/lib/result.c" \
-    "$src/lib/text.c" "$src/lib/error.c" "$src/lib/lang.c" "$src/lib/util.c" "$src/lib/workspace.c" "$src/lib/hostrule.c" "$src/lib/tlshello.c" \
-    "$src/lib/lang_blobs.c" -DEB_LANG_DIR="\"$src/lib/lang\"" \
+    "$src/tests/fuzz/fuzz_$name.c" "$src/lib/model/policy.c" "$src/lib/model/traceback.c" "$src/lib/model/result.c" \
+    "$src/lib/base/text.c" "$src/lib/base/error.c" "$src/lib/model/lang.c" "$src/lib/base/util.c" "$src/lib/ws/workspace.c" "$src/lib/model/hostrule.c" "$src/lib/jail/tlshello.c" \
+    "$src/lib/model/lang_blobs.c" -DEB_LANG_DIR="\"$src/lib/lang\"" \
     $(pkg-config --cflags --libs jansson) -lm -o "$out/fuzz_$name"
 fi
 "$out/fuzz_$name" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \

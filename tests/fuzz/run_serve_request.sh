@@ -15,9 +15,9 @@ mkdir -p "$out/corpus-serve_request"
 clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -I"$src/include" -I"$src/lib" -I"$src/src" \
     "$src/tests/fuzz/fuzz_serve_request.c" "$src/src/httpd/request.c" "$src/src/common/jsonrpc.c" \
-    "$src/lib/policy.c" "$src/lib/text.c" "$src/lib/error.c" "$src/lib/lang.c" "$src/lib/util.c" \
-    "$src/lib/hostrule.c" "$src/lib/lang_blobs.c" "$src/lib/traceback.c" "$src/lib/result.c" \
-    "$src/lib/workspace.c" -DEB_LANG_DIR="\"$src/lib/lang\"" \
+    "$src/lib/model/policy.c" "$src/lib/base/text.c" "$src/lib/base/error.c" "$src/lib/model/lang.c" "$src/lib/base/util.c" \
+    "$src/lib/model/hostrule.c" "$src/lib/model/lang_blobs.c" "$src/lib/model/traceback.c" "$src/lib/model/result.c" \
+    "$src/lib/ws/workspace.c" -DEB_LANG_DIR="\"$src/lib/lang\"" \
     $(pkg-config --cflags --libs jansson) -lm -o "$out/fuzz_serve_request"
 # New inputs go to the build tree; the checked-in seeds are read only.
 "$out/fuzz_serve_request" -max_total_time="$seconds" -max_len=8192 -timeout=10 \

@@ -266,7 +266,7 @@ class E2BTests(Tests):
 
     def test_files_caps(self):
         # 300 files: the first 256 by path, and files_truncated; files 8 directories down are
-        # listed, 9 down are not (as lib/workspace.c lists a jail's).
+        # listed, 9 down are not (as lib/ws/workspace.c lists a jail's).
         code = ("import os\n"
                 "for i in range(300):\n"
                 "    open(f'f{i:03d}.txt', 'w').write('x')\n"

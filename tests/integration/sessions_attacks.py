@@ -37,7 +37,7 @@ class _Err(ctypes.Structure):
                 ("field", ctypes.c_char * field_max())]
 
 
-class _Msg(ctypes.Structure):  # struct eb_msg (lib/proc.h)
+class _Msg(ctypes.Structure):  # struct eb_msg (lib/proc/proc.h)
     _fields_ = [("type", ctypes.c_int), ("status", ctypes.c_int), ("utime", ctypes.c_int64),
                 ("stime", ctypes.c_int64), ("maxrss", ctypes.c_int64), ("err", _Err)]
 

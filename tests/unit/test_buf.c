@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "buf.h"
-#include "limits.h"
+#include "base/buf.h"
+#include "base/limits.h"
 
 /* Byte i of a deterministic stream: easy to check which bytes were kept. */
 static char pat(uint64_t i)

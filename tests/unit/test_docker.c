@@ -259,8 +259,8 @@ static void test_create_body_has_every_wall(void **state)
     json_decref(j);
 }
 
-/* The bootstrap (lib/lang/python_docker.py) lists /workspace within lib/limits.h's bounds, as
- * lib/workspace.c does for the other backends: its literals must follow the C constants. */
+/* The bootstrap (lib/lang/python_docker.py) lists /workspace within lib/base/limits.h's bounds, as
+ * lib/ws/workspace.c does for the other backends: its literals must follow the C constants. */
 static void test_bootstrap_limits(void **state)
 {
     (void)state;

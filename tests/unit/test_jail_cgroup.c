@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
+#include "base/util.h"
 #include "jail/cgroup.h"
-#include "util.h"
 
 static char root[256];
 /* A host without systemd; self is this test process. */

@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "error.h"
+#include "base/error.h"
+#include "base/util.h"
 #include "jail/uidpool.h"
-#include "util.h"
 
 static char dir[64];
 

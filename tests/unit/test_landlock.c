@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
+#include "base/util.h"
 #include "jail/landlock.h"
-#include "util.h"
 
 static char allowed[256], other[256];
 

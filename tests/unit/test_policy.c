@@ -15,10 +15,10 @@
 
 #include <cmocka.h>
 
+#include "base/limits.h"
 #include "execbox/execbox.h"
-#include "hostrule.h"
-#include "limits.h"
-#include "policy.h"
+#include "model/hostrule.h"
+#include "model/policy.h"
 
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)

@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "result.h"
-#include "text.h"
+#include "base/text.h"
+#include "model/result.h"
 
 static char *dup_bytes(const char *d, size_t n)
 {

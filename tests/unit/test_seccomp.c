@@ -26,8 +26,8 @@
 
 #include <cmocka.h>
 
+#include "base/util.h"
 #include "jail/seccomp.h"
-#include "util.h"
 
 #ifndef SYS_open_tree_attr
 #define SYS_open_tree_attr 467

@@ -28,15 +28,15 @@
 
 #include <cmocka.h>
 
-#include "backend.h"
-#include "executor.h"
+#include "backends/backend.h"
+#include "base/limits.h"
+#include "base/util.h"
+#include "core/executor.h"
 #include "execbox/execbox.h"
-#include "lang.h"
-#include "limits.h"
-#include "policy.h"
-#include "proc.h"
-#include "result.h"
-#include "util.h"
+#include "model/lang.h"
+#include "model/policy.h"
+#include "model/result.h"
+#include "proc/proc.h"
 
 static char tmpdir[256]; /* our private $TMPDIR */
 static struct execbox_executor *ex;

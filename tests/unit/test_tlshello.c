@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "tlshello.h"
+#include "jail/tlshello.h"
 
 static size_t put16(unsigned char *b, size_t o, size_t v)
 {

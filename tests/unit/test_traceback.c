@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "buf.h"
-#include "result.h"
+#include "base/buf.h"
+#include "model/result.h"
 
 static struct execbox_result *make(const char *stderr_text, int exit_code)
 {

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* pool.h - warm sandboxes kept ready per (policy, language), each serving exactly one run. */
+#ifndef EB_POOL_H
+#define EB_POOL_H
+
+#include "core/executor.h"
+
+struct eb_pool;
+
+/* Starts a pool of ex's warm sandboxes (its backend's ops: warm starts). Background threads (one
+ * per core, at most 4 and at most the pool size) fill it through eb_sandbox_start. */
+int eb_pool_new(struct execbox_executor *ex, const struct eb_backend_ops *ops,
+                const struct execbox_executor_options *o, struct eb_pool **ret,
+                struct execbox_error *err);
+
+/* Stops the thread and destroys every warm sandbox. Accepts NULL. */
+void eb_pool_free(struct eb_pool *p);
+
+/* A ready sandbox for (policy, lang) in *ret (true), or false (the caller runs cold). Either way
+ * the pair is marked wanted, so the pool keeps it filled until it goes unused for the idle time. */
+bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *policy,
+                  const struct eb_language *lang, struct eb_sandbox *ret);
+
+/* Marks the pair wanted now. */
+int eb_pool_prewarm(struct eb_pool *p, const struct execbox_policy *policy,
+                    const struct eb_language *lang, struct execbox_error *err);
+
+void eb_pool_stats(struct eb_pool *p, struct execbox_pool_stats *ret);
+
+#endif

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * template.c - the executor's templates. A template is a walled process of the backend's (the
+ * jail's: lib/backends/jail.c "templates") whose interpreter has imported the preload and forks
+ * one sandbox per warm start. What a fork cannot make unique (CPython's string-hash secret, the
+ * address-space layout) is shared by the sandboxes of one template, so a template serves one
+ * bounded generation: it is retired after max_runs forks or max_age seconds, whichever comes
+ * first, or as soon as it is found dead; a retired template forks no more and lives, unlisted,
+ * until the last sandbox forked from it is destroyed, since stopping it would kill them.
+ */
+#include "core/template.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/limits.h"
+#include "base/util.h"
+#include "model/policy.h"
+
+#define TPL_MAX 16 /* live templates per executor: more keys run without one */
+
+struct eb_template {
+    struct eb_tplbox *box;
+    struct execbox_policy policy;
+    const struct eb_language *lang;
+    char preload[256];
+    uint64_t born_ns;
+    unsigned runs; /* forks asked for: the generation bound counts these */
+    unsigned refs; /* 1 while listed, +1 per acquire not yet released (under mu) */
+    bool retired;
+};
+
+struct eb_templates {
+    const struct eb_backend_ops *ops;
+    void *state;
+    unsigned max_runs;
+    double max_age;
+    pthread_mutex_t mu;       /* the list, the counters and every template's refs */
+    pthread_mutex_t start_mu; /* one template starts at a time */
+    struct eb_template *list[TPL_MAX];
+    size_t n;
+    uint64_t started, retired;
+};
+
+int eb_templates_new(const struct eb_backend_ops *ops, void *state, unsigned max_runs,
+                     double max_age, struct eb_templates **ret, struct execbox_error *err)
+{
+    if (!ops->template_start || !ops->template_stop)
+        return eb_error_set(err, -ENOTSUP, "backend '%s' has no templates", ops->name);
+    if (max_age < 0)
+        return eb_error_set(err, -EINVAL, "template age must not be negative");
+    struct eb_templates *ts = calloc(1, sizeof(*ts));
+    if (!ts)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    ts->ops = ops;
+    ts->state = state;
+    ts->max_runs = max_runs ? max_runs : EB_TPL_MAX_RUNS;
+    ts->max_age = max_age > 0 ? max_age : EB_TPL_MAX_AGE;
+    pthread_mutex_init(&ts->mu, NULL);
+    pthread_mutex_init(&ts->start_mu, NULL);
+    *ret = ts;
+    return 0;
+}
+
+static void stop(struct eb_templates *ts, struct eb_template *t)
+{
+    ts->ops->template_stop(ts->state, t->box);
+    free(t);
+}
+
+void eb_template_release(struct eb_templates *ts, struct eb_template *t)
+{
+    pthread_mutex_lock(&ts->mu);
+    bool last = --t->refs == 0;
+    pthread_mutex_unlock(&ts->mu);
+    if (last)
+        stop(ts, t);
+}
+
+/* Under mu: unlists t (no new forks); the caller then drops the list's reference. */
+static void unlist_locked(struct eb_templates *ts, struct eb_template *t)
+{
+    for (size_t i = 0; i < ts->n; i++)
+        if (ts->list[i] == t) {
+            ts->list[i] = ts->list[--ts->n];
+            break;
+        }
+    t->retired = true;
+    ts->retired++;
+}
+
+void eb_template_retire(struct eb_templates *ts, struct eb_template *t)
+{
+    pthread_mutex_lock(&ts->mu);
+    bool listed = !t->retired;
+    if (listed)
+        unlist_locked(ts, t);
+    pthread_mutex_unlock(&ts->mu);
+    if (listed)
+        eb_template_release(ts, t);
+}
+
+void eb_templates_free(struct eb_templates *ts)
+{
+    if (!ts)
+        return;
+    for (;;) {
+        pthread_mutex_lock(&ts->mu);
+        struct eb_template *t = ts->n ? ts->list[0] : NULL;
+        if (t)
+            unlist_locked(ts, t);
+        pthread_mutex_unlock(&ts->mu);
+        if (!t)
+            break;
+        eb_template_release(ts, t);
+    }
+    pthread_mutex_destroy(&ts->mu);
+    pthread_mutex_destroy(&ts->start_mu);
+    free(ts);
+}
+
+/* Under mu: the listed template for the key, retiring it first when its generation is over or
+ * it died (*ret_retired, for the caller to release outside the lock); NULL when none. */
+static struct eb_template *find_locked(struct eb_templates *ts, const struct execbox_policy *policy,
+                                       const struct eb_language *lang, const char *preload,
+                                       struct eb_template **ret_retired)
+{
+    for (size_t i = 0; i < ts->n; i++) {
+        struct eb_template *t = ts->list[i];
+        if (t->lang != lang || strcmp(t->preload, preload) != 0 ||
+            !eb_policy_equal(&t->policy, policy))
+            continue;
+        if (t->runs >= ts->max_runs || (double)(eb_now_ns() - t->born_ns) / 1e9 >= ts->max_age ||
+            (ts->ops->template_alive && !ts->ops->template_alive(t->box))) {
+            unlist_locked(ts, t);
+            *ret_retired = t;
+            return NULL;
+        }
+        t->refs++;
+        t->runs++;
+        return t;
+    }
+    return NULL;
+}
+
+struct eb_template *eb_template_acquire(struct eb_templates *ts,
+                                        const struct execbox_policy *policy,
+                                        const struct eb_language *lang, const char *preload,
+                                        struct execbox_error *err)
+{
+    preload = preload ? preload : "";
+    if (strlen(preload) >= sizeof(((struct eb_template *)0)->preload)) {
+        eb_error_set(err, -EINVAL, "preload list too long");
+        return NULL;
+    }
+    struct eb_template *retired = NULL, *t;
+    pthread_mutex_lock(&ts->mu);
+    t = find_locked(ts, policy, lang, preload, &retired);
+    pthread_mutex_unlock(&ts->mu);
+    if (retired)
+        eb_template_release(ts, retired);
+    if (t)
+        return t;
+    pthread_mutex_lock(&ts->start_mu);
+    pthread_mutex_lock(&ts->mu);
+    retired = NULL;
+    t = find_locked(ts, policy, lang, preload, &retired); /* another thread may have won */
+    bool full = ts->n >= TPL_MAX;
+    pthread_mutex_unlock(&ts->mu);
+    if (retired)
+        eb_template_release(ts, retired);
+    if (!t && full) {
+        eb_error_set(err, -EBUSY, "%d templates are live already", TPL_MAX);
+    } else if (!t) {
+        t = calloc(1, sizeof(*t));
+        int r = t ? ts->ops->template_start(ts->state, policy, lang, preload, &t->box, err)
+                  : eb_error_set(err, -ENOMEM, "out of memory");
+        if (r < 0) {
+            free(t);
+            t = NULL;
+        } else {
+            t->policy = *policy;
+            t->lang = lang;
+            snprintf(t->preload, sizeof(t->preload), "%s", preload);
+            t->born_ns = eb_now_ns();
+            t->refs = 2; /* the list's and the caller's */
+            t->runs = 1;
+            pthread_mutex_lock(&ts->mu);
+            ts->list[ts->n++] = t;
+            ts->started++;
+            pthread_mutex_unlock(&ts->mu);
+        }
+    }
+    pthread_mutex_unlock(&ts->start_mu);
+    return t;
+}
+
+struct eb_tplbox *eb_template_box(struct eb_template *t)
+{
+    return t->box;
+}
+
+void eb_templates_stats(struct eb_templates *ts, struct execbox_pool_stats *ret)
+{
+    pthread_mutex_lock(&ts->mu);
+    ret->templates = (unsigned)ts->n;
+    ret->templates_started = ts->started;
+    ret->templates_retired = ts->retired;
+    ret->template_memory_bytes = 0;
+    if (ts->ops->template_memory)
+        for (size_t i = 0; i < ts->n; i++)
+            ret->template_memory_bytes += ts->ops->template_memory(ts->list[i]->box);
+    pthread_mutex_unlock(&ts->mu);
+}
