@@ -49,7 +49,7 @@ struct eb_pool {
     pthread_t threads[POOL_THREADS_MAX]; /* fillers: one per core, at most the pool size */
     unsigned n_threads;
     bool stop;
-    struct execbox_executor *ex;
+    const struct eb_lifecycle *lc;
     unsigned size;
     uint64_t idle_ns;
     char preload[512];
@@ -99,7 +99,7 @@ static struct pair *new_pair(struct eb_pool *p, const struct execbox_policy *pol
 static void discard_all(struct eb_pool *p, struct eb_sandbox *list, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
-        eb_sandbox_destroy(p->ex, &list[i]);
+        eb_sandbox_destroy(p->lc, &list[i]);
 }
 
 static void *pool_thread(void *arg)
@@ -157,7 +157,7 @@ static void *pool_thread(void *arg)
             struct eb_sandbox w = {0};
             struct execbox_error err = {0, ""};
             struct eb_start st = {.policy = &pol, .lang = lang, .preload = p->preload};
-            int r = eb_sandbox_start(p->ex, &st, &w, &err);
+            int r = eb_sandbox_start(p->lc, &st, &w, &err);
             pthread_mutex_lock(&p->mu);
             fill->starting--;
             if (r < 0) {
@@ -167,7 +167,7 @@ static void *pool_thread(void *arg)
                 fill->retry_at = r == -ENOTSUP ? UINT64_MAX : eb_now_ns() + POOL_RETRY_NS;
             } else if (fill->gen != gen || !fill->used || fill->n >= POOL_MAX || p->stop) {
                 pthread_mutex_unlock(&p->mu);
-                eb_sandbox_destroy(p->ex, &w);
+                eb_sandbox_destroy(p->lc, &w);
                 pthread_mutex_lock(&p->mu);
             } else {
                 fill->ready[fill->n] = w;
@@ -192,10 +192,10 @@ static void *pool_thread(void *arg)
     return NULL;
 }
 
-int eb_pool_new(struct execbox_executor *ex, const struct eb_backend_ops *ops,
-                const struct execbox_executor_options *o, struct eb_pool **ret,
-                struct execbox_error *err)
+int eb_pool_new(const struct eb_lifecycle *lc, const struct execbox_executor_options *o,
+                struct eb_pool **ret, struct execbox_error *err)
 {
+    const struct eb_backend_ops *ops = lc->ops;
     if (!ops->warm)
         return eb_error_set(err, -ENOTSUP, "backend '%s' cannot keep warm sandboxes", ops->name);
     if (o->pool_size > POOL_MAX)
@@ -215,7 +215,7 @@ int eb_pool_new(struct execbox_executor *ex, const struct eb_backend_ops *ops,
     struct eb_pool *p = calloc(1, sizeof(*p));
     if (!p)
         return eb_error_set(err, -ENOMEM, "out of memory");
-    p->ex = ex;
+    p->lc = lc;
     p->size = o->pool_size;
     p->idle_ns = (uint64_t)((o->pool_idle > 0 ? o->pool_idle : POOL_IDLE_DEFAULT) * 1e9);
     memcpy(p->preload, pre, strlen(pre) + 1);

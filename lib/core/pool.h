@@ -3,15 +3,15 @@
 #ifndef EB_POOL_H
 #define EB_POOL_H
 
-#include "core/executor.h"
+#include "core/lifecycle.h"
 
 struct eb_pool;
 
-/* Starts a pool of ex's warm sandboxes (its backend's ops: warm starts). Background threads (one
- * per core, at most 4 and at most the pool size) fill it through eb_sandbox_start. */
-int eb_pool_new(struct execbox_executor *ex, const struct eb_backend_ops *ops,
-                const struct execbox_executor_options *o, struct eb_pool **ret,
-                struct execbox_error *err);
+/* Starts a pool of warm sandboxes of lc's backend (lc is borrowed for the pool's life).
+ * Background threads (one per core, at most 4 and at most the pool size) fill it through
+ * eb_sandbox_start. */
+int eb_pool_new(const struct eb_lifecycle *lc, const struct execbox_executor_options *o,
+                struct eb_pool **ret, struct execbox_error *err);
 
 /* Stops the thread and destroys every warm sandbox. Accepts NULL. */
 void eb_pool_free(struct eb_pool *p);

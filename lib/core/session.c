@@ -45,6 +45,8 @@
 #include "base/error.h"
 #include "base/util.h"
 #include "core/executor.h"
+#include "core/pipeline.h"
+#include "core/session.h"
 #include "model/lang.h"
 #include "model/policy.h"
 #include "model/result.h"
@@ -59,12 +61,11 @@
 #define RESULTS_READ_MAX ((size_t)EXECBOX_RICH_BYTES_MAX * 2 + (1U << 20))
 
 struct execbox_session {
+    const struct eb_lifecycle *lc; /* the executor's, borrowed */
     const struct eb_backend_ops *ops;
-    void *state;
-    struct execbox_executor *ex;
     const struct eb_language *lang;
     struct execbox_policy policy;
-    struct eb_sandbox sbx; /* the sandbox (executor's) */
+    struct eb_sandbox sbx;
     struct eb_session_box box;
     bool rollback;
     double idle, lifetime;
@@ -227,7 +228,7 @@ static int recv_from_member(struct execbox_session *s, int watch_fd, uint64_t en
         struct sender who = {.pidfd = pidfd, .procdir = -1};
         if (who.pidfd >= 0)
             who.procdir = eb_pidfd_procdir(who.pidfd, &who.pid);
-        if (who.procdir < 0 || !s->ops->session_member(s->sbx.w, who.pid, who.procdir)) {
+        if (who.procdir < 0 || !s->ops->session_member(s->sbx.box, who.pid, who.procdir)) {
             sender_close(&who);
             continue;
         }
@@ -284,15 +285,14 @@ static void end_session(struct execbox_session *s)
     bool was = s->ended;
     s->ended = true;
     pthread_mutex_unlock(&s->lock);
-    if (!was && s->sbx.w)
-        s->ops->session_kill(s->sbx.w);
+    if (!was && s->sbx.box)
+        s->ops->session_kill(s->sbx.box);
 }
 
-int execbox_session_new(struct execbox_executor *ex, const struct execbox_session_options *o,
+/* execbox_session_new on a lifecycle: the public call and a rich one-shot run start here. */
+static int session_open(const struct eb_lifecycle *lc, const struct execbox_session_options *o,
                         struct execbox_session **ret, struct execbox_error *err)
 {
-    if (!ex || !ret)
-        return eb_error_set(err, -EINVAL, "executor and result are required");
     struct execbox_session_options opt = {0};
     if (o)
         opt = *o;
@@ -306,15 +306,14 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
     struct execbox_session *s = calloc(1, sizeof(*s));
     if (!s)
         return eb_error_set(err, -ENOMEM, "out of memory");
-    const char *preload;
-    eb_executor_parts(ex, &s->ops, &s->state, &preload);
+    s->lc = lc;
+    s->ops = lc->ops;
     if (!s->ops->session_stats || !s->ops->warm) {
         int r = eb_error_set(err, -ENOTSUP, "the %s backend has no sessions (the jail has)",
                              s->ops->name);
         free(s);
         return r;
     }
-    s->ex = ex;
     s->lang = lang;
     if (opt.policy)
         s->policy = *opt.policy;
@@ -329,8 +328,8 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
     s->oom_adj = geteuid() == 0;
     pthread_mutex_init(&s->lock, NULL);
     struct eb_start st = {
-        .policy = &s->policy, .lang = lang, .preload = preload, .session = &s->box};
-    int r = eb_sandbox_start(ex, &st, &s->sbx, err);
+        .policy = &s->policy, .lang = lang, .preload = lc->preload, .session = &s->box};
+    int r = eb_sandbox_start(lc, &st, &s->sbx, err);
     if (r < 0) {
         execbox_session_free(s);
         return r;
@@ -354,6 +353,14 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
     s->created = s->last_used = now_wall();
     *ret = s;
     return 0;
+}
+
+int execbox_session_new(struct execbox_executor *ex, const struct execbox_session_options *o,
+                        struct execbox_session **ret, struct execbox_error *err)
+{
+    if (!ex || !ret)
+        return eb_error_set(err, -EINVAL, "executor and result are required");
+    return session_open(&ex->lc, o, ret, err);
 }
 
 static void touch(struct execbox_session *s)
@@ -432,38 +439,36 @@ static int read_results(int fd, struct execbox_result *res)
 
 /* One cell, with the session marked busy. Fills res; a negative errno only for a bad request
  * or no memory; a sandbox that failed is a SandboxError result (and ends the session). */
+/* Delivers a prepared cell to the session's state and waits for its end (the pipeline's deliver
+ * and wait for cells). 0 with res mapped; -ENOMEM with err set; any other -errno: the session
+ * failed (serr says how; res is rolled back), for eb_finish to report. */
 static int run_cell(struct execbox_session *s, const struct execbox_request *req,
-                    const struct execbox_policy *pol, struct execbox_result *res,
-                    struct execbox_error *err)
+                    const struct eb_prepared *p, struct execbox_result *res,
+                    struct execbox_error *serr, struct execbox_error *err)
 {
-    uint64_t start_ns = eb_now_ns();
-    size_t code_len = req->code_len ? req->code_len : strlen(req->code);
-    struct execbox_error serr = {0, ""};
+    const struct execbox_policy *pol = &p->policy;
+    uint64_t start_ns = p->start_ns;
+    size_t code_len = p->code_len;
     int fds[6] = {-1, -1, -1, -1, -1, -1}; /* out r/w, err r/w, status r/w */
     _cleanup_close_ int res_fd = -1, code_fd = -1, in_fd = -1, cell_pidfd = -1, cell_procdir = -1;
     int r = 0;
     bool broken = false;
-    if (req->n_files) {
-        r = eb_ws_place(s->box.ws_fd, req, pol, err);
-        if (r < 0)
-            return r;
-    }
     for (int i = 0; i < 6; i += 2)
         if (pipe2(&fds[i], O_CLOEXEC) < 0) {
-            r = eb_error_set(&serr, -errno, "pipe: %s", execbox_strerror(-errno));
+            r = eb_error_set(serr, -errno, "pipe: %s", execbox_strerror(-errno));
             goto sandbox_error;
         }
     res_fd = memfd_create("execbox-results", MFD_CLOEXEC);
     code_fd = memfd_create("execbox-cell", MFD_CLOEXEC);
     if (res_fd < 0 || code_fd < 0) {
-        r = eb_error_set(&serr, -errno, "memfd_create: %s", execbox_strerror(-errno));
+        r = eb_error_set(serr, -errno, "memfd_create: %s", execbox_strerror(-errno));
         goto sandbox_error;
     }
     if ((r = eb_write_all(code_fd, req->code, code_len)) < 0 || lseek(code_fd, 0, SEEK_SET) < 0) {
-        r = eb_error_set(&serr, r < 0 ? r : -errno, "write the cell's code");
+        r = eb_error_set(serr, r < 0 ? r : -errno, "write the cell's code");
         goto sandbox_error;
     }
-    in_fd = eb_stdin_fd(req->stdin_data, req->stdin_len, &serr);
+    in_fd = eb_stdin_fd(req->stdin_data, req->stdin_len, serr);
     if (in_fd < 0) {
         r = in_fd;
         goto sandbox_error;
@@ -480,7 +485,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
              EB_MSG_EXIT, EB_MSG_KEPT);
     int send_fds[6] = {fds[1], fds[3], fds[5], res_fd, code_fd, in_fd};
     if ((r = send_msg(s->box.sock, text, send_fds, 6)) < 0) {
-        eb_error_set(&serr, r, "hand the cell to the session: %s", execbox_strerror(r));
+        eb_error_set(serr, r, "hand the cell to the session: %s", execbox_strerror(r));
         broken = true;
         goto sandbox_error;
     }
@@ -493,9 +498,9 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     uint64_t deadline = start_ns + (uint64_t)(pol->timeout * 1e9);
     char buf[SESSION_MSG_MAX];
     struct sender who = {.pidfd = -1, .procdir = -1};
-    r = recv_from_member(s, s->state_pidfd, deadline, buf, sizeof(buf), &who, &serr);
+    r = recv_from_member(s, s->state_pidfd, deadline, buf, sizeof(buf), &who, serr);
     if (r == 0 && !msg_is(buf, "started"))
-        r = eb_error_set(&serr, -EBADMSG, "the session did not start the cell as it should");
+        r = eb_error_set(serr, -EBADMSG, "the session did not start the cell as it should");
     pid_t pid = who.pid;
     cell_pidfd = TAKE_FD(who.pidfd);
     cell_procdir = TAKE_FD(who.procdir);
@@ -512,9 +517,9 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     }
     set_oom_adj(s, cell_procdir, 1000);
     struct eb_box_stats before = {.cpu_ns = -1};
-    s->ops->session_stats(s->sbx.w, &before);
+    s->ops->session_stats(s->sbx.box, &before);
     if ((r = send_msg(s->box.sock, "{\"t\": \"go\"}", NULL, 0)) < 0) {
-        eb_error_set(&serr, r, "start the cell: %s", execbox_strerror(r));
+        eb_error_set(serr, r, "start the cell: %s", execbox_strerror(r));
         broken = true;
         goto sandbox_error;
     }
@@ -533,7 +538,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     c.exit_msg_ends = true;
     c.drain_after_exit_ms = SESSION_DRAIN_MS;
     struct eb_outcome oc;
-    r = eb_supervise(&c, req, pol, start_ns, res, &oc, &serr);
+    r = eb_supervise(&c, req, pol, start_ns, res, &oc, serr);
     c.pidfd = -1; /* still cell_pidfd's */
     eb_child_close(&c);
     if (r == -ENOMEM)
@@ -545,7 +550,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     if (r == 0 && !oc.got_exit && !oc.timed_out && !oc.cancelled) {
         /* The cell's process is gone and the state said nothing: it is gone too, or lost. */
         broken = true;
-        eb_error_set(&serr, -ESHUTDOWN,
+        eb_error_set(serr, -ESHUTDOWN,
                      "the session's state process is gone (killed, or out of memory)");
         r = -ESHUTDOWN;
     }
@@ -562,7 +567,7 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
         broken = true;
     }
     struct eb_box_stats after = {.cpu_ns = -1};
-    s->ops->session_stats(s->sbx.w, &after);
+    s->ops->session_stats(s->sbx.box, &after);
     struct eb_wait w;
     eb_wait_init(&w);
     w.oc = oc;
@@ -604,12 +609,10 @@ sandbox_error:
         eb_close(&fds[i]);
     if (broken)
         end_session(s);
-    res->execution_time = (double)(eb_now_ns() - start_ns) / 1e9;
     res->rolled_back = true;
-    if (!serr.msg[0])
-        eb_error_set(&serr, r, "the session failed: %s", execbox_strerror(r));
-    return eb_result_sandbox_error(res, serr.msg) < 0 ? eb_error_set(err, -ENOMEM, "out of memory")
-                                                      : 0;
+    if (!serr->msg[0])
+        eb_error_set(serr, r, "the session failed: %s", execbox_strerror(r));
+    return r == -ENOMEM ? -EIO : r; /* the session's failure, not the caller's memory */
 }
 
 int execbox_session_run(struct execbox_session *s, const struct execbox_request *req,
@@ -617,36 +620,10 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
 {
     if (!s || !req || !ret)
         return eb_error_set(err, -EINVAL, "session, request and result are required");
-    if (!req->code)
-        return eb_error_set(err, -EINVAL, "no code given");
-    if (req->language && eb_language_find(req->language) != s->lang)
-        return eb_error_set(err, -EINVAL, "this session runs %s, not '%s'", s->lang->name,
-                            req->language);
-    size_t code_len = 0;
-    int cr = eb_request_sizes(req, &code_len, err);
-    if (cr < 0)
-        return cr;
-    /* A cell may ask for less time or output than the session has, nothing else. */
-    struct execbox_policy pol = s->policy;
-    if (req->policy) {
-        struct execbox_policy want = *req->policy;
-        eb_policy_resolve(&want);
-        if (want.timeout > s->policy.timeout || want.output_limit > s->policy.output_limit) {
-            int r = eb_error_set(err, -EPERM, "a cell may not ask for more %s than its session has",
-                                 want.timeout > s->policy.timeout ? "time" : "output");
-            if (err) {
-                err->kind = EXECBOX_ERROR_OVER_MAXIMUM;
-                snprintf(err->field, sizeof(err->field), "%s",
-                         want.timeout > s->policy.timeout ? "timeout" : "output_limit");
-            }
-            return r;
-        }
-        pol.timeout = want.timeout;
-        pol.output_limit = want.output_limit;
-    }
-    int fr = eb_input_files_check(req, &pol, err);
-    if (fr < 0)
-        return fr;
+    struct eb_prepared p;
+    int pr = eb_prepare_cell(req, s->lang, &s->policy, &p, err);
+    if (pr < 0)
+        return pr;
     bool no = false;
     if (!atomic_compare_exchange_strong(&s->busy, &no, true))
         return eb_error_set(err, -EBUSY, "a cell is running in this session");
@@ -661,16 +638,21 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
         atomic_store(&s->busy, false);
         return eb_error_set(err, -ENOMEM, "out of memory");
     }
-    r = run_cell(s, req, &pol, res, err);
-    if (r == 0) {
+    struct execbox_error serr = {0, ""};
+    /* The input files go into the workspace first: failing that is the request's error. */
+    bool placed = !req->n_files || (r = eb_ws_place(s->box.ws_fd, req, &p.policy, err)) == 0;
+    if (placed) {
+        p.start_ns = eb_now_ns(); /* the cell's deadline counts from its delivery */
+        r = run_cell(s, req, &p, res, &serr, err);
+    }
+    if (placed && r != -ENOMEM) {
         res->in_session = true;
         pthread_mutex_lock(&s->lock);
         res->execution_count = s->count;
         if (res->rolled_back)
             s->rolled_back++;
         pthread_mutex_unlock(&s->lock);
-        if (eb_language_fill_error(s->lang, res) < 0 || eb_executor_add_degraded(s->ex, res) < 0)
-            r = eb_error_set(err, -ENOMEM, "out of memory");
+        r = eb_finish(s->lc, s->lang, r, &serr, p.start_ns, res, err);
     }
     touch(s);
     atomic_store(&s->busy, false);
@@ -729,9 +711,9 @@ void execbox_session_info(struct execbox_session *s, struct execbox_session_info
     pthread_mutex_unlock(&s->lock);
     ret->busy = atomic_load(&s->busy);
     wait_old_state_gone(s);
-    if (s->sbx.w) {
+    if (s->sbx.box) {
         struct eb_box_stats st = {.cpu_ns = -1};
-        s->ops->session_stats(s->sbx.w, &st);
+        s->ops->session_stats(s->sbx.box, &st);
         ret->memory_bytes = st.memory;
         ret->memory_peak_bytes = st.peak_memory;
     }
@@ -819,7 +801,7 @@ struct execbox_session *execbox_session_free(struct execbox_session *s)
 {
     if (!s)
         return NULL;
-    eb_sandbox_destroy(s->ex, &s->sbx);
+    eb_sandbox_destroy(s->lc, &s->sbx);
     eb_close(&s->box.sock);
     eb_close(&s->state_pidfd);
     eb_close(&s->old_state_pidfd);
@@ -828,15 +810,14 @@ struct execbox_session *execbox_session_free(struct execbox_session *s)
     return NULL;
 }
 
-int eb_session_oneshot(struct execbox_executor *ex, const struct execbox_request *req,
-                       const struct execbox_policy *policy, struct execbox_result **ret,
+int eb_session_oneshot(const struct eb_lifecycle *lc, const struct execbox_request *req,
+                       const struct eb_prepared *p, struct execbox_result **ret,
                        struct execbox_error *err)
 {
-    struct execbox_session_options o = {.language = req->language, .policy = policy};
+    struct execbox_session_options o = {.language = req->language, .policy = &p->policy};
     struct execbox_session *s = NULL;
     struct execbox_error serr = {0, ""};
-    uint64_t start_ns = eb_now_ns();
-    int r = execbox_session_new(ex, &o, &s, &serr);
+    int r = session_open(lc, &o, &s, &serr);
     if (r == -ENOTSUP || r == -EINVAL) {
         if (err)
             *err = serr;
@@ -844,17 +825,12 @@ int eb_session_oneshot(struct execbox_executor *ex, const struct execbox_request
     }
     if (r < 0) {
         /* The sandbox could not start: a result, as for any run. */
-        const struct eb_backend_ops *ops;
-        void *state;
-        const char *preload;
-        eb_executor_parts(ex, &ops, &state, &preload);
-        struct execbox_result *res = eb_result_new(ops->name, "python");
+        struct execbox_result *res = eb_result_new(lc->ops->name, p->lang->name);
         if (!res)
             return eb_error_set(err, -ENOMEM, "out of memory");
-        res->execution_time = (double)(eb_now_ns() - start_ns) / 1e9;
-        if (eb_result_sandbox_error(res, serr.msg) < 0) {
+        if (eb_finish(lc, p->lang, r, &serr, p->start_ns, res, err) < 0) {
             execbox_result_free(res);
-            return eb_error_set(err, -ENOMEM, "out of memory");
+            return -ENOMEM;
         }
         *ret = res;
         return 0;

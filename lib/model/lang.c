@@ -44,6 +44,18 @@ const char *const *execbox_languages(void)
     return language_names;
 }
 
+void eb_language_list(char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; language_names[i] && used < n; i++) {
+        int k = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", language_names[i]);
+        if (k < 0)
+            break;
+        used += (size_t)k;
+    }
+}
+
 const struct eb_language *eb_language_find(const char *name)
 {
     if (!name || !*name)

@@ -31,7 +31,7 @@
 #include "backends/backend.h"
 #include "base/limits.h"
 #include "base/util.h"
-#include "core/executor.h"
+#include "core/pipeline.h"
 #include "execbox/execbox.h"
 #include "model/lang.h"
 #include "model/policy.h"

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* lifecycle.c - starting a backend's sandbox (cold, or forked from a template) and destroying
+ * it. */
+#include "core/lifecycle.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "core/template.h"
+#include "model/result.h"
+
+int eb_sandbox_start(const struct eb_lifecycle *lc, const struct eb_start *s,
+                     struct eb_sandbox *ret, struct execbox_error *err)
+{
+    struct eb_start st = *s;
+    ret->box = NULL;
+    ret->tpl = NULL;
+    if (!st.preload)
+        st.preload = "";
+    if (!st.run && !lc->ops->warm)
+        return eb_error_set(err, -ENOTSUP, "the %s backend has no warm starts", lc->ops->name);
+    if (!st.run && lc->tpls && st.lang->template_bootstrap) {
+        struct execbox_error terr = {0, ""};
+        ret->tpl = eb_template_acquire(lc->tpls, st.policy, st.lang, st.preload, &terr);
+        if (!ret->tpl && terr.code != -ENOTSUP) {
+            if (err)
+                *err = terr;
+            return terr.code < 0 ? terr.code : -EIO;
+        }
+        /* -ENOTSUP: no template for this policy here; the backend's own warm start says
+         * whether it can start one from nothing. */
+        st.tpl = ret->tpl ? eb_template_box(ret->tpl) : NULL;
+    }
+    int r = lc->ops->start(lc->state, &st, &ret->box, err);
+    if (r < 0) {
+        ret->box = NULL;
+        /* A template that died or fell out of step forks no more (a fork the policy does not
+         * allow, say with pids 1, leaves it as it is). */
+        if (ret->tpl && lc->ops->template_alive &&
+            !lc->ops->template_alive(eb_template_box(ret->tpl)))
+            eb_template_retire(lc->tpls, ret->tpl);
+        if (ret->tpl)
+            eb_template_release(lc->tpls, ret->tpl);
+        ret->tpl = NULL;
+    }
+    return r;
+}
+
+void eb_sandbox_destroy(const struct eb_lifecycle *lc, struct eb_sandbox *sb)
+{
+    if (sb->box)
+        lc->ops->destroy(lc->state, sb->box);
+    if (sb->tpl)
+        eb_template_release(lc->tpls, sb->tpl);
+    sb->box = NULL;
+    sb->tpl = NULL;
+}
+
+int eb_lifecycle_add_degraded(const struct eb_lifecycle *lc, struct execbox_result *res)
+{
+    if (lc->degraded)
+        for (size_t i = 0; i < lc->report->n_walls; i++)
+            if (!lc->report->walls[i].ok && lc->report->walls[i].required &&
+                eb_result_add_degraded(res, lc->report->walls[i].name) < 0)
+                return -ENOMEM;
+    return 0;
+}

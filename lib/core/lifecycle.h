@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* lifecycle.h - a backend's sandboxes as the core starts and destroys them: cold, or forked from
+ * the template of their (policy, language, preload). The executor owns one lifecycle; the pool,
+ * sessions and the run pipeline borrow it. */
+#ifndef EB_LIFECYCLE_H
+#define EB_LIFECYCLE_H
+
+#include <stdbool.h>
+
+#include "backends/backend.h"
+
+struct eb_templates;
+
+/* What starting and destroying sandboxes needs: the backend and its state, the templates (NULL
+ * without), what warm sandboxes import ahead, and the walls the backend runs without. */
+struct eb_lifecycle {
+    const struct eb_backend_ops *ops;
+    void *state;
+    struct eb_templates *tpls;          /* NULL without templates */
+    char preload[256];                  /* pool_preload: what sessions import ahead too */
+    const struct execbox_check *report; /* the backend's probe, for the degraded walls */
+    bool degraded;                      /* allow_degraded let a required wall be missing */
+};
+
+/* A sandbox as the core holds it: the backend's, and the template it was forked from (a
+ * reference dropped when the sandbox is destroyed). */
+struct eb_sandbox {
+    struct eb_box *box;
+    struct eb_template *tpl;
+};
+
+/* Starts a sandbox through lc's backend: a warm start (s->run NULL) forks it from the template
+ * of (policy, language, preload) when the backend and the language have templates and lc keeps
+ * them. 0, or -errno with err set. */
+int eb_sandbox_start(const struct eb_lifecycle *lc, const struct eb_start *s,
+                     struct eb_sandbox *ret, struct execbox_error *err);
+
+/* Destroys a sandbox (sb->box NULL: nothing) and drops its template's reference. */
+void eb_sandbox_destroy(const struct eb_lifecycle *lc, struct eb_sandbox *sb);
+
+/* Names in res the required walls lc's backend runs without (allow_degraded): 0 or -ENOMEM. */
+int eb_lifecycle_add_degraded(const struct eb_lifecycle *lc, struct execbox_result *res);
+
+#endif

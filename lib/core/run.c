@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* run.c - a one-shot run: prepare, acquire (pool | template | cold), deliver, wait, finish. */
+#include "core/run.h"
+
+#include <errno.h>
+
+#include "base/error.h"
+#include "core/pipeline.h"
+#include "core/pool.h"
+#include "core/session.h"
+#include "model/lang.h"
+#include "model/result.h"
+
+/* Acquires a sandbox for the run and runs it there: a pooled one when the pool has it ready,
+ * else one started for this run (a template's fork or cold). A pooled sandbox that died before
+ * it got the code (nothing ran) gives way to a started one, with a fresh result. */
+static int acquire_and_run(const struct eb_lifecycle *lc, struct eb_pool *pool,
+                           const struct eb_run *run, struct execbox_result **res,
+                           struct execbox_error *berr)
+{
+    const struct eb_backend_ops *ops = lc->ops;
+    const struct execbox_policy *policy = run->policy;
+    struct eb_sandbox sb = {0};
+    bool pooled = false;
+    /* A backend that cannot enforce network "allow" never gets such a run, warm or cold. */
+    if (policy->network == EXECBOX_NETWORK_ALLOW && !ops->network_allow)
+        return eb_error_set(berr, -ENOTSUP,
+                            "network 'allow' is not available with the '%s' backend: it cannot "
+                            "enforce an allow-list (use the jail backend, or network 'none')",
+                            ops->name);
+    if (pool && run->lang->warm_bootstrap)
+        pooled = eb_pool_take(pool, policy, run->lang, &sb);
+    if (pooled) {
+        int r = eb_deliver_and_wait(ops, lc->state, sb.box, run, *res, berr);
+        eb_sandbox_destroy(lc, &sb);
+        if (r != -EPIPE)
+            return r;
+        execbox_result_free(*res);
+        *res = eb_result_new(ops->name, run->lang->name);
+        if (!*res)
+            return -ENOMEM;
+        eb_error_clear(berr);
+    }
+    struct eb_start st = {.policy = policy, .lang = run->lang, .run = run};
+    int r = eb_sandbox_start(lc, &st, &sb, berr);
+    if (r == 0) {
+        r = eb_deliver_and_wait(ops, lc->state, sb.box, run, *res, berr);
+        eb_sandbox_destroy(lc, &sb);
+    }
+    return r;
+}
+
+int eb_run_oneshot(const struct eb_lifecycle *lc, struct eb_pool *pool,
+                   const struct execbox_request *req, struct execbox_result **ret,
+                   struct execbox_error *err)
+{
+    struct eb_prepared p;
+    int r = eb_prepare_oneshot(req, &p, err);
+    if (r < 0)
+        return r;
+    if (req->n_files && !lc->ops->input_files)
+        return eb_error_set(err, -ENOTSUP, "the %s backend cannot place input files",
+                            lc->ops->name);
+    if (req->rich_results)
+        return eb_session_oneshot(lc, req, &p, ret, err);
+
+    struct execbox_result *res = eb_result_new(lc->ops->name, p.lang->name);
+    if (!res)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    struct eb_run run = eb_prepared_run(req, &p);
+    struct execbox_error berr = {0, ""};
+    r = acquire_and_run(lc, pool, &run, &res, &berr);
+    if (!res)
+        return eb_error_set(err, -ENOMEM, "out of memory");
+    if (eb_finish(lc, p.lang, r, &berr, p.start_ns, res, err) < 0) {
+        execbox_result_free(res);
+        return -ENOMEM;
+    }
+    *ret = res;
+    return 0;
+}
