@@ -574,6 +574,11 @@ char *execbox_utf8_sanitize(const char *data, size_t len, size_t *ret_len, size_
  * when out of memory. */
 char *execbox_base64(const void *data, size_t len);
 
+/* Decodes base64 (RFC 4648; whitespace skipped, padding optional, as MIME bundles carry images)
+ * into a new buffer of *ret_len bytes, NUL-terminated. Free with execbox_free(); NULL when s is
+ * not base64 or on no memory. */
+unsigned char *execbox_base64_decode(const char *s, size_t len, size_t *ret_len);
+
 /* ---- the tool definition (docs/mcp.md) --------------------------------------------------- */
 
 enum execbox_schema_format {

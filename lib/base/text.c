@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* text.c - the encodings every surface needs: UTF-8 made valid (for JSON) and base64. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,43 +100,69 @@ char *execbox_base64(const void *data, size_t len)
     return out;
 }
 
-int eb_base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
+static int b64_value(char c)
 {
-    if (len % 4)
+    return c >= 'A' && c <= 'Z'   ? c - 'A'
+           : c >= 'a' && c <= 'z' ? c - 'a' + 26
+           : c >= '0' && c <= '9' ? c - '0' + 52
+           : c == '+'             ? 62
+           : c == '/'             ? 63
+                                  : -1;
+}
+
+/* The one base64 decoder. strict: whole padded quanta, nothing outside the alphabet. Otherwise
+ * (text from MIME bundles) whitespace is skipped and the padding may be left out; '=' still
+ * ends the data. */
+static int decode(const char *s, size_t len, bool strict, unsigned char **ret, size_t *ret_len)
+{
+    if (strict && len % 4)
         return -EBADMSG;
-    unsigned char *out = malloc(len / 4 * 3 + 1);
+    unsigned char *out = malloc(len / 4 * 3 + 3);
     if (!out)
         return -ENOMEM;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        unsigned v = 0;
-        int pad = 0;
-        for (size_t k = 0; k < 4; k++) {
-            char c = s[i + k];
-            int x = c >= 'A' && c <= 'Z'   ? c - 'A'
-                    : c >= 'a' && c <= 'z' ? c - 'a' + 26
-                    : c >= '0' && c <= '9' ? c - '0' + 52
-                    : c == '+'             ? 62
-                    : c == '/'             ? 63
-                                           : -1;
-            /* '=' only at the end of the last quantum, at most two of them */
-            if (c == '=' && i + 4 == len && k >= 2 && (k == 3 || s[i + 3] == '=')) {
-                pad++;
-                x = 0;
-            } else if (x < 0 || pad) {
-                free(out);
-                return -EBADMSG;
-            }
-            v = v << 6 | (unsigned)x;
+    size_t o = 0, pad = 0, seen = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!strict && (c == ' ' || c == '\n' || c == '\r' || c == '\t'))
+            continue;
+        if (c == '=') {
+            pad++;
+            continue;
         }
-        out[o++] = (unsigned char)(v >> 16);
-        if (pad < 2)
-            out[o++] = (unsigned char)(v >> 8);
-        if (pad < 1)
-            out[o++] = (unsigned char)v;
+        int v = b64_value(c);
+        if (v < 0 || pad) {
+            free(out);
+            return -EBADMSG;
+        }
+        seen++;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)(acc >> bits);
+            acc &= (1U << bits) - 1;
+        }
+    }
+    /* Strict: '=' only fills the last quantum, at most two of them. */
+    if (strict && (pad > 2 || (seen + pad) % 4)) {
+        free(out);
+        return -EBADMSG;
     }
     out[o] = 0;
     *ret = out;
     *ret_len = o;
     return 0;
+}
+
+int eb_base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
+{
+    return decode(s, len, true, ret, ret_len);
+}
+
+unsigned char *execbox_base64_decode(const char *s, size_t len, size_t *ret_len)
+{
+    unsigned char *out = NULL;
+    return decode(s, len, false, &out, ret_len) == 0 ? out : NULL;
 }

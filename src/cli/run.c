@@ -102,7 +102,7 @@ static void save_new(const char *stem, const char *ext, const void *data, size_t
 static void save_rich_image(const char *b64, const char *ext, size_t nth, bool say)
 {
     size_t len = 0;
-    unsigned char *data = repl_base64_decode(b64, strlen(b64), &len);
+    unsigned char *data = execbox_base64_decode(b64, strlen(b64), &len);
     char mime[32], stem[48];
     snprintf(mime, sizeof(mime), "image/%s", ext);
     if (!data) {

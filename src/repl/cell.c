@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cell.c - when a cell is complete, and base64 decoding (see cell.h). */
+/* cell.c - when a cell is complete (see cell.h). */
 #include "cell.h"
 
 #include <stdint.h>
@@ -102,53 +102,4 @@ bool repl_cell_is_exit(const char *text, size_t len)
     size_t n = sizeof(raise) - 1;
     return len >= n && strncmp(text, raise, n) == 0 &&
            (len == n || text[n] == '(' || text[n] == ' ');
-}
-
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-unsigned char *repl_base64_decode(const char *s, size_t len, size_t *ret_len)
-{
-    unsigned char *out = malloc(len / 4 * 3 + 3);
-    if (!out)
-        return NULL;
-    size_t n = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    bool padded = false;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            continue;
-        if (c == '=') {
-            padded = true;
-            continue;
-        }
-        int v = b64_value(c);
-        if (v < 0 || padded) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[n++] = (unsigned char)(acc >> bits);
-            acc &= (1U << bits) - 1;
-        }
-    }
-    *ret_len = n;
-    return out;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cell.h - the pure parts of `execbox repl`: when the lines typed so far make a complete cell
- * (Python's own REPL rules, approximately), and base64 decoding of rich images. No I/O. */
+ * (Python's own REPL rules, approximately). No I/O. */
 #ifndef EBCLI_REPL_CELL_H
 #define EBCLI_REPL_CELL_H
 
@@ -17,9 +17,5 @@ bool repl_cell_continues(const char *text, size_t len);
  * or raise SystemExit... . The repl cannot tell exit(0) from a cell that just succeeded by the
  * result alone, so it asks this first. */
 bool repl_cell_is_exit(const char *text, size_t len);
-
-/* Decodes standard base64 (padding optional, whitespace skipped) into a new buffer of
- * *ret_len bytes. NULL on bad input or no memory. Free with free(). */
-unsigned char *repl_base64_decode(const char *s, size_t len, size_t *ret_len);
 
 #endif

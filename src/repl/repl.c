@@ -255,7 +255,7 @@ static void on_output(void *ud, enum execbox_stream s, const char *data, size_t 
 static void save_image(const char *b64, const char *ext, unsigned long long cell, size_t nth)
 {
     size_t len = 0;
-    unsigned char *data = repl_base64_decode(b64, strlen(b64), &len);
+    unsigned char *data = execbox_base64_decode(b64, strlen(b64), &len);
     if (!data) {
         fprintf(stderr, "(an image/%s output could not be decoded)\n", ext);
         return;

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "execbox/execbox.h"
 #include "repl/cell.h"
 
 static bool more(const char *s)
@@ -50,22 +51,22 @@ static void test_base64(void **state)
 {
     (void)state;
     size_t n = 0;
-    unsigned char *d = repl_base64_decode("aGVsbG8=", 8, &n);
+    unsigned char *d = execbox_base64_decode("aGVsbG8=", 8, &n);
     assert_non_null(d);
     assert_int_equal(n, 5);
     assert_memory_equal(d, "hello", 5);
     free(d);
-    d = repl_base64_decode("iVBO\nRw0K", 9, &n);
+    d = execbox_base64_decode("iVBO\nRw0K", 9, &n);
     assert_non_null(d);
     assert_int_equal(n, 6);
     assert_memory_equal(d, "\x89PNG\r\n", 6);
     free(d);
-    d = repl_base64_decode("", 0, &n);
+    d = execbox_base64_decode("", 0, &n);
     assert_non_null(d);
     assert_int_equal(n, 0);
     free(d);
-    assert_null(repl_base64_decode("aGV*bG8=", 8, &n));
-    assert_null(repl_base64_decode("aG=Vs", 5, &n));
+    assert_null(execbox_base64_decode("aGV*bG8=", 8, &n));
+    assert_null(execbox_base64_decode("aG=Vs", 5, &n));
 }
 
 static bool is_exit(const char *s)
