@@ -281,7 +281,7 @@ struct execbox_rich {
 };
 
 /* A run or cell keeps at most this many rich outputs, and at most EXECBOX_RICH_BYTES_MAX bytes
- * of them in all; beyond, results_truncated is set. */
+ * of them in all; beyond, results_truncated is set (and results_dropped, results_cut say why). */
 #define EXECBOX_RICH_MAX 64
 #define EXECBOX_RICH_BYTES_MAX (16U << 20)
 
@@ -329,6 +329,16 @@ struct execbox_result {
     bool in_session;
     uint64_t execution_count;
     bool rolled_back;
+    /* Why results_truncated is set (added after rolled_back: the struct only grows).
+     * results_dropped: outputs left out past EXECBOX_RICH_MAX. results_cut: outputs with a
+     * form cut or left out for size (one form over EXECBOX_RICH_BYTES_MAX, or the cell's
+     * outputs over it in all; the output's text then says which form, how big it was and the
+     * cap), or left out whole for it. results_file_dropped: the file a cell's rich outputs
+     * come back in was larger than any the session writes (the cell wrote it itself), and
+     * every rich output was dropped with it. */
+    size_t results_dropped;
+    size_t results_cut;
+    bool results_file_dropped;
 };
 
 /* Frees a result and everything it owns. Accepts NULL; returns NULL. */

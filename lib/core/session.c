@@ -409,7 +409,9 @@ static void kill_cell(void *ctx)
         syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
 }
 
-/* The results the cell wrote into its memfd, if they parse. */
+/* The results the cell wrote into its memfd, if they parse: {"results": [...], "dropped": N,
+ * "cut": N} (lib/lang/python_session.py keeps it within RESULTS_READ_MAX, which the cell message
+ * tells it; a larger file was written by the cell itself and is dropped whole). */
 static int read_results(int fd, struct execbox_result *res)
 {
     struct stat st;
@@ -417,6 +419,7 @@ static int read_results(int fd, struct execbox_result *res)
         return 0;
     if ((size_t)st.st_size > RESULTS_READ_MAX) {
         res->results_truncated = true;
+        res->results_file_dropped = true;
         return 0;
     }
     size_t n = (size_t)st.st_size;
@@ -427,11 +430,19 @@ static int read_results(int fd, struct execbox_result *res)
     int r = 0;
     if (k > 0) {
         json_error_t je;
-        json_t *a = json_loadb(buf, (size_t)k, JSON_ALLOW_NUL, &je);
+        json_t *o = json_loadb(buf, (size_t)k, JSON_ALLOW_NUL, &je);
         struct execbox_error e = {0, ""};
-        if (a && eb_result_rich_from_array(a, res, &e) == -ENOMEM)
+        if (o && eb_result_rich_from_array(json_object_get(o, "results"), res, &e) == -ENOMEM)
             r = -ENOMEM;
-        json_decref(a);
+        /* The bootstrap's counts, taken as numbers only: a cell could write anything here. */
+        const json_t *dropped = json_object_get(o, "dropped"), *cut = json_object_get(o, "cut");
+        if (json_is_integer(dropped) && json_integer_value(dropped) > 0)
+            res->results_dropped += (size_t)json_integer_value(dropped);
+        if (json_is_integer(cut) && json_integer_value(cut) > 0)
+            res->results_cut += (size_t)json_integer_value(cut);
+        if (res->results_dropped || res->results_cut)
+            res->results_truncated = true;
+        json_decref(o);
     }
     free(buf);
     return r;
@@ -480,9 +491,11 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
     char text[256];
     snprintf(text, sizeof(text),
              "{\"t\": \"cell\", \"n\": %llu, \"rollback\": %s, \"msg_size\": %zu, "
-             "\"exit\": %d, \"kept\": %d}",
+             "\"exit\": %d, \"kept\": %d, \"rich_max\": %d, \"rich_bytes_max\": %zu, "
+             "\"results_max\": %zu}",
              (unsigned long long)n, s->rollback ? "true" : "false", sizeof(struct eb_msg),
-             EB_MSG_EXIT, EB_MSG_KEPT);
+             EB_MSG_EXIT, EB_MSG_KEPT, EXECBOX_RICH_MAX, (size_t)EXECBOX_RICH_BYTES_MAX,
+             RESULTS_READ_MAX);
     int send_fds[6] = {fds[1], fds[3], fds[5], res_fd, code_fd, in_fd};
     if ((r = send_msg(s->box.sock, text, send_fds, 6)) < 0) {
         eb_error_set(serr, r, "hand the cell to the session: %s", execbox_strerror(r));

@@ -189,11 +189,108 @@ def _execbox_session_hooks(mod):
 
 
 _execbox_results = []
+# The cell's rich outputs against what the library keeps (its cell message: rich_max outputs,
+# rich_bytes_max bytes of them in all, a results file of at most results_max bytes): left_u is
+# what is left of the bytes as the library counts them (UTF-8), left_e of the file (JSON);
+# dropped counts the outputs past rich_max, cut those cut or left out for size.
+_execbox_cap = {}
+_EXECBOX_MIME = {'text': 'text/plain', 'html': 'text/html', 'markdown': 'text/markdown',
+                 'svg': 'image/svg+xml', 'png': 'image/png', 'jpeg': 'image/jpeg',
+                 'latex': 'text/latex', 'json': 'application/json',
+                 'javascript': 'application/javascript'}
+_EXECBOX_MARK_ROOM = 256  # bytes kept back for each form's marker
+_EXECBOX_HEAD = 4096  # characters of a cut text/plain form kept before its marker
+
+
+def _execbox_cap_start(m):
+    c = _execbox_cap
+    c['max'], c['bytes'] = m['rich_max'], m['rich_bytes_max']
+    c['left_u'] = c['bytes']
+    # The file also holds the keys, the is_main_result flags and JSON's escapes; half of what
+    # the library reads is for the forms' escaped text, the rest is room to spare.
+    c['left_e'] = m['results_max'] // 2
+    c['dropped'] = c['cut'] = 0
+
+
+def _execbox_full():
+    if len(_execbox_results) >= _execbox_cap['max']:
+        _execbox_cap['dropped'] += 1
+        return True
+    return False
+
+
+def _execbox_size(n):
+    mib = 1 << 20
+    if n < 1024:
+        return '%d bytes' % n
+    if n % mib == 0:
+        return '%d MiB' % (n // mib)
+    if n < mib:
+        return '%.1f KiB' % (n / 1024)
+    return '%.1f MiB' % (n / mib)
+
+
+def _execbox_measure(s):
+    # s as the library will take it (valid UTF-8: a lone surrogate would fail the whole file),
+    # its size in UTF-8 and as a JSON string.
+    import json
+    try:
+        u = len(s.encode('utf-8'))
+    except UnicodeEncodeError:
+        s = s.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')  # one U+FFFD each
+        u = len(s.encode('utf-8'))
+    e = u + 2 if u > _execbox_cap['bytes'] else len(json.dumps(s, ensure_ascii=False).encode())
+    return s, u, e
+
+
+def _execbox_add(r):
+    # Appends rich output r, each form within what is left of the cell's bytes: a form that
+    # does not fit is left out (text/plain: cut to its head) and the text says so, how big it
+    # was and what the cap is. An output whose markers do not fit either is left out whole.
+    c = _execbox_cap
+    keys = [k for k in r if k != 'is_main_result' and isinstance(r[k], str)]
+    room = _EXECBOX_MARK_ROOM * len(keys)
+    out, sizes, notes = {}, {}, []
+    for k in keys:
+        s, u, e = _execbox_measure(r[k])
+        used_u = sum(x[0] for x in sizes.values())
+        used_e = sum(x[1] for x in sizes.values())
+        left_u, left_e = c['left_u'] - used_u - room, c['left_e'] - used_e - room
+        if u <= left_u and e <= left_e:
+            out[k], sizes[k] = s, (u, e)
+            continue
+        before = c['bytes'] - c['left_u'] + used_u
+        if u > c['bytes'] or before == 0:
+            why = ('more than fits in the %s of rich outputs a cell keeps'
+                   % _execbox_size(c['bytes']))
+        else:
+            why = ('the rich outputs before it took %s of the %s a cell keeps'
+                   % (_execbox_size(before), _execbox_size(c['bytes'])))
+        mime = _EXECBOX_MIME.get(k, k)
+        if k == 'text':
+            out[k] = s[:max(0, min(_EXECBOX_HEAD, left_u // 4, left_e // 6))]
+            notes.append('[%s of %s cut here: %s]' % (mime, _execbox_size(u), why))
+        else:
+            notes.append('[%s of %s left out: %s]' % (mime, _execbox_size(u), why))
+    if notes:
+        out['text'] = '\n'.join(([out['text']] if out.get('text') else []) + notes)
+        _, u, e = _execbox_measure(out['text'])
+        sizes['text'] = (u, e)
+        c['cut'] += 1
+    u_all = sum(x[0] for x in sizes.values())
+    e_all = sum(x[1] for x in sizes.values())
+    if u_all > c['left_u'] or e_all > c['left_e']:
+        return  # not even its markers fit: the cell's bytes are spent (counted as cut)
+    c['left_u'] -= u_all
+    c['left_e'] -= e_all
+    out['is_main_result'] = r.get('is_main_result', False)
+    _execbox_results.append(out)
 
 
 def _execbox_display(*objs, **kw):
     for o in objs:
-        _execbox_results.append(_execbox_rich(o, False))
+        if not _execbox_full():
+            _execbox_add(_execbox_rich(o, False))
 
 
 def _execbox_rich(v, main):
@@ -258,6 +355,8 @@ def _execbox_figures():
     except Exception:
         return
     for n in nums:
+        if _execbox_full():
+            continue  # counted, not drawn
         try:
             f = plt.figure(n)
         except Exception:
@@ -268,7 +367,7 @@ def _execbox_figures():
                 text = repr(f)
             except Exception:
                 text = '<Figure>'
-            _execbox_results.append({'is_main_result': False, 'text': text, 'png': png})
+            _execbox_add({'is_main_result': False, 'text': text, 'png': png})
     try:
         plt.close('all')
     except Exception:
@@ -303,6 +402,7 @@ def _execbox_cell(sock, m, fds, ch, mod):
     name = '<cell-%d>' % n
     status, failed = 0, False
     del _execbox_results[:]
+    _execbox_cap_start(m)
     try:
         try:
             enc, _ = tokenize.detect_encoding(io.BytesIO(code).readline)
@@ -320,7 +420,8 @@ def _execbox_cell(sock, m, fds, ch, mod):
         if last is not None:
             v = eval(compile(last, name, 'eval'), g)
             if v is not None:
-                _execbox_results.append(_execbox_rich(v, True))
+                if not _execbox_full():
+                    _execbox_add(_execbox_rich(v, True))
                 g['_'] = v
     except SystemExit as e:
         status = _execbox_exit_status(e)
@@ -336,10 +437,17 @@ def _execbox_cell(sock, m, fds, ch, mod):
             sys.excepthook(type(e), e.with_traceback(tb), tb)
         status, failed = 1, True
     _execbox_figures()
+    # {"results": [...], "dropped": N, "cut": N}: every form is valid UTF-8 and the whole
+    # within results_max (_execbox_add), so that the library never has to drop it all.
+    c = _execbox_cap
     try:
-        data = json.dumps(_execbox_results).encode('utf-8', 'surrogatepass')
+        data = json.dumps({'results': _execbox_results, 'dropped': c['dropped'],
+                           'cut': c['cut']}, ensure_ascii=False).encode('utf-8')
     except Exception:
-        data = b'[]'
+        data = b''
+    if not data or len(data) > m['results_max']:
+        data = json.dumps({'results': [], 'dropped': c['dropped'],
+                           'cut': c['cut'] + len(_execbox_results)}).encode()
     del _execbox_results[:]
     try:
         os.write(res_w, data)

@@ -288,6 +288,13 @@ json_t *eb_result_to_object(const struct execbox_result *r, unsigned flags)
     }
     if (r->results_truncated)
         bad |= json_object_set_new(o, "results_truncated", json_true());
+    if (r->results_dropped)
+        bad |=
+            json_object_set_new(o, "results_dropped", json_integer((json_int_t)r->results_dropped));
+    if (r->results_cut)
+        bad |= json_object_set_new(o, "results_cut", json_integer((json_int_t)r->results_cut));
+    if (r->results_file_dropped)
+        bad |= json_object_set_new(o, "results_file_dropped", json_true());
     if (r->in_session) {
         bad |=
             json_object_set_new(o, "execution_count", json_integer((json_int_t)r->execution_count));
@@ -402,6 +409,10 @@ int eb_result_rich_from_array(const json_t *a, struct execbox_result *r, struct 
             return eb_error_set(err, -EBADMSG, "results[%zu].is_main_result: not a boolean", k);
         if (r->n_results >= EXECBOX_RICH_MAX || total + bytes > EXECBOX_RICH_BYTES_MAX) {
             r->results_truncated = true;
+            if (r->n_results >= EXECBOX_RICH_MAX)
+                r->results_dropped++;
+            else
+                r->results_cut++; /* left out whole, for its size */
             continue;
         }
         if (!r->results) {
@@ -520,6 +531,15 @@ int eb_result_from_object(const json_t *o, struct execbox_result *r, struct exec
     const json_t *rt = json_object_get(o, "results_truncated");
     if (json_is_true(rt))
         r->results_truncated = true;
+    /* The counts of the run that made the record, rather than of our reading of it. */
+    const json_t *rd = json_object_get(o, "results_dropped"),
+                 *rc = json_object_get(o, "results_cut");
+    if (json_is_integer(rd) && json_integer_value(rd) >= 0)
+        r->results_dropped = (size_t)json_integer_value(rd);
+    if (json_is_integer(rc) && json_integer_value(rc) >= 0)
+        r->results_cut = (size_t)json_integer_value(rc);
+    if (json_is_true(json_object_get(o, "results_file_dropped")))
+        r->results_file_dropped = true;
     const json_t *deg = json_object_get(o, "degraded");
     if (deg && !json_is_array(deg))
         return eb_error_set(err, -EBADMSG, "degraded must be an array");

@@ -66,7 +66,8 @@ int eb_result_default_error(struct execbox_result *r);
 
 /* Appends the rich outputs of a JSON array ([{text, html, png, ..., is_main_result}]) to r,
  * keeping at most EXECBOX_RICH_MAX entries and EXECBOX_RICH_BYTES_MAX bytes (results_truncated
- * beyond); every string is made valid UTF-8. -EBADMSG when the array is not of that shape. */
+ * beyond, and results_dropped or results_cut counts the entry); every string is made valid
+ * UTF-8. -EBADMSG when the array is not of that shape. */
 int eb_result_rich_from_array(const json_t *a, struct execbox_result *r, struct execbox_error *err);
 
 /* Frees n rich outputs and the array. */

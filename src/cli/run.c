@@ -116,8 +116,9 @@ static void save_rich_image(const char *b64, const char *ext, size_t nth, bool s
 }
 
 /* --rich without --json: what repl shows of a cell. Each rich output's text (the last
- * expression's value, display()), its PNG or JPEG saved; then the image files the run created
- * or changed in its fresh workspace (which is gone now), saved under their own names. */
+ * expression's value, display()), its PNG or JPEG saved, a note on stderr for outputs cut or
+ * dropped; then the image files the run created or changed in its fresh workspace (which is
+ * gone now), saved under their own names. */
 static void show_rich(const struct execbox_result *res, const struct passthrough *pt)
 {
     bool say = !pt->dropped[2]; /* a stalled reader of our stderr would block us for good */
@@ -142,6 +143,9 @@ static void show_rich(const struct execbox_result *res, const struct passthrough
             save_rich_image(x->jpeg, "jpeg", ++images, say);
     }
     fflush(stdout);
+    char note[256];
+    for (unsigned i = 0; say && cli_rich_note(res, i, note, sizeof(note)); i++)
+        fprintf(stderr, "execbox: note: %s\n", note);
     for (size_t i = 0; i < res->n_files; i++) {
         const struct execbox_file *f = &res->files[i];
         if (!f->data || f->origin == EXECBOX_FILE_INPUT)

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "execbox/execbox.h"
+
 const char *cli_seconds_word(double t)
 {
     char s[32];
@@ -170,4 +172,36 @@ void cli_iso_time(const struct timespec *ts, unsigned digits, char *buf, size_t 
     for (unsigned i = digits; i < 9; i++)
         frac /= 10;
     snprintf(buf, size, "%s.%0*ldZ", t, (int)digits, frac);
+}
+
+const char *cli_rich_note(const struct execbox_result *res, unsigned i, char *buf, size_t size)
+{
+    const char *notes[3];
+    unsigned n = 0;
+    char cut[160], dropped[96];
+    if (!res->results_truncated)
+        return NULL;
+    if (res->results_file_dropped)
+        notes[n++] = "the cell's rich results file was too large and was dropped, with every "
+                     "rich output in it";
+    if (res->results_cut) {
+        snprintf(cut, sizeof(cut),
+                 "%zu rich output%s cut for size: a cell keeps at most %u MiB "
+                 "of rich outputs",
+                 res->results_cut, res->results_cut == 1 ? " was" : "s were",
+                 (unsigned)(EXECBOX_RICH_BYTES_MAX >> 20));
+        notes[n++] = cut;
+    }
+    if (res->results_dropped) {
+        snprintf(dropped, sizeof(dropped), "%zu more rich output%s than the %d kept %s dropped",
+                 res->results_dropped, res->results_dropped == 1 ? "" : "s", EXECBOX_RICH_MAX,
+                 res->results_dropped == 1 ? "was" : "were");
+        notes[n++] = dropped;
+    }
+    if (n == 0) /* a record that says only results_truncated (an older execbox's) */
+        notes[n++] = "some rich outputs were not kept";
+    if (i >= n)
+        return NULL;
+    snprintf(buf, size, "%s", notes[i]);
+    return buf;
 }

@@ -39,4 +39,10 @@ void cli_iso_time(const struct timespec *ts, unsigned digits, char *buf, size_t 
 /* The unit after t as "%g" prints it: "second" for 1, else "seconds" ("0.5 seconds"). */
 const char *cli_seconds_word(double t);
 
+/* The i-th note (from 0) on why a result's rich outputs are not all there, after the cause
+ * (the results file too large, outputs cut for size, outputs past the count), in buf without
+ * a period or newline, for each surface to frame; NULL past the last. */
+struct execbox_result;
+const char *cli_rich_note(const struct execbox_result *res, unsigned i, char *buf, size_t size);
+
 #endif

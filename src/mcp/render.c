@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/io.h"
 #include "mcp.h"
 
 /* Each of stdout and stderr is quoted in the text up to this size (head and tail). */
@@ -460,8 +461,12 @@ static json_t *render(const struct execbox_result *res, const struct mcp_render 
     /* Rich outputs come first in the image budget: they are what the code chose to show. */
     size_t budget = o->images_budget;
     rich_text(&t, results, &budget);
-    if (o->cell && res->results_truncated)
-        puts_(&t, "note: the cell produced more rich outputs than are kept\n");
+    char note[256];
+    for (unsigned i = 0; o->cell && cli_rich_note(res, i, note, sizeof(note)); i++) {
+        puts_(&t, "note: ");
+        puts_(&t, note);
+        puts_(&t, "\n");
+    }
     if (o->cell && res->rolled_back)
         puts_(&t, "note: rolled back: the session's variables are as they were before this call "
                   "(files in /workspace are not rolled back)\n");

@@ -343,8 +343,9 @@ static void show(const struct execbox_result *res, const struct stream *st, doub
             save_image(x->jpeg, "jpeg", (unsigned long long)res->execution_count, ++images);
         rich_note(x, label);
     }
-    if (res->results_truncated)
-        printf("(more rich outputs were produced than are kept)\n");
+    char note[256];
+    for (unsigned i = 0; cli_rich_note(res, i, note, sizeof(note)); i++)
+        printf("(%s)\n", note);
     fflush(stdout);
     if (res->timed_out)
         fprintf(stderr, "(timed out after %g s)\n", timeout);

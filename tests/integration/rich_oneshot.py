@@ -110,6 +110,73 @@ class RichOneShotTests(Tests):
                 assert any(f"saved to {name} (" in line for line in lines), (name, p.stderr)
             assert "<Figure" not in p.stdout, p.stdout
 
+    def test_oversized_rich_output_is_cut_and_said(self):
+        # One rich output over the 16 MiB a cell keeps (a 20 MiB repr, a 40 MiB image) no
+        # longer takes the cell's others with it: each oversized form is cut or left out with
+        # a marker saying how big it was, the small value is kept, and the note names the
+        # size, not a count (issue 24 item 9).
+        code = ("class Big:\n"
+                "    def __repr__(self):\n"
+                "        return 'Big()'\n"
+                "    def _repr_png_(self):\n"
+                "        return b'\\x89PNG' + bytes(30 << 20)\n"
+                "display('x' * (20 << 20))\n"
+                "display(Big())\n"
+                "'small'\n")
+        with tempfile.TemporaryDirectory() as d:
+            p = in_dir(d, ["run", "--rich", "-m", "1G", "--json", "-c", code])
+            r = json.loads(p.stdout)
+            res = r["results"]
+            assert len(res) == 3 and res[2] == {"text": "'small'", "is_main_result": True}, \
+                [{k: v[:200] if isinstance(v, str) else v for k, v in x.items()} for x in res]
+            head, mark = res[0]["text"].rsplit("\n", 1)
+            assert head.startswith("'xxxx") and len(head) < 1 << 20, len(head)
+            assert "text/plain of 20.0 MiB" in mark and "16 MiB" in mark, mark
+            assert "png" not in res[1] and res[1]["text"].startswith("Big()\n"), res[1]
+            assert "image/png of 40.0 MiB" in res[1]["text"], res[1]
+            assert r.get("results_truncated") and r.get("results_cut") == 2, \
+                {k: v for k, v in r.items() if k.startswith("results_")}
+            assert "results_dropped" not in r and "results_file_dropped" not in r, r.keys()
+            # Without --json the note is on stderr, after the size.
+            p = in_dir(d, ["run", "--rich", "-m", "1G", "-c", code])
+            assert p.returncode == 0 and p.stdout.endswith("\n'small'\n"), p.stderr
+            assert "2 rich outputs were cut for size" in p.stderr and "16 MiB" in p.stderr, \
+                p.stderr
+            # A form with a lone surrogate (not UTF-8) no longer fails the whole file either.
+            p = in_dir(d, ["run", "--rich", "--json", "-c",
+                           "class H:\n    def _repr_html_(self):\n        return '\\ud800'\n"
+                           "display(H())\n'small'\n"])
+            res = json.loads(p.stdout)["results"]
+            assert [x.get("html") for x in res] == ["\ufffd", None], res
+            assert res[1] == {"text": "'small'", "is_main_result": True}, res
+            # More outputs than a cell keeps: the note says how many were dropped.
+            p = in_dir(d, ["run", "--rich", "-c", "for i in range(70): display(i)"])
+            assert p.stdout.split() == [str(i) for i in range(64)], p.stdout
+            assert "6 more rich outputs than the 64 kept were dropped" in p.stderr, p.stderr
+            # A cell that writes the results file itself, past what is read: every rich
+            # output is gone, and the note says that the file was too large.
+            hostile = ("import os\n"
+                       "for f in os.listdir('/proc/self/fd'):\n"
+                       "    try:\n"
+                       "        if 'execbox-results' in os.readlink('/proc/self/fd/' + f):\n"
+                       "            os.pwrite(int(f), b' ' * (40 << 20), 0)\n"
+                       "    except OSError:\n"
+                       "        pass\n"
+                       "'small'\n")
+            p = in_dir(d, ["run", "--rich", "-c", hostile])
+            assert p.returncode == 0 and p.stdout == "", (p.stdout, p.stderr)
+            assert "results file" in p.stderr and "too large" in p.stderr, p.stderr
+            r = json.loads(in_dir(d, ["run", "--rich", "--json", "-c", hostile]).stdout)
+            assert r["results"] == [] and r.get("results_file_dropped") is True, r
+            # repl words the note after the cause too.
+            p = subprocess.run([EXECBOX, "repl", "-m", "1G"], cwd=d, capture_output=True,
+                               text=True, timeout=120,
+                               input="display('x' * (20 << 20)); 'small'\n")
+            assert p.returncode == 0 and "'small'" in p.stdout, p.stderr
+            assert "(1 rich output was cut for size" in p.stdout, p.stdout[-500:]
+            assert "more rich outputs were produced" not in p.stdout, p.stdout[-500:]
+            assert os.listdir(d) == [], os.listdir(d)
+
     def test_files_origin_input_changed_created(self):
         files = [{"path": "in/same.txt", "content": "as given"},
                  {"path": "in/edited.txt", "content": "before"},
