@@ -161,7 +161,13 @@ static json_t *cell_schema(void)
         "\"javascript\":{\"type\":\"string\"},\"is_main_result\":{\"type\":\"boolean\"}}}}";
     if (!props || json_object_set_new(props, "results", json_loads(rich, 0, NULL)) < 0 ||
         json_object_set_new(props, "execution_count", json_pack("{s:s}", "type", "integer")) < 0 ||
-        json_object_set_new(props, "rolled_back", json_pack("{s:s}", "type", "boolean")) < 0) {
+        json_object_set_new(props, "rolled_back", json_pack("{s:s}", "type", "boolean")) < 0 ||
+        json_object_set_new(props, "results_truncated", json_pack("{s:s}", "type", "boolean")) <
+            0 ||
+        json_object_set_new(props, "results_dropped", json_pack("{s:s}", "type", "integer")) < 0 ||
+        json_object_set_new(props, "results_cut", json_pack("{s:s}", "type", "integer")) < 0 ||
+        json_object_set_new(props, "results_file_dropped", json_pack("{s:s}", "type", "boolean")) <
+            0) {
         json_decref(s);
         return NULL;
     }
