@@ -47,3 +47,9 @@ eb_integration_test(number_format)
 
 # docs/openapi.yaml against a real serve: every route documented, every answer a listed one.
 eb_integration_test(openapi_routes)
+
+# The tenants file (`serve --tokens FILE`): parsing, token hashes, ceilings, quotas, reload.
+pkg_check_modules(GNUTLS REQUIRED IMPORTED_TARGET gnutls)
+eb_unit_test(tenants ${PROJECT_SOURCE_DIR}/src/httpd/tenants.c)
+target_include_directories(test_tenants PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(test_tenants PRIVATE PkgConfig::GNUTLS)
