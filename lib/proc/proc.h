@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* proc.h - the process side of every local backend: a sandbox "init" that starts the guest,
  * reaps everything and kills all on request, the guest's last steps before exec, and the
- * parent's supervision loop (output caps, deadline, cancellation, kill, reap).
+ * parent's supervision loop (output caps, deadline, cancellation, kill, reap). How a run ended,
+ * and its mapping into the result, is outcome.h.
  *
  * Shape of a run:  parent --fork/clone--> init --fork--> guest --exec--> interpreter
  *   - init is a child subreaper (subprocess) or pid 1 of a new pid namespace (jail); when the
