@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
-# The docker backend: Docker Engine API (or podman's compatible service) over libcurl, which
-# is loaded with dlopen when the backend is first used (backends/curl_load.c): only its
+# The docker backend (docker.c: the backend's table and the run; docker_api.c: the Engine API
+# client; docker_logs.c: the log demultiplexer): Docker Engine API (or podman's compatible
+# service) over libcurl, which is loaded with dlopen when the backend is first used (backends/curl_load.c): only its
 # headers are needed to build, and libexecbox does not link it.
 pkg_check_modules(CURL REQUIRED libcurl)
-list(APPEND EB_LIB_SOURCES backends/docker.c backends/curl_load.c)
+list(APPEND EB_LIB_SOURCES backends/docker.c backends/docker_api.c backends/docker_logs.c
+  backends/curl_load.c)
 list(APPEND EB_LIB_DEFINES HAVE_DOCKER)
 include_directories(${CURL_INCLUDE_DIRS})
 list(APPEND EB_LIB_LIBS ${CMAKE_DL_LIBS})

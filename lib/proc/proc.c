@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* proc.c - sandbox init, guest exec and the parent's supervision loop (see proc.h). */
+/* proc.c - sandbox init, guest exec and the parent's supervision loop (see proc.h); the
+ * mapping of how a run ended into the result is outcome.c. */
 #include "proc/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
@@ -25,7 +25,6 @@
 #include "base/error.h"
 #include "base/limits.h"
 #include "base/util.h"
-#include "model/result.h"
 #include "proc/childlib.h"
 
 /* ---- child side (async-signal-safe only: we may have been forked from a threaded host) ---- */
@@ -417,133 +416,190 @@ static int read_status(struct eb_child *c, struct eb_outcome *out)
     return 0;
 }
 
-int eb_supervise(struct eb_child *c, const struct execbox_request *req,
-                 const struct execbox_policy *p, uint64_t start_ns, struct execbox_result *res,
-                 struct eb_outcome *out, struct execbox_error *err)
+/* One supervision's state, from eb_supervise's start to the reaping of init. */
+struct supervision {
+    struct eb_child *c;
+    const struct execbox_request *req;
+    struct eb_outcome *out;
+    struct execbox_error *err;
+    struct stream st[2];
+    char *chunk;          /* the read buffer, EB_READ_CHUNK bytes (NULL: out of memory) */
+    uint64_t deadline;    /* start_ns + the policy's timeout */
+    uint64_t kill_at;     /* when the polite kill request escalates to SIGKILL */
+    uint64_t drain_until; /* after init exits, how long we still wait for output EOF */
+    bool init_exited, killing, early;
+    int cancel_fd;
+    int rc; /* the supervisor's own failure, 0 none */
+};
+
+/* Whether the loop is over before anything else is looked at: init exited and every fd is at
+ * EOF, or a session's cell (drain_after_exit_ms) was reported, killed or not (the process that
+ * reported it lives on as the session; s->early). */
+static bool all_ended(struct supervision *s)
 {
-    memset(out, 0, sizeof(*out));
-    struct stream st[2] = {{.fd = &c->out_fd, .which = EXECBOX_STREAM_STDOUT},
-                           {.fd = &c->err_fd, .which = EXECBOX_STREAM_STDERR}};
-    eb_capbuf_init(&st[0].buf, p->output_limit);
-    eb_capbuf_init(&st[1].buf, p->output_limit);
-    for (int i = 0; i < 2; i++)
-        if (*st[i].fd >= 0)
-            fcntl(*st[i].fd, F_SETFL, O_NONBLOCK);
-    if (c->status_fd >= 0)
-        fcntl(c->status_fd, F_SETFL, O_NONBLOCK);
-
-    const uint64_t deadline = start_ns + (uint64_t)(p->timeout * 1e9);
-    uint64_t kill_at = 0;     /* when the polite kill request escalates to SIGKILL */
-    uint64_t drain_until = 0; /* after init exits, how long we still wait for output EOF */
-    bool init_exited = false, killing = false, early = false;
-    int cancel_fd = eb_cancel_fd(req->cancel);
-    int rc = 0;
-    _cleanup_free_ char *chunk = malloc(EB_READ_CHUNK);
-    if (!chunk) {
-        rc = eb_error_set(err, -ENOMEM, "out of memory");
-        hard_kill(c);
-        killing = true;
+    struct eb_child *c = s->c;
+    bool streams_open = c->out_fd >= 0 || c->err_fd >= 0;
+    if (s->init_exited && c->status_fd < 0 && !streams_open)
+        return true;
+    if (c->exit_msg_ends && s->out->got_exit && !streams_open &&
+        (!s->killing || c->drain_after_exit_ms)) {
+        s->early = true;
+        return true;
     }
+    return false;
+}
 
+/* Starts the drain clock of a reported cell (drain_after_exit_ms); true once the drain time
+ * ran out: something we cannot see still holds a pipe, and the loop gives up on it. */
+static bool drain_expired(struct supervision *s, uint64_t now)
+{
+    struct eb_child *c = s->c;
+    if (c->exit_msg_ends && c->drain_after_exit_ms && s->out->got_exit && !s->drain_until)
+        s->drain_until = now + (uint64_t)c->drain_after_exit_ms * 1000000ULL;
+    return (s->init_exited || (c->drain_after_exit_ms && s->out->got_exit)) && s->drain_until &&
+           now >= s->drain_until;
+}
+
+/* The deadline (a polite kill: init is asked to kill everything) and the end of the grace
+ * after a kill request (SIGKILL). */
+static void enforce_deadline(struct supervision *s, uint64_t now)
+{
+    if (!s->killing && now >= s->deadline) {
+        s->out->timed_out = true;
+        s->killing = true;
+        request_kill(s->c);
+        s->kill_at = now + EB_KILL_GRACE_MS * 1000000ULL;
+    }
+    if (s->killing && s->kill_at && now >= s->kill_at) {
+        hard_kill(s->c);
+        s->kill_at = 0;
+    }
+}
+
+/* poll()'s timeout in ms until the next of the deadline, the kill grace and the drain time;
+ * -1 for none. */
+static int poll_timeout(const struct supervision *s, uint64_t now)
+{
+    uint64_t wake = UINT64_MAX;
+    if (!s->killing)
+        wake = s->deadline;
+    if (s->kill_at)
+        wake = s->kill_at < wake ? s->kill_at : wake;
+    if (s->drain_until)
+        wake = s->drain_until < wake ? s->drain_until : wake;
+    if (wake == UINT64_MAX)
+        return -1;
+    return wake <= now ? 0 : (int)((wake - now + 999999) / 1000000);
+}
+
+/* Where each watched fd sits in the poll set, -1 when it is not watched. */
+struct poll_slots {
+    int out, err, status, pid, cancel;
+};
+
+/* The fds to watch now: the open streams and status pipe, init's pidfd until it exited, the
+ * cancel fd until a kill began. Returns how many are in pfd (at most 5). */
+static int poll_set(const struct supervision *s, struct pollfd *pfd, struct poll_slots *ix)
+{
+    const struct eb_child *c = s->c;
+    int n = 0;
+    *ix = (struct poll_slots){-1, -1, -1, -1, -1};
+    if (c->out_fd >= 0) {
+        ix->out = n;
+        pfd[n++] = (struct pollfd){.fd = c->out_fd, .events = POLLIN};
+    }
+    if (c->err_fd >= 0) {
+        ix->err = n;
+        pfd[n++] = (struct pollfd){.fd = c->err_fd, .events = POLLIN};
+    }
+    if (c->status_fd >= 0) {
+        ix->status = n;
+        pfd[n++] = (struct pollfd){.fd = c->status_fd, .events = POLLIN};
+    }
+    if (!s->init_exited && c->pidfd >= 0) {
+        ix->pid = n;
+        pfd[n++] = (struct pollfd){.fd = c->pidfd, .events = POLLIN};
+    }
+    if (!s->killing && s->cancel_fd >= 0) {
+        ix->cancel = n;
+        pfd[n++] = (struct pollfd){.fd = s->cancel_fd, .events = POLLIN};
+    }
+    return n;
+}
+
+/* Records an out-of-memory of the output buffers as the supervisor's failure (the first one
+ * only). */
+static void output_nomem(struct supervision *s)
+{
+    if (!s->rc)
+        s->rc = eb_error_set(s->err, -ENOMEM, "out of memory buffering output");
+}
+
+/* What poll() reported: output read into the buffers, init's report, the rest of the output
+ * after EB_MSG_DONE, a cancel (a polite kill) and init's exit. */
+static void handle_events(struct supervision *s, const struct pollfd *pfd,
+                          const struct poll_slots *ix)
+{
+    struct eb_child *c = s->c;
+    if (ix->out >= 0 && pfd[ix->out].revents)
+        if (read_stream(&s->st[0], s->req, s->chunk) < 0)
+            output_nomem(s);
+    if (ix->err >= 0 && pfd[ix->err].revents)
+        if (read_stream(&s->st[1], s->req, s->chunk) < 0)
+            output_nomem(s);
+    if (ix->status >= 0 && pfd[ix->status].revents)
+        read_status(c, s->out);
+    if (s->out->done && s->chunk && !s->killing)
+        for (int i = 0; i < 2; i++)
+            if (*s->st[i].fd >= 0 && drain_stream(&s->st[i], s->req, s->chunk, s->deadline) < 0)
+                output_nomem(s);
+    if (ix->cancel >= 0 && pfd[ix->cancel].revents) {
+        s->out->cancelled = true;
+        s->killing = true;
+        request_kill(c);
+        s->kill_at = eb_now_ns() + EB_KILL_GRACE_MS * 1000000ULL;
+    }
+    if (ix->pid >= 0 && pfd[ix->pid].revents) {
+        s->init_exited = true;
+        s->drain_until = eb_now_ns() + EB_DRAIN_GRACE_MS * 1000000ULL;
+        /* init has exited: every process it knew of is dead. Anything still holding a pipe
+         * escaped it, so the backend's own kill (cgroup) gets a go as well. */
+        if (c->kill_all)
+            c->kill_all(c->ctx);
+    }
+}
+
+/* The loop: output, init's report, the deadline, a cancel and init's exit, until everything
+ * ended (or the poll itself failed: then everything is killed). */
+static void supervise_loop(struct supervision *s)
+{
     for (;;) {
-        bool streams_open = c->out_fd >= 0 || c->err_fd >= 0;
-        if (init_exited && c->status_fd < 0 && !streams_open)
+        if (all_ended(s))
             break;
-        /* A session's cell (drain_after_exit_ms) is over once reported, killed or not: the
-         * process that reported it lives on as the session. */
-        if (c->exit_msg_ends && out->got_exit && !streams_open &&
-            (!killing || c->drain_after_exit_ms)) {
-            early = true;
-            break;
-        }
         uint64_t now = eb_now_ns();
-        if (c->exit_msg_ends && c->drain_after_exit_ms && out->got_exit && !drain_until)
-            drain_until = now + (uint64_t)c->drain_after_exit_ms * 1000000ULL;
-        if ((init_exited || (c->drain_after_exit_ms && out->got_exit)) && drain_until &&
-            now >= drain_until)
-            break; /* something we cannot see still holds a pipe: give up on it */
-        if (!killing && now >= deadline) {
-            out->timed_out = true;
-            killing = true;
-            request_kill(c);
-            kill_at = now + EB_KILL_GRACE_MS * 1000000ULL;
-        }
-        if (killing && kill_at && now >= kill_at) {
-            hard_kill(c);
-            kill_at = 0;
-        }
-        uint64_t wake = UINT64_MAX;
-        if (!killing)
-            wake = deadline;
-        if (kill_at)
-            wake = kill_at < wake ? kill_at : wake;
-        if (drain_until)
-            wake = drain_until < wake ? drain_until : wake;
-        int timeout_ms = -1;
-        if (wake != UINT64_MAX)
-            timeout_ms = wake <= now ? 0 : (int)((wake - now + 999999) / 1000000);
-
+        if (drain_expired(s, now))
+            break;
+        enforce_deadline(s, now);
+        int timeout_ms = poll_timeout(s, now);
         struct pollfd pfd[5];
-        int n = 0, i_out = -1, i_err = -1, i_status = -1, i_pid = -1, i_cancel = -1;
-        if (c->out_fd >= 0) {
-            i_out = n;
-            pfd[n++] = (struct pollfd){.fd = c->out_fd, .events = POLLIN};
-        }
-        if (c->err_fd >= 0) {
-            i_err = n;
-            pfd[n++] = (struct pollfd){.fd = c->err_fd, .events = POLLIN};
-        }
-        if (c->status_fd >= 0) {
-            i_status = n;
-            pfd[n++] = (struct pollfd){.fd = c->status_fd, .events = POLLIN};
-        }
-        if (!init_exited && c->pidfd >= 0) {
-            i_pid = n;
-            pfd[n++] = (struct pollfd){.fd = c->pidfd, .events = POLLIN};
-        }
-        if (!killing && cancel_fd >= 0) {
-            i_cancel = n;
-            pfd[n++] = (struct pollfd){.fd = cancel_fd, .events = POLLIN};
-        }
+        struct poll_slots ix;
+        int n = poll_set(s, pfd, &ix);
         int pr = poll(pfd, (nfds_t)n, timeout_ms);
         if (pr < 0) {
             if (errno == EINTR)
                 continue;
-            rc = eb_error_set(err, -errno, "poll: %s", execbox_strerror(-errno));
-            hard_kill(c);
+            s->rc = eb_error_set(s->err, -errno, "poll: %s", execbox_strerror(-errno));
+            hard_kill(s->c);
             break;
         }
-        if (i_out >= 0 && pfd[i_out].revents)
-            if (read_stream(&st[0], req, chunk) < 0 && !rc)
-                rc = eb_error_set(err, -ENOMEM, "out of memory buffering output");
-        if (i_err >= 0 && pfd[i_err].revents)
-            if (read_stream(&st[1], req, chunk) < 0 && !rc)
-                rc = eb_error_set(err, -ENOMEM, "out of memory buffering output");
-        if (i_status >= 0 && pfd[i_status].revents)
-            read_status(c, out);
-        if (out->done && chunk && !killing)
-            for (int i = 0; i < 2; i++)
-                if (*st[i].fd >= 0 && drain_stream(&st[i], req, chunk, deadline) < 0 && !rc)
-                    rc = eb_error_set(err, -ENOMEM, "out of memory buffering output");
-        if (i_cancel >= 0 && pfd[i_cancel].revents) {
-            out->cancelled = true;
-            killing = true;
-            request_kill(c);
-            kill_at = eb_now_ns() + EB_KILL_GRACE_MS * 1000000ULL;
-        }
-        if (i_pid >= 0 && pfd[i_pid].revents) {
-            init_exited = true;
-            drain_until = eb_now_ns() + EB_DRAIN_GRACE_MS * 1000000ULL;
-            /* init has exited: every process it knew of is dead. Anything still holding a pipe
-             * escaped it, so the backend's own kill (cgroup) gets a go as well. */
-            if (c->kill_all)
-                c->kill_all(c->ctx);
-        }
+        handle_events(s, pfd, &ix);
     }
-    if (init_exited && (c->out_fd >= 0 || c->err_fd >= 0))
-        hard_kill(c);
+}
 
-    /* Reap init; it is dead or dying (SIGKILL as a last resort). */
+/* Reaps init; it is dead or dying (SIGKILL as a last resort). After an early end (a session's
+ * cell) a live init is left to the caller (out->init_running). Sets out->init_status. */
+static void reap_init(struct eb_child *c, bool early, struct eb_outcome *out)
+{
     siginfo_t si;
     memset(&si, 0, sizeof(si));
     for (int tries = 0; !c->not_ours; tries++) {
@@ -564,8 +620,13 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
         out->init_status = W_EXITCODE(si.si_status, 0);
     else
         out->init_status = si.si_status & 0x7f;
+}
 
-    /* Finish the captured streams; a live view cut at the limit gets its note. */
+/* Finishes the captured streams into res; a live view cut at the limit gets its note. rc is
+ * the supervision's status so far; returns the final one. */
+static int finish_streams(struct stream *st, const struct execbox_request *req,
+                          struct execbox_result *res, int rc, struct execbox_error *err)
+{
     for (int i = 0; i < 2; i++)
         eb_capbuf_take_end(&st[i].buf, req->on_output, req->userdata, st[i].which);
     res->stdout_truncated = eb_capbuf_truncated(&st[0].buf);
@@ -579,71 +640,43 @@ int eb_supervise(struct eb_child *c, const struct execbox_request *req,
         if (!rc)
             rc = eb_error_set(err, -ENOMEM, "out of memory");
     }
-    res->execution_time = (double)(eb_now_ns() - start_ns) / 1e9;
     return rc;
 }
 
-/* The unit after t as "%g" prints it: "1 second", "0.5 seconds", "2 seconds". */
-static const char *seconds_word(double t)
+int eb_supervise(struct eb_child *c, const struct execbox_request *req,
+                 const struct execbox_policy *p, uint64_t start_ns, struct execbox_result *res,
+                 struct eb_outcome *out, struct execbox_error *err)
 {
-    char s[32];
-    snprintf(s, sizeof(s), "%g", t);
-    return strcmp(s, "1") == 0 ? "second" : "seconds";
-}
-
-int eb_outcome_to_result(const struct eb_outcome *o, const struct execbox_policy *p,
-                         struct execbox_result *res)
-{
-    char msg[320];
-    if (o->got_exit) {
-        res->cpu_time = (double)(o->utime_us + o->stime_us) / 1e6;
-        res->peak_memory_bytes = (uint64_t)o->maxrss_kb * 1024;
+    memset(out, 0, sizeof(*out));
+    struct supervision s = {
+        .c = c,
+        .req = req,
+        .out = out,
+        .err = err,
+        .st = {{.fd = &c->out_fd, .which = EXECBOX_STREAM_STDOUT},
+               {.fd = &c->err_fd, .which = EXECBOX_STREAM_STDERR}},
+        .deadline = start_ns + (uint64_t)(p->timeout * 1e9),
+        .cancel_fd = eb_cancel_fd(req->cancel),
+    };
+    eb_capbuf_init(&s.st[0].buf, p->output_limit);
+    eb_capbuf_init(&s.st[1].buf, p->output_limit);
+    for (int i = 0; i < 2; i++)
+        if (*s.st[i].fd >= 0)
+            fcntl(*s.st[i].fd, F_SETFL, O_NONBLOCK);
+    if (c->status_fd >= 0)
+        fcntl(c->status_fd, F_SETFL, O_NONBLOCK);
+    _cleanup_free_ char *chunk = malloc(EB_READ_CHUNK);
+    s.chunk = chunk;
+    if (!chunk) {
+        s.rc = eb_error_set(err, -ENOMEM, "out of memory");
+        hard_kill(c);
+        s.killing = true;
     }
-    if (o->timed_out) {
-        res->timed_out = true;
-        res->exit_code = 124;
-        res->killed_reason = EXECBOX_KILLED_TIMEOUT;
-        snprintf(msg, sizeof(msg), "execution exceeded the time limit of %g %s and was killed",
-                 p->timeout, seconds_word(p->timeout));
-        return eb_result_set_error(res, "Timeout", msg, "");
-    }
-    if (o->cancelled) {
-        res->exit_code = 128 + SIGKILL;
-        res->signal = SIGKILL;
-        res->killed_reason = EXECBOX_KILLED_CANCELLED;
-        return eb_result_set_error(res, "Cancelled", "the run was cancelled by the caller", "");
-    }
-    if (o->flooded) {
-        res->exit_code = 128 + SIGKILL;
-        res->signal = SIGKILL;
-        res->killed_reason = EXECBOX_KILLED_OUTPUT_LIMIT;
-        snprintf(msg, sizeof(msg), "the program wrote more than %" PRIu64 " bytes and was %s",
-                 o->flood_at, o->flood_stopped ? "stopped" : "killed");
-        return eb_result_set_error(res, "OutputLimit", msg, "");
-    }
-    if (o->setup_failed)
-        return eb_result_sandbox_error(res, o->setup_err.msg);
-    if (!o->got_exit) {
-        if (WIFSIGNALED(o->init_status) || (o->init_status & 0x7f))
-            snprintf(msg, sizeof(msg),
-                     "the sandbox ended unexpectedly (its init was killed by "
-                     "signal %d)",
-                     o->init_status & 0x7f);
-        else
-            snprintf(msg, sizeof(msg), "the sandbox ended unexpectedly (init status %d)",
-                     WEXITSTATUS(o->init_status));
-        return eb_result_sandbox_error(res, msg);
-    }
-    if (WIFEXITED(o->status)) {
-        res->exit_code = WEXITSTATUS(o->status);
-    } else if (WIFSIGNALED(o->status)) {
-        int sig = WTERMSIG(o->status);
-        res->signal = sig;
-        res->exit_code = 128 + sig;
-        if (sig == SIGXCPU) {
-            res->killed_reason = EXECBOX_KILLED_CPU;
-            return eb_result_set_error(res, "CPULimit", "the CPU time limit was exceeded", "");
-        }
-    }
-    return 0;
+    supervise_loop(&s);
+    if (s.init_exited && (c->out_fd >= 0 || c->err_fd >= 0))
+        hard_kill(c);
+    reap_init(c, s.early, out);
+    int rc = finish_streams(s.st, req, res, s.rc, err);
+    res->execution_time = (double)(eb_now_ns() - start_ns) / 1e9;
+    return rc;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* proc.h - the process side of every local backend: a sandbox "init" that starts the guest,
  * reaps everything and kills all on request, the guest's last steps before exec, and the
- * parent's supervision loop (output caps, deadline, cancellation, kill, reap).
+ * parent's supervision loop (output caps, deadline, cancellation, kill, reap). How a run ended,
+ * and its mapping into the result, is outcome.h.
  *
  * Shape of a run:  parent --fork/clone--> init --fork--> guest --exec--> interpreter
  *   - init is a child subreaper (subprocess) or pid 1 of a new pid namespace (jail); when the
@@ -17,6 +18,7 @@
 #include <sys/types.h>
 
 #include "execbox/execbox.h"
+#include "proc/outcome.h"
 
 enum eb_msg_type {
     EB_MSG_ERROR = 'E', /* setup failed before exec: err says why */
@@ -135,30 +137,6 @@ void eb_child_init(struct eb_child *c);
 /* Closes the parent's fds of c. */
 void eb_child_close(struct eb_child *c);
 
-struct eb_outcome {
-    bool got_exit; /* an EB_MSG_EXIT (or EB_MSG_KEPT) arrived */
-    bool kept;     /* it was EB_MSG_KEPT */
-    int status;    /* its wait status */
-    bool timed_out;
-    bool cancelled;
-    bool setup_failed; /* an EB_MSG_ERROR arrived */
-    /* The backend stopped a flood of output at its source (an engine that stores every byte)
-     * after flood_at bytes. */
-    bool flooded;
-    uint64_t flood_at;
-    /* The flood was stopped by ending the stream and the sandbox with it rather than by a kill
-     * the backend saw done (a remote sandbox): the message says "stopped", not "killed". */
-    bool flood_stopped;
-    struct execbox_error setup_err;
-    int init_status;   /* init's own wait status */
-    bool init_running; /* exit_msg_ends: init was not reaped yet (c->pidfd still valid) */
-    bool done;         /* it was EB_MSG_DONE: the run's processes may still be exiting */
-    int64_t utime_us, stime_us, maxrss_kb;
-    /* The files the sandbox's /tmp and /dev/shm (tmpfs, within the memory cap) held when its
-     * program ended, as its init measured them then (a jail's init, pid 1; else 0). */
-    uint64_t tmp_bytes;
-};
-
 /* Supervises a started sandbox until everything in it is dead and reaped: drains both output
  * streams into res under the policy's output_limit (calling req->on_output as bytes arrive),
  * enforces the deadline counted from start_ns, watches req->cancel, kills on either, and
@@ -167,11 +145,6 @@ struct eb_outcome {
 int eb_supervise(struct eb_child *c, const struct execbox_request *req,
                  const struct execbox_policy *p, uint64_t start_ns, struct execbox_result *res,
                  struct eb_outcome *out, struct execbox_error *err);
-
-/* Turns an outcome into the result's exit_code, signal, timed_out, killed_reason, error and
- * times (cpu from the outcome when the backend has nothing better). */
-int eb_outcome_to_result(const struct eb_outcome *o, const struct execbox_policy *p,
-                         struct execbox_result *res);
 
 /* Warm starts: writes a run's program as dir/name and its stdin as dir/stdin (a link to
  * /dev/null when in is NULL), both read-only, through dirfd (the backend's way into the

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_docker_logs.c - libFuzzer target for the Docker Engine API's log stream as the docker
- * backend parses it (lib/backends/docker.c: 8-byte frame headers, payloads, the bootstrap's
+ * backend parses it (lib/backends/docker_logs.c: 8-byte frame headers, payloads, the bootstrap's
  * marked status and file lines inside stderr frames): the bytes come from a container the
  * guest controls. The first input byte picks the write size, so frames split anywhere. */
 #include <stdint.h>
 
-#include "../../lib/backends/docker.c"
+#include "../../lib/backends/docker_logs.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
              "0123456789abcdef");
     for (size_t off = 0; off < size; off += step) {
         size_t n = size - off < step ? size - off : step;
-        if (logs_write((char *)data + off, 1, n, &l) != n)
+        if (dk_logs_write((char *)data + off, 1, n, &l) != n)
             break; /* aborted: a flood or no memory */
     }
     for (size_t i = 0; i < l.n_files; i++) {

@@ -17,8 +17,8 @@ mkdir -p "$out/corpus-$name" "$src/tests/fuzz/corpus/$name"
 first=$out/corpus-$name
 [ "${FUZZ_KEEP:-0}" = 1 ] && first=$src/tests/fuzz/corpus/$name
 if [ "$name" = docker_logs ]; then
-    # The target includes lib/backends/docker.c itself (its parser is static); the rest of the
-    # library comes from the build's internal archive.
+    # The target includes lib/backends/docker_logs.c itself (so the parser is instrumented);
+    # the rest of the library comes from the build's internal archive.
     clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=all -I"$src/include" -I"$src/lib" -I"$src/src" -I"$2/lib" -I"$2" \
         "$src/tests/fuzz/fuzz_$name.c" "$2/lib/libexecbox_internal.a" \

@@ -10,7 +10,8 @@
 
 #include <cmocka.h>
 
-/* The backend's statics are the unit under test. */
+/* docker.c's statics (the options, the create body) are the unit under test; the
+ * demultiplexer and the /_ping header parser come from docker.h. */
 #include "../../lib/backends/docker.c"
 
 #define NONCE "0123456789abcdef0123456789abcdef"
@@ -59,7 +60,7 @@ static void feed(struct logs *l, const char *data, size_t len, size_t step)
 {
     for (size_t off = 0; off < len; off += step) {
         size_t n = len - off < step ? len - off : step;
-        assert_int_equal(logs_write((char *)data + off, 1, n, l), n);
+        assert_int_equal(dk_logs_write((char *)data + off, 1, n, l), n);
     }
 }
 
@@ -192,7 +193,7 @@ static void test_flood_stops_the_stream(void **state)
     big[sizeof(big) - 1] = '\0';
     char data[512];
     size_t n = frame(data, 1, big);
-    assert_int_equal(logs_write(data, 1, n, &l), 0); /* aborts the transfer */
+    assert_int_equal(dk_logs_write(data, 1, n, &l), 0); /* aborts the transfer */
     assert_true(l.flooded);
     assert_int_equal(l.buf[0].total, 299);
     logs_fini(&l);
@@ -308,9 +309,9 @@ static void test_ping_headers(void **state)
     struct ping_headers h = {"", ""};
     char l1[] = "Api-Version: 1.43\r\n", l2[] = "server:   Docker/24.0.7 (linux)\r\n",
          l3[] = "Content-Length: 2\r\n";
-    ping_header(l1, 1, strlen(l1), &h);
-    ping_header(l2, 1, strlen(l2), &h);
-    ping_header(l3, 1, strlen(l3), &h);
+    dk_ping_header(l1, 1, strlen(l1), &h);
+    dk_ping_header(l2, 1, strlen(l2), &h);
+    dk_ping_header(l3, 1, strlen(l3), &h);
     assert_string_equal(h.api, "1.43");
     assert_string_equal(h.server, "Docker/24.0.7 (linux)");
 }
