@@ -26,6 +26,7 @@ struct sess {
     struct execbox_policy policy;
     double idle_timeout;
     const char *surface;
+    char owner[SESS_OWNER_MAX + 1]; /* the tenant that made it ("" none) */
     bool no_rollback;
     bool listed;            /* in reg->head; the list holds a reference */
     bool cell;              /* a cell is claimed (sess_cell_begin) */
@@ -41,6 +42,7 @@ struct sess_registry {
     struct sess *head;     /* listed, oldest first */
     struct sess *ending;   /* unlisted, to be killed; each holds the reference the list had */
     struct sess *dead;     /* no reference left, to be freed */
+    struct sess *pending;  /* being created (counted against their owner's max) */
     size_t open, creating; /* listed; being created */
     bool closed, stopping;
     uint64_t created, expired, cells, cells_rolled_back;
@@ -311,6 +313,17 @@ int sess_idle_check(const struct sess_registry *r, double idle_timeout, double *
     return 0;
 }
 
+/* Sessions listed or being created for owner. Called with the lock held. */
+static size_t owned_locked(const struct sess_registry *r, const char *owner)
+{
+    size_t n = 0;
+    for (const struct sess *s = r->head; s; s = s->next)
+        n += strcmp(s->owner, owner) == 0;
+    for (const struct sess *s = r->pending; s; s = s->next)
+        n += strcmp(s->owner, owner) == 0;
+    return n;
+}
+
 int sess_create(struct sess_registry *r, const struct sess_options *o, struct sess **ret,
                 struct execbox_error *err)
 {
@@ -330,6 +343,7 @@ int sess_create(struct sess_registry *r, const struct sess_options *o, struct se
     s->idle_timeout = idle;
     s->no_rollback = o->no_rollback;
     s->surface = o->surface ? o->surface : "";
+    snprintf(s->owner, sizeof(s->owner), "%s", o->owner ? o->owner : "");
     if (o->policy)
         s->policy = *o->policy;
     else
@@ -346,12 +360,21 @@ int sess_create(struct sess_registry *r, const struct sess_options *o, struct se
 
     pthread_mutex_lock(&r->lock);
     e = r->closed ? -ESHUTDOWN : r->open + r->creating >= r->cfg.max_sessions ? -EAGAIN : 0;
-    if (e == 0)
+    size_t held = o->owner_max ? owned_locked(r, s->owner) : 0;
+    if (e == 0 && o->owner_max && held >= o->owner_max)
+        e = -EDQUOT;
+    if (e == 0) {
         r->creating++;
+        s->next = r->pending;
+        r->pending = s;
+    }
     pthread_mutex_unlock(&r->lock);
     if (e < 0) {
         free(s);
-        if (err && e == -EAGAIN)
+        if (err && e == -EDQUOT)
+            snprintf(err->msg, sizeof(err->msg),
+                     "%s holds %zu sessions, its max_sessions (close one first)", s->owner, held);
+        else if (err && e == -EAGAIN)
             snprintf(err->msg, sizeof(err->msg),
                      "%zu sessions are open, the most this server allows", r->cfg.max_sessions);
         else if (err)
@@ -372,6 +395,12 @@ int sess_create(struct sess_registry *r, const struct sess_options *o, struct se
 
     pthread_mutex_lock(&r->lock);
     r->creating--;
+    for (struct sess **p = &r->pending; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    s->next = NULL;
     bool closed = r->closed;
     if (e == 0 && !closed) {
         s->refs = 2; /* the list's and the caller's */
@@ -404,12 +433,17 @@ int sess_create(struct sess_registry *r, const struct sess_options *o, struct se
 
 struct sess *sess_get(struct sess_registry *r, const char *id)
 {
+    return sess_get_owned(r, id, NULL);
+}
+
+struct sess *sess_get_owned(struct sess_registry *r, const char *id, const char *owner)
+{
     if (!id || strlen(id) != SESS_ID_LEN)
         return NULL;
     pthread_mutex_lock(&r->lock);
     struct sess *found = NULL;
     for (struct sess *s = r->head; s; s = s->next)
-        if (id_equal(id, s->id))
+        if (id_equal(id, s->id) && (!owner || strcmp(owner, s->owner) == 0))
             found = s;
     if (found)
         found->refs++;
@@ -540,11 +574,19 @@ int sess_remove(struct sess_registry *r, const char *id, void (*done)(void *ud),
 
 size_t sess_list(struct sess_registry *r, const char *surface, struct sess_summary *out, size_t max)
 {
+    return sess_list_owned(r, surface, NULL, out, max);
+}
+
+size_t sess_list_owned(struct sess_registry *r, const char *surface, const char *owner,
+                       struct sess_summary *out, size_t max)
+{
     pthread_mutex_lock(&r->lock);
     size_t n = 0, total = 0;
     struct sess **v = max ? calloc(max, sizeof(*v)) : NULL;
     for (struct sess *s = r->head; s; s = s->next) {
         if (surface && strcmp(surface, s->surface) != 0)
+            continue;
+        if (owner && strcmp(owner, s->owner) != 0)
             continue;
         if (v && n < max) {
             s->refs++;

@@ -32,6 +32,8 @@
 #define SESS_IDLE_DEFAULT 600.0
 #define SESS_IDLE_MAX_DEFAULT 3600.0
 #define SESS_LIFETIME_DEFAULT 86400.0
+/* Longest owner name (a tenant's, src/httpd/tenants.h). */
+#define SESS_OWNER_MAX 64
 /* Largest --max-sessions accepted. */
 #define SESS_MAX_LIMIT 4096U
 
@@ -52,6 +54,9 @@ struct sess_options {
     double idle_timeout; /* seconds, 1..idle_max; 0: idle_default */
     const char *surface; /* static label of the surface that made it ("http", "e2b"); listed,
                             never interpreted; NULL: "" */
+    const char *owner;   /* who may find it (sess_get_owned); copied, cut to SESS_OWNER_MAX;
+                            NULL: "" */
+    size_t owner_max;    /* sessions the owner may hold listed or being created; 0: no cap */
 };
 
 /* One listed session, as sess_list() reports it. */
@@ -97,6 +102,7 @@ int sess_idle_check(const struct sess_registry *r, double idle_timeout, double *
 
 /* Creates a session (blocks while its sandbox starts: call it from a worker). On success *ret
  * holds a reference for the caller. -EAGAIN when max_sessions are open or being created,
+ * -EDQUOT when o->owner_max of the owner's are,
  * -ESHUTDOWN after sess_close_all, -EINVAL for a bad idle_timeout, or what
  * execbox_session_new returned (-ENOTSUP: the backend, language or policy cannot have
  * sessions; err names the field when one is at fault). */
@@ -106,6 +112,9 @@ int sess_create(struct sess_registry *r, const struct sess_options *o, struct se
 /* Finds a listed session by id and takes a reference; NULL when unknown, removed, ended or
  * past its expiry (an expired one is ended now). */
 struct sess *sess_get(struct sess_registry *r, const char *id);
+
+/* sess_get, finding only a session of owner (NULL: any): another owner's id is as unknown. */
+struct sess *sess_get_owned(struct sess_registry *r, const char *id, const char *owner);
 
 /* Takes another reference on a session the caller holds. Returns s. */
 struct sess *sess_ref(struct sess *s);
@@ -143,6 +152,10 @@ int sess_remove(struct sess_registry *r, const char *id, void (*done)(void *ud),
  * oldest first; returns how many there are in all (may exceed max). */
 size_t sess_list(struct sess_registry *r, const char *surface, struct sess_summary *out,
                  size_t max);
+
+/* sess_list of owner's sessions only (NULL: everyone's). */
+size_t sess_list_owned(struct sess_registry *r, const char *surface, const char *owner,
+                       struct sess_summary *out, size_t max);
 
 void sess_get_stats(struct sess_registry *r, struct sess_stats *ret);
 
