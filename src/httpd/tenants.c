@@ -26,7 +26,7 @@ struct entry {
 struct usage {
     char name[TENANT_NAME_MAX + 1];
     uint64_t runs, rejected;
-    unsigned sessions, running;
+    unsigned running;
 };
 
 struct tenants {
@@ -423,33 +423,6 @@ void tenants_run_end(struct tenants *t, const char *name)
     pthread_mutex_unlock(&t->mu);
 }
 
-int tenants_session_begin(struct tenants *t, const struct tenant *who, const char **quota)
-{
-    pthread_mutex_lock(&t->mu);
-    struct usage *u = usage_of(t, who->name);
-    int r = 0;
-    if (!u) {
-        r = -ENOMEM;
-    } else if (who->max_sessions && u->sessions >= who->max_sessions) {
-        *quota = "max_sessions";
-        u->rejected++;
-        r = -EDQUOT;
-    } else {
-        u->sessions++;
-    }
-    pthread_mutex_unlock(&t->mu);
-    return r;
-}
-
-void tenants_session_end(struct tenants *t, const char *name)
-{
-    pthread_mutex_lock(&t->mu);
-    struct usage *u = usage_of(t, name);
-    if (u && u->sessions)
-        u->sessions--;
-    pthread_mutex_unlock(&t->mu);
-}
-
 void tenants_rejected(struct tenants *t, const char *name)
 {
     pthread_mutex_lock(&t->mu);
@@ -471,7 +444,6 @@ size_t tenants_stats(struct tenants *t, struct tenant_stats *ret, size_t n)
         if (u) {
             ret[k].runs = u->runs;
             ret[k].rejected = u->rejected;
-            ret[k].sessions = u->sessions;
             ret[k].running = u->running;
         }
         k++;
@@ -486,7 +458,6 @@ size_t tenants_stats(struct tenants *t, struct tenant_stats *ret, size_t n)
         snprintf(ret[k].name, sizeof(ret[k].name), "%s", t->u[i].name);
         ret[k].runs = t->u[i].runs;
         ret[k].rejected = t->u[i].rejected;
-        ret[k].sessions = t->u[i].sessions;
         ret[k].running = t->u[i].running;
         k++;
     }

@@ -37,7 +37,6 @@ struct tenant_stats {
     char name[TENANT_NAME_MAX + 1];
     uint64_t runs;     /* runs and cells admitted */
     uint64_t rejected; /* requests refused by a quota (429) */
-    unsigned sessions; /* open now */
     unsigned running;  /* runs and cells running now */
 };
 
@@ -61,13 +60,12 @@ void tenants_free(struct tenants *t);
  * nothing about which or how close): true with *ret filled, or false. */
 bool tenants_auth(struct tenants *t, const char *presented, struct tenant *ret);
 
-/* Quotas. The _begin calls count one more run or session for the tenant and return 0, or
- * -EDQUOT (the count is at the tenant's quota: nothing counted) with *quota naming it
- * ("max_runs", "max_sessions"); _end gives it back. Counted by name, across reloads. */
+/* The run quota: counts one more run (or cell) running for the tenant and returns 0, or -EDQUOT
+ * (at max_runs: nothing counted, the refusal counted) with *quota "max_runs";
+ * tenants_run_end gives it back. Counted by name, across reloads. (Sessions are counted by
+ * the session registry, which holds them: sess_options.owner_max.) */
 int tenants_run_begin(struct tenants *t, const struct tenant *who, const char **quota);
 void tenants_run_end(struct tenants *t, const char *name);
-int tenants_session_begin(struct tenants *t, const struct tenant *who, const char **quota);
-void tenants_session_end(struct tenants *t, const char *name);
 
 /* Counts a request a quota refused. */
 void tenants_rejected(struct tenants *t, const char *name);
