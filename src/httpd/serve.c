@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* serve.c - `execbox serve`: options, the listening socket, signals and the graceful drain
- * around the HTTP service of server.c (docs/api.md). */
+ * around the HTTP service of server.h (docs/api.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
