@@ -88,7 +88,7 @@ void sse_dropped_note(struct job *j)
     free(f);
 }
 
-/* The run's sse_on_output: one "stdout" or "stderr" event per chunk, as {"data": "..."} with any
+/* The run's on_output: one "stdout" or "stderr" event per chunk, as {"data": "..."} with any
  * invalid UTF-8 replaced and a sequence split between chunks carried over whole. */
 void sse_on_output(void *ud, enum execbox_stream stream, const char *data, size_t len)
 {

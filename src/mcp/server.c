@@ -8,9 +8,9 @@
  *  - The surfaces' shared job runner (common/runner.h) runs the queued calls on its worker
  *    threads (execbox_executor_run is thread-safe), so pipelined calls run in parallel up to
  *    --jobs; each reply carries its request's id, which is the job's key in the runner.
- *  - Every frame goes out through send_frame(), which holds write_lock for the whole line: one
- *    writer at a time, so frames never interleave. stdout carries frames only; fd 1 is pointed
- *    at stderr at start so nothing else can write protocol bytes by accident.
+ *  - Every frame goes out through mcp_send_frame() (dispatch.c), which holds write_lock for the
+ *    whole line: one writer at a time, so frames never interleave. stdout carries frames only;
+ *    fd 1 is pointed at stderr at start so nothing else can write protocol bytes by accident.
  *  - s->lock guards batches, the stop flag and the negotiated version; the runner has its own.
  *  - --stateful: execute_python calls (and reset_session) are cells of one session. They still
  *    go through the runner, but take turns in arrival order (session_queue, session_lock), so
@@ -19,7 +19,9 @@
  * Lifecycle: on EOF of stdin the server stops reading, lets queued and running calls finish
  * (each is bounded by its timeout), writes their replies and exits 0. On SIGTERM or SIGINT, or
  * when stdout is gone, it drops queued calls, cancels running ones (their sandboxes are killed
- * and destroyed) and exits 0 once every worker has returned. */
+ * and destroyed) and exits 0 once every worker has returned.
+ *
+ * This file is the main loop and its set-up; internal.h lists the others. */
 #include "internal.h"
 
 #include <errno.h>
