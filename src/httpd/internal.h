@@ -78,12 +78,8 @@ enum jstate {
     J_ANSWERED, /* a response was queued with libmicrohttpd */
 };
 
-struct job {
-    int refs; /* __atomic */
-    pthread_mutex_t lock;
-    struct srv *srv;
-    struct MHD_Connection *conn; /* NULL once libmicrohttpd is done with it */
-    int fd;                      /* the client's socket, for the watchdog */
+/* What a request's headers say. */
+struct job_request {
     char id[72];
     char remote[64];
     char method[16];
@@ -91,57 +87,84 @@ struct job {
     enum route route;
     enum op op;
     char sess_id[SESS_ID_SIZE]; /* from the path; "" when not a session's */
-    struct sess *sess;          /* its reference, taken when the headers are in */
-    bool cell_claimed;          /* sess_cell_begin() succeeded; released in http_done() */
     char *file_path;            /* decoded workspace path of R_SESSION_FILE */
     bool bad_path;              /* ... which is not one a client may name */
-    size_t body_max;            /* largest body taken: --max-body, or less for a file */
-    struct e2b_call e2b;        /* R_E2B: the E2B call */
     const char *allow;          /* a 405's Allow header when the route alone does not say */
     uint64_t t0_ns;
-    enum jstate state;
     bool sse;       /* Accept: text/event-stream */
     bool cors;      /* an allowed Origin: answers carry Access-Control-Allow-Origin */
     bool preflight; /* OPTIONS from an allowed Origin: answered 204 with what it may do */
     char origin[256];
+    bool close; /* a chunked body: the front door cannot follow it, so the connection ends */
+};
+
+/* The request's body as it is read. */
+struct job_body {
+    char *data;
+    size_t len, cap, discarded;
+    size_t max; /* largest body taken: --max-body, or less for a file */
+    bool too_large;
+    bool ctype_not_json; /* a body that may be empty came without application/json: 415 unless
+                            it is empty */
+};
+
+/* An answer decided from the headers, sent once the body is in (answering earlier would make
+ * libmicrohttpd close the connection). status 0: none. */
+struct job_reject {
+    int status;
+    const char *code;
+    char msg[128];
+    char field[16];
+    size_t retry;
+};
+
+/* A worker's answer, and what the log says of the run. */
+struct job_answer {
+    int run_status; /* the worker's answer, published as the job's status in http_done() */
+    char *body;
+    size_t len;
+    void (*free_fn)(void *); /* how body is freed: free, or execbox_free */
+    int fd;                  /* a download: the file, sent from it (body is NULL); or -1 */
+    uint64_t fd_size;        /* ... its size when opened: what is sent */
+    const char *ctype;       /* static; NULL: application/json */
+    const char *outcome;     /* for the log; NULL when nothing ran */
+    int exit_code;
+    double run_s;
+};
+
+/* A streamed answer's bytes still to be sent (sse.c). */
+struct job_stream {
+    char *buf;
+    size_t cap;       /* buf's size */
+    size_t off, len;  /* buf[off, len) is still to be sent */
+    uint64_t dropped; /* bytes of output the client was too slow for (not streamed) */
+    bool done;
+    char carry[2][4]; /* an incomplete UTF-8 sequence at the end of the last chunk */
+    size_t carry_len[2];
+};
+
+/* One HTTP request, from its headers to its completion (job.c). */
+struct job {
+    int refs; /* __atomic */
+    pthread_mutex_t lock;
+    struct srv *srv;
+    struct MHD_Connection *conn; /* NULL once libmicrohttpd is done with it */
+    int fd;                      /* the client's socket, for the watchdog */
+    struct job_request req;
+    struct sess *sess;   /* its reference, taken when the headers are in */
+    bool cell_claimed;   /* sess_cell_begin() succeeded; released in http_done() */
+    struct e2b_call e2b; /* R_E2B: the E2B call */
+    enum jstate state;
     bool suspended;   /* we suspended the connection and owe it a resume */
     bool accepted;    /* counted in srv->pending */
     bool client_gone; /* hung up before the answer */
-    bool too_large;
-    bool close; /* a chunked body: the front door cannot follow it, so the connection ends */
-    bool ctype_not_json; /* a body that may be empty came without application/json: 415 unless
-                            it is empty */
-    /* an answer decided from the headers, sent once the body is in (answering earlier would
-     * make libmicrohttpd close the connection) */
-    int rej_status;
-    const char *rej_code;
-    char rej_msg[128];
-    char rej_field[16];
-    size_t rej_retry;
+    struct job_body body;
+    struct job_reject rej;
     struct runner_job rj; /* its place in the runner, and its cancel token */
-    char *body;
-    size_t body_len, body_cap, discarded;
     struct srv_run_spec spec;
-    /* the answer */
-    int status;
-    int run_status; /* the worker's answer, published as status in http_done() */
-    char *resp;
-    size_t resp_len;
-    void (*resp_free)(void *); /* how resp is freed: free, or execbox_free */
-    int resp_fd;               /* a download: the file, sent from it (resp is NULL); or -1 */
-    uint64_t resp_fd_size;     /* ... its size when opened: what is sent */
-    const char *resp_ctype;    /* static; NULL: application/json */
-    const char *outcome;       /* for the log; NULL when nothing ran */
-    int exit_code;
-    double run_s;
-    /* streaming */
-    char *sse_buf;
-    size_t sse_cap;          /* sse_buf's size */
-    size_t sse_off, sse_len; /* sse_buf[sse_off, sse_len) is still to be sent */
-    uint64_t sse_dropped;    /* bytes of output the client was too slow for (not streamed) */
-    bool sse_done;
-    char carry[2][4]; /* an incomplete UTF-8 sequence at the end of the last chunk */
-    size_t carry_len[2];
+    int status; /* the HTTP status of what was queued with libmicrohttpd */
+    struct job_answer answer;
+    struct job_stream stream;
 };
 
 struct srv {

@@ -33,14 +33,14 @@ void job_unref(struct job *j)
     pthread_mutex_destroy(&j->lock);
     runner_job_release(&j->rj);
     e2b_call_clear(j->srv->e2b, &j->e2b);
-    free(j->body);
+    free(j->body.data);
     srv_run_spec_clear(&j->spec);
-    if (j->resp)
-        j->resp_free(j->resp);
-    if (j->resp_fd >= 0)
-        close(j->resp_fd);
-    free(j->sse_buf);
-    free(j->file_path);
+    if (j->answer.body)
+        j->answer.free_fn(j->answer.body);
+    if (j->answer.fd >= 0)
+        close(j->answer.fd);
+    free(j->stream.buf);
+    free(j->req.file_path);
     sess_put(j->sess);
     free(j);
 }
@@ -74,23 +74,23 @@ struct job *job_new(struct srv *s, struct MHD_Connection *c, const char *url, co
     j->srv = s;
     j->conn = c;
     j->fd = -1;
-    j->resp_fd = -1;
-    j->resp_free = free;
-    j->body_max = s->cfg.max_body;
-    j->t0_ns = srv_now_ns();
-    snprintf(j->method, sizeof(j->method), "%s", method);
-    snprintf(j->path, sizeof(j->path), "%s", url);
+    j->answer.fd = -1;
+    j->answer.free_fn = free;
+    j->body.max = s->cfg.max_body;
+    j->req.t0_ns = srv_now_ns();
+    snprintf(j->req.method, sizeof(j->req.method), "%s", method);
+    snprintf(j->req.path, sizeof(j->req.path), "%s", url);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (ci)
         j->fd = ci->connect_fd;
     ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    srv_format_remote(ci ? ci->client_addr : NULL, j->remote, sizeof(j->remote));
+    srv_format_remote(ci ? ci->client_addr : NULL, j->req.remote, sizeof(j->req.remote));
     const char *rid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
     if (srv_request_id_ok(rid))
-        snprintf(j->id, sizeof(j->id), "%s", rid);
+        snprintf(j->req.id, sizeof(j->req.id), "%s", rid);
     else
-        srv_new_request_id(s, j->id, sizeof(j->id));
+        srv_new_request_id(s, j->req.id, sizeof(j->req.id));
     return j;
 }
 
@@ -125,20 +125,20 @@ static void run_e2b(struct srv *s, struct job *j)
     struct e2b_outcome o;
     uint64_t t = srv_now_ns();
     e2b_run(s->e2b, &j->e2b, j->rj.cancel, sse_e2b_push, j, &a, &o);
-    j->run_s = (double)(srv_now_ns() - t) / 1e9;
+    j->answer.run_s = (double)(srv_now_ns() - t) / 1e9;
     if (o.ran) {
         enum srv_outcome so = o.timed_out    ? SRV_OUTCOME_TIMEOUT
                               : o.oom_killed ? SRV_OUTCOME_OOM
                               : o.failed     ? SRV_OUTCOME_ERROR
                                              : SRV_OUTCOME_OK;
         srv_metrics_run(&s->metrics, so, o.cancelled);
-        j->outcome = o.cancelled ? "cancelled" : srv_outcome_name(so);
-        j->exit_code = o.exit_code;
+        j->answer.outcome = o.cancelled ? "cancelled" : srv_outcome_name(so);
+        j->answer.exit_code = o.exit_code;
     }
     job_set_answer(j, e2b_op_streams(j->e2b.op) ? 200 : a.status, a.body, a.len, a.ctype, free);
 }
 
-/* The runner's run(): runs one job and prepares its answer (run_status and resp). */
+/* The runner's run(): runs one job and prepares its answer (j->answer). */
 static bool http_run(struct runner_job *rj, void *ud)
 {
     struct srv *s = ud;
@@ -149,23 +149,23 @@ static bool http_run(struct runner_job *rj, void *ud)
     pthread_mutex_unlock(&j->lock);
     if (skip)
         return false; /* the client hung up while queued: nothing to run, nobody to answer */
-    if (j->op == OP_E2B) {
+    if (j->req.op == OP_E2B) {
         run_e2b(s, j);
         return true;
     }
-    if (j->sse) {
+    if (j->req.sse) {
         char start[128];
-        snprintf(start, sizeof(start), "{\"request_id\":\"%s\"}", j->id);
+        snprintf(start, sizeof(start), "{\"request_id\":\"%s\"}", j->req.id);
         sse_event(j, "start", start, true);
     }
-    switch (j->op) {
+    switch (j->req.op) {
     case OP_RUN: v1_run(s, j); break;
     case OP_CELL: v1_cell(s, j); break;
     case OP_CREATE: v1_create(s, j); break;
     default: v1_file_op(j); break;
     }
-    free(j->body); /* a file's bytes, once written */
-    j->body = NULL;
+    free(j->body.data); /* a file's bytes, once written */
+    j->body.data = NULL;
     return true;
 }
 
@@ -182,30 +182,31 @@ static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
         sess_cell_end(j->sess, NULL);
     }
     pthread_mutex_lock(&j->lock);
-    int status = j->run_status;
-    if (end == RUNNER_DROPPED || (!j->resp && j->resp_fd < 0 && !status)) {
+    int status = j->answer.run_status;
+    if (end == RUNNER_DROPPED || (!j->answer.body && j->answer.fd < 0 && !status)) {
         __atomic_store_n(&j->client_gone, true, __ATOMIC_RELAXED);
-        if (j->resp)
-            j->resp_free(j->resp);
-        if (j->resp_fd >= 0)
-            close(j->resp_fd);
-        j->resp_fd = -1;
+        if (j->answer.body)
+            j->answer.free_fn(j->answer.body);
+        if (j->answer.fd >= 0)
+            close(j->answer.fd);
+        j->answer.fd = -1;
         status = 499;
-        j->resp = srv_error_json("client_gone", "the client disconnected before the run", NULL);
-        j->resp_len = j->resp ? strlen(j->resp) : 0;
-        j->resp_free = free;
-        j->resp_ctype = NULL;
+        j->answer.body =
+            srv_error_json("client_gone", "the client disconnected before the run", NULL);
+        j->answer.len = j->answer.body ? strlen(j->answer.body) : 0;
+        j->answer.free_fn = free;
+        j->answer.ctype = NULL;
     }
-    char *body = j->resp;
+    char *body = j->answer.body;
     j->status = status;
     j->state = J_DONE;
-    if (j->sse && j->route == R_E2B) {
+    if (j->req.sse && j->req.route == R_E2B) {
         /* The lines were the answer; a call that never ran just ends. */
-        j->sse_done = true;
-    } else if (j->sse) {
+        j->stream.done = true;
+    } else if (j->req.sse) {
         /* What the client was too slow for is said on stderr, as on the E2B route; then the
          * final event: the result record, or the error. */
-        if (j->sse_dropped)
+        if (j->stream.dropped)
             sse_dropped_note(j);
         if (body) {
             size_t n;
@@ -214,7 +215,7 @@ static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
                 sse_push(j, f, n, true);
             free(f);
         }
-        j->sse_done = true;
+        j->stream.done = true;
     }
     if (j->suspended && j->conn) {
         j->suspended = false;
@@ -243,7 +244,7 @@ enum MHD_Result job_queue(struct srv *s, struct job *j, struct MHD_Connection *c
     } else if (r < 0) {
         ret = srv_respond_error(j, c, 503, "draining", "the server is shutting down", NULL,
                                 srv_retry_after(s));
-    } else if (j->sse) {
+    } else if (j->req.sse) {
         /* Queued below, outside the job's lock, which the stream's reader takes. */
     } else {
         /* Park the connection until a worker has the answer; the worker resumes it, and
@@ -251,7 +252,7 @@ enum MHD_Result job_queue(struct srv *s, struct job *j, struct MHD_Connection *c
         j->suspended = true;
         MHD_suspend_connection(c);
     }
-    bool stream = r == 0 && j->sse;
+    bool stream = r == 0 && j->req.sse;
     pthread_mutex_unlock(&j->lock);
     if (stream)
         ret = sse_respond(j, c);

@@ -103,16 +103,16 @@ json_t *srv_access_object(const char *id, const char *remote, const char *method
 
 void srv_access_log(struct job *j, int status)
 {
-    json_t *o = srv_access_object(j->id, j->remote, j->method, j->path, status,
-                                  (double)(srv_now_ns() - j->t0_ns) / 1e6);
+    json_t *o = srv_access_object(j->req.id, j->req.remote, j->req.method, j->req.path, status,
+                                  (double)(srv_now_ns() - j->req.t0_ns) / 1e6);
     if (!o)
         return;
-    if (j->route == R_EXECUTE || j->route == R_SESSION_EXECUTE || j->route == R_E2B) {
-        json_object_set_new(o, "stream", json_boolean(j->sse));
-        if (j->outcome) {
-            json_object_set_new(o, "outcome", json_string(j->outcome));
-            json_object_set_new(o, "exit_code", json_integer(j->exit_code));
-            json_object_set_new(o, "run_ms", json_real(j->run_s * 1e3));
+    if (j->req.route == R_EXECUTE || j->req.route == R_SESSION_EXECUTE || j->req.route == R_E2B) {
+        json_object_set_new(o, "stream", json_boolean(j->req.sse));
+        if (j->answer.outcome) {
+            json_object_set_new(o, "outcome", json_string(j->answer.outcome));
+            json_object_set_new(o, "exit_code", json_integer(j->answer.exit_code));
+            json_object_set_new(o, "run_ms", json_real(j->answer.run_s * 1e3));
         }
         if (j->client_gone)
             json_object_set_new(o, "client_gone", json_true());

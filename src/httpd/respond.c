@@ -22,10 +22,10 @@ size_t srv_retry_after(struct srv *s)
 void srv_add_cors_headers(struct job *j, struct MHD_Response *r)
 {
     MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
-    if (!j->cors)
+    if (!j->req.cors)
         return;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, j->origin);
-    if (j->preflight) {
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, j->req.origin);
+    if (j->req.preflight) {
         MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, GET, HEAD, PUT, DELETE");
         MHD_add_response_header(r, "Access-Control-Allow-Headers",
                                 "Authorization, Content-Type, Accept, X-Request-Id");
@@ -52,7 +52,7 @@ static enum MHD_Result queue_answer(struct job *j, struct MHD_Connection *c, int
 {
     if (status != 204)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(r, "X-Request-Id", j->id);
+    MHD_add_response_header(r, "X-Request-Id", j->req.id);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (retry_secs) {
         char v[16];
@@ -64,15 +64,15 @@ static enum MHD_Result queue_answer(struct job *j, struct MHD_Connection *c, int
     srv_add_cors_headers(j, r);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
-                                j->allow ? j->allow : allowed_methods(j->route));
+                                j->req.allow ? j->req.allow : allowed_methods(j->req.route));
     /* Bytes of a sandbox's file are the code's, not ours: never sniffed, never run as a page
      * of this origin. */
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    if (j->route == R_SESSION_FILE)
+    if (j->req.route == R_SESSION_FILE)
         MHD_add_response_header(r, "Content-Security-Policy", "sandbox; default-src 'none'");
     /* Leaving or draining: no connection is kept, so the client's next request opens a new
      * one, which a load balancer sends elsewhere. */
-    if (j->close || __atomic_load_n(&j->srv->draining, __ATOMIC_RELAXED) ||
+    if (j->req.close || __atomic_load_n(&j->srv->draining, __ATOMIC_RELAXED) ||
         __atomic_load_n(&j->srv->leaving, __ATOMIC_RELAXED))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);

@@ -32,7 +32,7 @@ static bool wants_sse(struct MHD_Connection *c)
  * compared whole, ignoring case (scheme and host are case-insensitive). */
 static bool origin_allowed(struct srv *s, const char *origin)
 {
-    if (strlen(origin) >= sizeof(((struct job *)0)->origin))
+    if (strlen(origin) >= sizeof(((struct job *)0)->req.origin))
         return false;
     for (size_t i = 0; i < s->cfg.n_allow_origins; i++)
         if (strcmp(s->cfg.allow_origins[i], "*") == 0 ||
@@ -57,35 +57,36 @@ static bool json_content_type(const char *ct)
 
 static void reject(struct job *j, int status, const char *code, const char *msg, size_t retry)
 {
-    j->rej_status = status;
-    j->rej_code = code;
-    snprintf(j->rej_msg, sizeof(j->rej_msg), "%s", msg);
-    j->rej_retry = retry;
+    j->rej.status = status;
+    j->rej.code = code;
+    snprintf(j->rej.msg, sizeof(j->rej.msg), "%s", msg);
+    j->rej.retry = retry;
 }
 
 /* Routes a path (as sent: percent-escapes are decoded here, once, only where a path names a
- * file). Fills j->route, j->sess_id and, for a file, j->file_path or j->bad_path. */
+ * file). Fills j->req.route, j->req.sess_id and, for a file, j->req.file_path or j->req.bad_path.
+ */
 static void route(struct job *j, const char *url)
 {
     static const char sessions[] = "/v1/sessions";
-    j->route = R_OTHER;
+    j->req.route = R_OTHER;
     if (strcmp(url, "/v1/execute") == 0) {
-        j->route = R_EXECUTE;
+        j->req.route = R_EXECUTE;
         return;
     }
     if (strcmp(url, "/v1/health") == 0) {
-        j->route = R_HEALTH;
+        j->req.route = R_HEALTH;
         return;
     }
     if (strcmp(url, "/metrics") == 0) {
-        j->route = R_METRICS;
+        j->req.route = R_METRICS;
         return;
     }
     if (strncmp(url, sessions, sizeof(sessions) - 1) != 0)
         return;
     const char *t = url + sizeof(sessions) - 1;
     if (*t == '\0') {
-        j->route = R_SESSIONS;
+        j->req.route = R_SESSIONS;
         return;
     }
     if (*t != '/')
@@ -97,41 +98,41 @@ static void route(struct job *j, const char *url)
     /* An id of another shape is no session's: it stays "" and the route answers 404. */
     if (n == SESS_ID_LEN && strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                       "0123456789-_") >= n) {
-        memcpy(j->sess_id, t, n);
-        j->sess_id[n] = '\0';
+        memcpy(j->req.sess_id, t, n);
+        j->req.sess_id[n] = '\0';
     }
     t += n;
     if (*t == '\0')
-        j->route = R_SESSION;
+        j->req.route = R_SESSION;
     else if (strcmp(t, "/execute") == 0)
-        j->route = R_SESSION_EXECUTE;
+        j->req.route = R_SESSION_EXECUTE;
     else if (strcmp(t, "/files") == 0)
-        j->route = R_SESSION_FILES;
+        j->req.route = R_SESSION_FILES;
     else if (strncmp(t, "/files/", 7) == 0) {
-        j->route = R_SESSION_FILE;
+        j->req.route = R_SESSION_FILE;
         const char *raw = t + 7;
         size_t len = strlen(raw), dlen = 0;
-        j->file_path = malloc(len + 1);
-        if (!j->file_path || srv_url_decode(raw, len, j->file_path, len + 1, &dlen) < 0 ||
-            !srv_workspace_path_ok(j->file_path, dlen))
-            j->bad_path = true;
+        j->req.file_path = malloc(len + 1);
+        if (!j->req.file_path || srv_url_decode(raw, len, j->req.file_path, len + 1, &dlen) < 0 ||
+            !srv_workspace_path_ok(j->req.file_path, dlen))
+            j->req.bad_path = true;
     }
 }
 
 /* The method a route takes, and what its job does. OP_NONE with *ok: answered now. */
 static bool route_method(struct job *j, bool get, bool *ret_json_body)
 {
-    const char *m = j->method;
+    const char *m = j->req.method;
     bool post = strcmp(m, "POST") == 0, del = strcmp(m, "DELETE") == 0, put = strcmp(m, "PUT") == 0;
     *ret_json_body = post;
-    switch (j->route) {
-    case R_EXECUTE: j->op = OP_RUN; return post;
-    case R_SESSIONS: j->op = post ? OP_CREATE : OP_NONE; return post || get;
+    switch (j->req.route) {
+    case R_EXECUTE: j->req.op = OP_RUN; return post;
+    case R_SESSIONS: j->req.op = post ? OP_CREATE : OP_NONE; return post || get;
     case R_SESSION: return get || del;
-    case R_SESSION_EXECUTE: j->op = OP_CELL; return post;
-    case R_SESSION_FILES: j->op = OP_FILE_LIST; return get;
+    case R_SESSION_EXECUTE: j->req.op = OP_CELL; return post;
+    case R_SESSION_FILES: j->req.op = OP_FILE_LIST; return get;
     case R_SESSION_FILE:
-        j->op = get ? OP_FILE_GET : put ? OP_FILE_PUT : OP_FILE_DELETE;
+        j->req.op = get ? OP_FILE_GET : put ? OP_FILE_PUT : OP_FILE_DELETE;
         return get || put || del;
     default: return get;
     }
@@ -147,7 +148,7 @@ static bool check_host(struct srv *s, struct job *j, struct MHD_Connection *c)
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     if (!host || srv_host_allowed(host, s->cfg.allow_hosts, s->cfg.n_allow_hosts))
         return true;
-    j->op = OP_NONE;
+    j->req.op = OP_NONE;
     reject(j, 421, "misdirected_request",
            "Host names no name of this server (without a token: its address, "
            "localhost, --allow-host-header)",
@@ -168,43 +169,44 @@ static bool check_origin(struct srv *s, struct job *j, struct MHD_Connection *c)
                "requests from web pages of this origin are not allowed (--allow-origin)", 0);
         return false;
     }
-    j->cors = true;
-    snprintf(j->origin, sizeof(j->origin), "%s", origin);
-    if (strcmp(j->method, "OPTIONS") == 0 && j->route != R_OTHER) {
-        j->preflight = true;
+    j->req.cors = true;
+    snprintf(j->req.origin, sizeof(j->req.origin), "%s", origin);
+    if (strcmp(j->req.method, "OPTIONS") == 0 && j->req.route != R_OTHER) {
+        j->req.preflight = true;
         return false;
     }
     return true;
 }
 
-/* What the route's job does with this method (j->op), and whether it takes a JSON body. An
+/* What the route's job does with this method (j->req.op), and whether it takes a JSON body. An
  * E2B path (em, sub: from e2b_match_path) is E2B's to route. False: decided (rejected, or an
  * E2B call answered at once). */
 static bool check_method(struct srv *s, struct job *j, struct MHD_Connection *c, enum e2b_match em,
                          const char *e2b_sub, bool *json_body)
 {
-    bool get = strcmp(j->method, "GET") == 0 || strcmp(j->method, "HEAD") == 0;
-    if (j->route == R_E2B) {
+    bool get = strcmp(j->req.method, "GET") == 0 || strcmp(j->req.method, "HEAD") == 0;
+    if (j->req.route == R_E2B) {
         /* E2B's SDK cannot send our bearer header: the token rides in the path. */
         if (em == E2B_NO_TOKEN && !authorized(s, c)) {
             reject(j, 401, "unauthorized",
                    "missing or wrong token: with a token, the E2B routes are under /e2b/TOKEN/", 0);
             return false;
         }
-        int r = e2b_route(j->method, e2b_sub, &j->e2b, &j->allow);
+        int r = e2b_route(j->req.method, e2b_sub, &j->e2b, &j->req.allow);
         if (r == 404)
             reject(j, 404, "not_found", "no such endpoint", 0);
         else if (r == 405)
             reject(j, 405, "method_not_allowed", "method not allowed here (see Allow)", 0);
         if (r || e2b_op_immediate(j->e2b.op))
             return false;
-        j->op = OP_E2B; /* a POST with a JSON body */
+        j->req.op = OP_E2B; /* a POST with a JSON body */
         *json_body = true;
     } else if (!route_method(j, get, json_body)) {
-        j->op = OP_NONE;
+        j->req.op = OP_NONE;
         reject(j, 405, "method_not_allowed",
-               j->route == R_EXECUTE || j->route == R_SESSION_EXECUTE ? "use POST"
-                                                                      : "method not allowed",
+               j->req.route == R_EXECUTE || j->req.route == R_SESSION_EXECUTE
+                   ? "use POST"
+                   : "method not allowed",
                0);
         return false;
     }
@@ -215,40 +217,40 @@ static bool check_method(struct srv *s, struct job *j, struct MHD_Connection *c,
  * health and metrics, which need nothing more). */
 static bool check_access(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
-    if (j->route == R_HEALTH || (j->route == R_METRICS && authorized(s, c)))
+    if (j->req.route == R_HEALTH || (j->req.route == R_METRICS && authorized(s, c)))
         return false;
-    if (j->route != R_E2B && !authorized(s, c)) {
-        j->op = OP_NONE;
+    if (j->req.route != R_E2B && !authorized(s, c)) {
+        j->req.op = OP_NONE;
         reject(j, 401, "unauthorized", "missing or wrong bearer token", 0);
         return false;
     }
-    if (j->route == R_METRICS)
+    if (j->req.route == R_METRICS)
         return false;
     if (__atomic_load_n(&s->draining, __ATOMIC_RELAXED)) {
-        j->op = OP_NONE;
+        j->req.op = OP_NONE;
         reject(j, 503, "draining", "the server is shutting down", srv_retry_after(s));
         return false;
     }
-    if (j->route < R_SESSION || j->route > R_SESSION_FILE)
+    if (j->req.route < R_SESSION || j->req.route > R_SESSION_FILE)
         return true;
-    j->sess = j->sess_id[0] ? sess_get(s->sessions, j->sess_id) : NULL;
+    j->sess = j->req.sess_id[0] ? sess_get(s->sessions, j->req.sess_id) : NULL;
     if (!j->sess) {
-        j->op = OP_NONE;
+        j->req.op = OP_NONE;
         reject(j, 404, "session_not_found", "no such session (unknown, deleted or expired)", 0);
         return false;
     }
-    if (j->route == R_SESSION_FILE && j->bad_path) {
-        j->op = OP_NONE;
+    if (j->req.route == R_SESSION_FILE && j->req.bad_path) {
+        j->req.op = OP_NONE;
         reject(j, 400, "bad_request",
                "path: expected a path relative to /workspace, without '.', '..' or empty "
                "parts (escapes are decoded once)",
                0);
-        snprintf(j->rej_field, sizeof(j->rej_field), "path");
+        snprintf(j->rej.field, sizeof(j->rej.field), "path");
         return false;
     }
     /* A file's body is bounded by the session's file_size as well as --max-body. */
-    if (j->op == OP_FILE_PUT && v1_file_cap(sess_policy(j->sess)) < j->body_max)
-        j->body_max = v1_file_cap(sess_policy(j->sess));
+    if (j->req.op == OP_FILE_PUT && v1_file_cap(sess_policy(j->sess)) < j->body.max)
+        j->body.max = v1_file_cap(sess_policy(j->sess));
     return true;
 }
 
@@ -264,13 +266,13 @@ static enum MHD_Result expect_body(struct job *j, struct MHD_Connection *c, bool
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
         cl_len = n;
-        if (errno || *end || n > j->body_max) {
-            j->too_large = true;
+        if (errno || *end || n > j->body.max) {
+            j->body.too_large = true;
             if (errno || n > SRV_DISCARD_MAX) {
                 /* Too much to read and throw away: answer now and close. */
                 char msg[96];
                 snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes",
-                         j->body_max);
+                         j->body.max);
                 return srv_respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
             }
         }
@@ -282,48 +284,50 @@ static enum MHD_Result expect_body(struct job *j, struct MHD_Connection *c, bool
          * which an origin not given with --allow-origin fails (403). A new session and an E2B
          * restart take no body at all (`curl -X POST`, E2B's SDK): an empty one is defaults,
          * whatever its type. Without Content-Length (chunked) that is known once it is in. */
-        bool optional = j->op == OP_CREATE || (j->op == OP_E2B && j->e2b.op == E2B_OP_RESTART);
+        bool optional =
+            j->req.op == OP_CREATE || (j->req.op == OP_E2B && j->e2b.op == E2B_OP_RESTART);
         if (optional && cl_len == 0) {
-            j->ctype_not_json = true;
+            j->body.ctype_not_json = true;
         } else {
-            j->op = OP_NONE;
+            j->req.op = OP_NONE;
             reject(j, 415, "unsupported_media_type", "the body must be sent as application/json",
                    0);
             return MHD_YES;
         }
     }
-    if (j->op == OP_RUN || j->op == OP_CELL)
-        j->sse = wants_sse(c);
-    else if (j->op == OP_E2B)
-        j->sse = e2b_op_streams(j->e2b.op);
+    if (j->req.op == OP_RUN || j->req.op == OP_CELL)
+        j->req.sse = wants_sse(c);
+    else if (j->req.op == OP_E2B)
+        j->req.sse = e2b_op_streams(j->e2b.op);
     j->state = J_READING;
     return MHD_YES;
 }
 
 /* The first call for a request: its headers are in. Routes it (an E2B path's token is kept out
- * of j->path, which the log shows), and decides what can be decided without the body. */
+ * of j->req.path, which the log shows), and decides what can be decided without the body. */
 static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Connection *c,
                                   const char *url)
 {
     const char *e2b_sub = NULL;
-    enum e2b_match em = e2b_match_path(url, s->cfg.token, &e2b_sub, j->path, sizeof(j->path));
+    enum e2b_match em =
+        e2b_match_path(url, s->cfg.token, &e2b_sub, j->req.path, sizeof(j->req.path));
     if (em != E2B_NOT_OURS)
-        j->route = R_E2B;
+        j->req.route = R_E2B;
     else
         route(j, url);
     /* The front door checked that this is "chunked" and the only framing header. */
-    j->close =
+    j->req.close =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
     if (!check_host(s, j, c) || !check_origin(s, j, c))
         return MHD_YES;
-    if (j->route == R_OTHER) {
+    if (j->req.route == R_OTHER) {
         reject(j, 404, "not_found", "no such endpoint", 0);
         return MHD_YES;
     }
     bool json_body = false;
     if (!check_method(s, j, c, em, e2b_sub, &json_body) || !check_access(s, j, c))
         return MHD_YES;
-    if (j->op == OP_NONE)
+    if (j->req.op == OP_NONE)
         return MHD_YES; /* answered at the last call */
     return expect_body(j, c, json_body);
 }
@@ -331,19 +335,20 @@ static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Conne
 /* The last call for a request that is not a run. */
 static enum MHD_Result answer_now(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
-    if (j->rej_status)
-        return srv_respond_error(j, c, j->rej_status, j->rej_code, j->rej_msg,
-                                 j->rej_field[0] ? j->rej_field : NULL, j->rej_retry);
-    if (j->preflight) {
+    if (j->rej.status)
+        return srv_respond_error(j, c, j->rej.status, j->rej.code, j->rej.msg,
+                                 j->rej.field[0] ? j->rej.field : NULL, j->rej.retry);
+    if (j->req.preflight) {
         char *empty = strdup("");
         return empty ? srv_respond(j, c, 204, "text/plain", empty, 0, free, 0) : MHD_NO;
     }
-    switch (j->route) {
+    switch (j->req.route) {
     case R_HEALTH: return v1_health(s, j, c);
     case R_METRICS: return v1_metrics(s, j, c);
     case R_SESSIONS: return v1_sessions(s, j, c);
     case R_SESSION:
-        return strcmp(j->method, "DELETE") == 0 ? v1_delete_session(s, j, c) : v1_session(s, j, c);
+        return strcmp(j->req.method, "DELETE") == 0 ? v1_delete_session(s, j, c)
+                                                    : v1_session(s, j, c);
     case R_E2B: {
         struct e2b_answer a;
         if (e2b_answer(s->e2b, &j->e2b, &a) < 0)
@@ -357,28 +362,28 @@ static enum MHD_Result answer_now(struct srv *s, struct job *j, struct MHD_Conne
 static enum MHD_Result upload(struct srv *s, struct job *j, const char *data, size_t n)
 {
     (void)s;
-    if (!j->too_large && j->body_len + n > j->body_max)
-        j->too_large = true;
-    if (j->too_large) {
-        free(j->body);
-        j->body = NULL;
-        j->body_cap = 0;
-        j->discarded += n;
-        return j->discarded > SRV_DISCARD_MAX ? MHD_NO : MHD_YES;
+    if (!j->body.too_large && j->body.len + n > j->body.max)
+        j->body.too_large = true;
+    if (j->body.too_large) {
+        free(j->body.data);
+        j->body.data = NULL;
+        j->body.cap = 0;
+        j->body.discarded += n;
+        return j->body.discarded > SRV_DISCARD_MAX ? MHD_NO : MHD_YES;
     }
-    if (j->body_len + n + 1 > j->body_cap) {
+    if (j->body.len + n + 1 > j->body.cap) {
         /* Grow geometrically: a body arrives in many small pieces. */
-        size_t cap = j->body_cap ? j->body_cap : 4096;
-        while (cap < j->body_len + n + 1)
+        size_t cap = j->body.cap ? j->body.cap : 4096;
+        while (cap < j->body.len + n + 1)
             cap *= 2;
-        char *nb = realloc(j->body, cap);
+        char *nb = realloc(j->body.data, cap);
         if (!nb)
             return MHD_NO;
-        j->body = nb;
-        j->body_cap = cap;
+        j->body.data = nb;
+        j->body.cap = cap;
     }
-    memcpy(j->body + j->body_len, data, n);
-    j->body_len += n;
+    memcpy(j->body.data + j->body.len, data, n);
+    j->body.len += n;
     return MHD_YES;
 }
 
@@ -386,9 +391,9 @@ static enum MHD_Result upload(struct srv *s, struct job *j, const char *data, si
 static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
     struct e2b_answer a;
-    int r = e2b_prepare(s->e2b, &j->e2b, j->body ? j->body : "", j->body_len, &a);
-    free(j->body);
-    j->body = NULL;
+    int r = e2b_prepare(s->e2b, &j->e2b, j->body.data ? j->body.data : "", j->body.len, &a);
+    free(j->body.data);
+    j->body.data = NULL;
     if (r < 0)
         return srv_respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
     if (r > 0)
@@ -402,28 +407,28 @@ static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Conne
 /* The body is in: validate it and queue the job. */
 static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
-    if (j->too_large) {
+    if (j->body.too_large) {
         char msg[96];
-        snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes", j->body_max);
+        snprintf(msg, sizeof(msg), "the body is larger than the limit of %zu bytes", j->body.max);
         return srv_respond_error(j, c, 413, "payload_too_large", msg, NULL, 0);
     }
-    if (j->ctype_not_json && j->body_len > 0)
+    if (j->body.ctype_not_json && j->body.len > 0)
         return srv_respond_error(j, c, 415, "unsupported_media_type",
                                  "the body must be sent as application/json", NULL, 0);
-    if (j->op == OP_E2B)
+    if (j->req.op == OP_E2B)
         return e2b_submit(s, j, c);
     enum MHD_Result ret = MHD_YES;
-    if ((j->op == OP_RUN || j->op == OP_CREATE || j->op == OP_CELL) &&
+    if ((j->req.op == OP_RUN || j->req.op == OP_CREATE || j->req.op == OP_CELL) &&
         !v1_parse_body(s, j, c, &ret))
         return ret;
-    if (j->op != OP_FILE_PUT) {
-        free(j->body);
-        j->body = NULL;
+    if (j->req.op != OP_FILE_PUT) {
+        free(j->body.data);
+        j->body.data = NULL;
     }
     struct execbox_error err = {0};
     if (runner_job_init(&j->rj, &err) < 0)
         return srv_respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
-    if (j->op == OP_CELL) {
+    if (j->req.op == OP_CELL) {
         /* One cell at a time, decided now rather than when a worker takes it. */
         int r = sess_cell_begin(j->sess);
         if (r == -EBUSY)
@@ -457,8 +462,8 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *
         if (j->state == J_READING)
             return upload(s, j, data, n);
         /* The body of a request that is answered without it: thrown away, up to a point. */
-        j->discarded += n;
-        return j->discarded > SRV_DISCARD_MAX ? MHD_NO : MHD_YES;
+        j->body.discarded += n;
+        return j->body.discarded > SRV_DISCARD_MAX ? MHD_NO : MHD_YES;
     }
     if (j->state == J_READING)
         return submit(s, j, c);
@@ -466,19 +471,20 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *
         return answer_now(s, j, c);
     pthread_mutex_lock(&j->lock);
     enum MHD_Result ret = MHD_YES;
-    if (j->state == J_DONE && !j->sse && j->resp_fd >= 0) {
-        int fd = j->resp_fd;
-        j->resp_fd = -1;
-        ret = srv_respond_file(j, c, j->resp_ctype ? j->resp_ctype : "application/octet-stream", fd,
-                               j->resp_fd_size);
-    } else if (j->state == J_DONE && !j->sse) {
-        char *body = j->resp;
-        j->resp = NULL;
+    if (j->state == J_DONE && !j->req.sse && j->answer.fd >= 0) {
+        int fd = j->answer.fd;
+        j->answer.fd = -1;
+        ret = srv_respond_file(j, c, j->answer.ctype ? j->answer.ctype : "application/octet-stream",
+                               fd, j->answer.fd_size);
+    } else if (j->state == J_DONE && !j->req.sse) {
+        char *body = j->answer.body;
+        j->answer.body = NULL;
         if (!body)
             ret = MHD_NO;
         else
-            ret = srv_respond(j, c, j->status, j->resp_ctype ? j->resp_ctype : "application/json",
-                              body, j->resp_len, j->resp_free, 0);
+            ret =
+                srv_respond(j, c, j->status, j->answer.ctype ? j->answer.ctype : "application/json",
+                            body, j->answer.len, j->answer.free_fn, 0);
     }
     pthread_mutex_unlock(&j->lock);
     return ret;
@@ -512,8 +518,8 @@ void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         runner_cancel(s->runner, &j->rj);
 
     srv_metrics_status(&s->metrics, status);
-    if (j->route == R_EXECUTE)
-        srv_metrics_latency(&s->metrics, (double)(srv_now_ns() - j->t0_ns) / 1e9);
+    if (j->req.route == R_EXECUTE)
+        srv_metrics_latency(&s->metrics, (double)(srv_now_ns() - j->req.t0_ns) / 1e9);
     srv_access_log(j, status);
     if (accepted) {
         pthread_mutex_lock(&s->lock);

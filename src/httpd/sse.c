@@ -14,22 +14,23 @@
  * buffer that only grew would hold every byte ever streamed). Called with j->lock held. */
 static bool sse_reserve(struct job *j, size_t len)
 {
-    size_t pending = j->sse_len - j->sse_off;
-    if (j->sse_off && (j->sse_off >= j->sse_cap / 2 || j->sse_cap - j->sse_len < len)) {
-        memmove(j->sse_buf, j->sse_buf + j->sse_off, pending);
-        j->sse_off = 0;
-        j->sse_len = pending;
+    size_t pending = j->stream.len - j->stream.off;
+    if (j->stream.off &&
+        (j->stream.off >= j->stream.cap / 2 || j->stream.cap - j->stream.len < len)) {
+        memmove(j->stream.buf, j->stream.buf + j->stream.off, pending);
+        j->stream.off = 0;
+        j->stream.len = pending;
     }
-    if (j->sse_cap - j->sse_len >= len)
+    if (j->stream.cap - j->stream.len >= len)
         return true;
-    size_t cap = j->sse_cap ? j->sse_cap : SRV_SSE_BUF_MIN;
-    while (cap < j->sse_len + len)
+    size_t cap = j->stream.cap ? j->stream.cap : SRV_SSE_BUF_MIN;
+    while (cap < j->stream.len + len)
         cap *= 2;
-    char *nb = realloc(j->sse_buf, cap);
+    char *nb = realloc(j->stream.buf, cap);
     if (!nb)
         return false;
-    j->sse_buf = nb;
-    j->sse_cap = cap;
+    j->stream.buf = nb;
+    j->stream.cap = cap;
     return true;
 }
 
@@ -38,10 +39,11 @@ static bool sse_reserve(struct job *j, size_t len)
  * that). Called with j->lock held. */
 bool sse_push(struct job *j, const char *frame, size_t len, bool force)
 {
-    if ((!force && j->sse_len - j->sse_off + len > SRV_SSE_PENDING_MAX) || !sse_reserve(j, len))
+    if ((!force && j->stream.len - j->stream.off + len > SRV_SSE_PENDING_MAX) ||
+        !sse_reserve(j, len))
         return false;
-    memcpy(j->sse_buf + j->sse_len, frame, len);
-    j->sse_len += len;
+    memcpy(j->stream.buf + j->stream.len, frame, len);
+    j->stream.len += len;
     if (j->suspended && j->conn) {
         j->suspended = false;
         MHD_resume_connection(j->conn);
@@ -80,7 +82,7 @@ void sse_dropped_note(struct job *j)
     snprintf(note, sizeof(note),
              "{\"data\":\"\\n[execbox: %llu bytes of output were not streamed: the client read "
              "too slowly]\\n\"}",
-             (unsigned long long)j->sse_dropped);
+             (unsigned long long)j->stream.dropped);
     size_t n;
     char *f = srv_sse_frame("stderr", note, &n);
     if (f)
@@ -94,22 +96,22 @@ void sse_on_output(void *ud, enum execbox_stream stream, const char *data, size_
 {
     struct job *j = ud;
     int k = stream == EXECBOX_STREAM_STDERR ? 1 : 0;
-    size_t total = j->carry_len[k] + len;
+    size_t total = j->stream.carry_len[k] + len;
     char *joined = malloc(total ? total : 1);
     if (!joined)
         return;
-    memcpy(joined, j->carry[k], j->carry_len[k]);
-    memcpy(joined + j->carry_len[k], data, len);
+    memcpy(joined, j->stream.carry[k], j->stream.carry_len[k]);
+    memcpy(joined + j->stream.carry_len[k], data, len);
     size_t keep = 0, clen = 0;
     char *clean = execbox_utf8_sanitize(joined, total, &clen, &keep);
     if (clean) {
-        memcpy(j->carry[k], joined + total - keep, keep);
-        j->carry_len[k] = keep;
+        memcpy(j->stream.carry[k], joined + total - keep, keep);
+        j->stream.carry_len[k] = keep;
         json_t *o = clen ? json_pack("{s:s%}", "data", clean, clen) : NULL;
         char *s =
             o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS)) : NULL;
         if (clen && (!s || !sse_event(j, k ? "stderr" : "stdout", s, false)))
-            j->sse_dropped += clen; /* only the worker's thread counts it */
+            j->stream.dropped += clen; /* only the worker's thread counts it */
         free(s);
         json_decref(o);
         execbox_free(clean);
@@ -123,23 +125,23 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
     struct job *j = cls;
     pthread_mutex_lock(&j->lock);
     ssize_t r;
-    if (j->sse_len > j->sse_off) {
-        size_t n = j->sse_len - j->sse_off;
+    if (j->stream.len > j->stream.off) {
+        size_t n = j->stream.len - j->stream.off;
         if (n > max)
             n = max;
-        memcpy(buf, j->sse_buf + j->sse_off, n);
-        j->sse_off += n;
-        if (j->sse_off == j->sse_len) {
+        memcpy(buf, j->stream.buf + j->stream.off, n);
+        j->stream.off += n;
+        if (j->stream.off == j->stream.len) {
             /* All sent: the buffer starts over, and a large one goes back to the system. */
-            j->sse_off = j->sse_len = 0;
-            if (j->sse_cap > SRV_SSE_BUF_MIN) {
-                free(j->sse_buf);
-                j->sse_buf = NULL;
-                j->sse_cap = 0;
+            j->stream.off = j->stream.len = 0;
+            if (j->stream.cap > SRV_SSE_BUF_MIN) {
+                free(j->stream.buf);
+                j->stream.buf = NULL;
+                j->stream.cap = 0;
             }
         }
         r = (ssize_t)n;
-    } else if (j->sse_done) {
+    } else if (j->stream.done) {
         r = MHD_CONTENT_READER_END_OF_STREAM;
     } else {
         /* Nothing to send yet: park the connection until the worker has more (returning 0
@@ -167,11 +169,11 @@ enum MHD_Result sse_respond(struct job *j, struct MHD_Connection *c)
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            j->route == R_E2B ? "application/x-ndjson" : "text/event-stream");
+                            j->req.route == R_E2B ? "application/x-ndjson" : "text/event-stream");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    MHD_add_response_header(resp, "X-Request-Id", j->id);
+    MHD_add_response_header(resp, "X-Request-Id", j->req.id);
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-    if (j->close)
+    if (j->req.close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     srv_add_cors_headers(j, resp);
     enum MHD_Result ret = MHD_queue_response(c, 200, resp);

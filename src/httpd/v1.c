@@ -25,11 +25,11 @@ static enum srv_outcome outcome_of(const struct execbox_result *r)
 void job_set_answer(struct job *j, int status, char *body, size_t len, const char *ctype,
                     void (*free_fn)(void *))
 {
-    j->run_status = status;
-    j->resp = body;
-    j->resp_len = body ? len : 0;
-    j->resp_ctype = ctype;
-    j->resp_free = free_fn;
+    j->answer.run_status = status;
+    j->answer.body = body;
+    j->answer.len = body ? len : 0;
+    j->answer.ctype = ctype;
+    j->answer.free_fn = free_fn;
 }
 
 static void set_json_answer(struct job *j, int status, json_t *o)
@@ -96,8 +96,8 @@ static void set_result_answer(struct srv *s, struct job *j, struct execbox_resul
     bool cancelled = res->killed_reason == EXECBOX_KILLED_CANCELLED;
     srv_metrics_run(&s->metrics, o, cancelled);
     srv_metrics_egress(&s->metrics, res);
-    j->outcome = cancelled ? "cancelled" : srv_outcome_name(o);
-    j->exit_code = res->exit_code;
+    j->answer.outcome = cancelled ? "cancelled" : srv_outcome_name(o);
+    j->answer.exit_code = res->exit_code;
     char *body = NULL;
     struct execbox_error err = {0};
     if (execbox_result_to_json(res, 0, &body, &err) < 0) {
@@ -117,7 +117,7 @@ static struct execbox_request request_of(struct job *j, const struct execbox_pol
         .stdin_data = j->spec.stdin_data,
         .stdin_len = j->spec.stdin_len,
         .policy = policy,
-        .on_output = j->sse ? sse_on_output : NULL,
+        .on_output = j->req.sse ? sse_on_output : NULL,
         .userdata = j,
         .cancel = j->rj.cancel,
         .files = j->spec.files,
@@ -134,7 +134,7 @@ void v1_run(struct srv *s, struct job *j)
     struct execbox_error err = {0};
     uint64_t t = srv_now_ns();
     int r = execbox_executor_run(s->cfg.exec, &req, &res, &err);
-    j->run_s = (double)(srv_now_ns() - t) / 1e9;
+    j->answer.run_s = (double)(srv_now_ns() - t) / 1e9;
     if (r < 0) {
         if (r == -ENOMEM)
             set_error_answer(j, 503, "unavailable", err.msg, NULL);
@@ -156,7 +156,7 @@ void v1_cell(struct srv *s, struct job *j)
     struct execbox_error err = {0};
     uint64_t t = srv_now_ns();
     int r = execbox_session_run(sess_session(j->sess), &req, &res, &err);
-    j->run_s = (double)(srv_now_ns() - t) / 1e9;
+    j->answer.run_s = (double)(srv_now_ns() - t) / 1e9;
     j->cell_claimed = false;
     sess_cell_end(j->sess, r == 0 ? res : NULL);
     if (r < 0) {
@@ -224,7 +224,7 @@ void v1_file_op(struct job *j)
     struct execbox_session *es = sess_session(j->sess);
     struct execbox_error err = {0};
     int r = 0;
-    switch (j->op) {
+    switch (j->req.op) {
     case OP_FILE_LIST: {
         struct execbox_file *files = NULL;
         size_t n = 0;
@@ -252,7 +252,7 @@ void v1_file_op(struct job *j)
         /* Opened here, sent from the descriptor by the polling thread (srv_respond_file). */
         int fd = -1;
         uint64_t size = 0;
-        r = execbox_session_open_file(es, j->file_path, v1_file_cap(sess_policy(j->sess)), &fd,
+        r = execbox_session_open_file(es, j->req.file_path, v1_file_cap(sess_policy(j->sess)), &fd,
                                       &size, &err);
         if (r < 0)
             break;
@@ -263,26 +263,27 @@ void v1_file_op(struct job *j)
                 set_error_answer(j, 503, "unavailable", "out of memory", NULL);
                 return;
             }
-            job_set_answer(j, 200, empty, 0, srv_mime_from_name(j->file_path), free);
+            job_set_answer(j, 200, empty, 0, srv_mime_from_name(j->req.file_path), free);
             return;
         }
-        job_set_answer(j, 200, NULL, 0, srv_mime_from_name(j->file_path), free);
-        j->resp_fd = fd;
-        j->resp_fd_size = size;
+        job_set_answer(j, 200, NULL, 0, srv_mime_from_name(j->req.file_path), free);
+        j->answer.fd = fd;
+        j->answer.fd_size = size;
         return;
     }
     case OP_FILE_PUT: {
-        r = execbox_session_write_file(es, j->file_path, j->body ? j->body : "", j->body_len, &err);
+        r = execbox_session_write_file(es, j->req.file_path, j->body.data ? j->body.data : "",
+                                       j->body.len, &err);
         if (r < 0)
             break;
-        char *p = execbox_utf8_sanitize(j->file_path, strlen(j->file_path), NULL, NULL);
+        char *p = execbox_utf8_sanitize(j->req.file_path, strlen(j->req.file_path), NULL, NULL);
         set_json_answer(
-            j, 201, p ? json_pack("{s:s, s:I}", "path", p, "size", (json_int_t)j->body_len) : NULL);
+            j, 201, p ? json_pack("{s:s, s:I}", "path", p, "size", (json_int_t)j->body.len) : NULL);
         execbox_free(p);
         return;
     }
     case OP_FILE_DELETE:
-        r = execbox_session_remove_file(es, j->file_path, &err);
+        r = execbox_session_remove_file(es, j->req.file_path, &err);
         if (r < 0)
             break;
         job_set_answer(j, 204, strdup(""), 0, NULL, free);
@@ -372,10 +373,10 @@ static void session_removed(void *ud)
 {
     struct job *j = ud;
     pthread_mutex_lock(&j->lock);
-    j->resp = strdup("");
-    j->resp_len = 0;
-    j->resp_free = free;
-    j->status = j->resp ? 204 : 503;
+    j->answer.body = strdup("");
+    j->answer.len = 0;
+    j->answer.free_fn = free;
+    j->status = j->answer.body ? 204 : 503;
     j->state = J_DONE;
     if (j->suspended && j->conn) {
         j->suspended = false;
@@ -411,16 +412,17 @@ enum MHD_Result v1_delete_session(struct srv *s, struct job *j, struct MHD_Conne
  * it is bad (returns false, *ret set). */
 bool v1_parse_body(struct srv *s, struct job *j, struct MHD_Connection *c, enum MHD_Result *ret)
 {
-    enum srv_body_kind kind = j->op == OP_CREATE ? SRV_BODY_SESSION
-                              : j->op == OP_CELL ? SRV_BODY_CELL
-                                                 : SRV_BODY_RUN;
-    const struct execbox_policy *base = j->op == OP_CELL ? sess_policy(j->sess) : &s->cfg.policy;
+    enum srv_body_kind kind = j->req.op == OP_CREATE ? SRV_BODY_SESSION
+                              : j->req.op == OP_CELL ? SRV_BODY_CELL
+                                                     : SRV_BODY_RUN;
+    const struct execbox_policy *base =
+        j->req.op == OP_CELL ? sess_policy(j->sess) : &s->cfg.policy;
     char field[64];
     struct execbox_error err = {0};
-    int r = srv_parse_body(kind, j->body ? j->body : "", j->body_len, base, &j->spec, field,
-                           sizeof(field), &err);
-    free(j->body);
-    j->body = NULL;
+    int r = srv_parse_body(kind, j->body.data ? j->body.data : "", j->body.len, base, &j->spec,
+                           field, sizeof(field), &err);
+    free(j->body.data);
+    j->body.data = NULL;
     if (r == 0 && kind == SRV_BODY_SESSION) {
         double idle;
         r = sess_idle_check(s->sessions, j->spec.idle_timeout, &idle, &err);
