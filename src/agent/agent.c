@@ -565,223 +565,250 @@ static char *read_task(int argc, char **argv)
     return t;
 }
 
-int cmd_agent(int argc, char **argv)
-{
-    enum {
-        OPT_PROVIDER = CLI_OPT__LAST + 1,
-        OPT_MODEL,
-        OPT_BASE_URL,
-        OPT_MAX_TOKENS,
-        OPT_MAX_ATTEMPTS,
-        OPT_MAX_TURNS,
-        OPT_SYSTEM,
-        OPT_JSON,
-        OPT_TRANSCRIPT,
-        OPT_RETRIES,
-        OPT_RETRY_BASE_MS,
-        OPT_CONNECT_TIMEOUT,
-        OPT_HTTP_TIMEOUT,
-    };
-    static const struct option longopts[] = {
-        CLI_SANDBOX_LONGOPTS,
-        {"provider", required_argument, NULL, OPT_PROVIDER},
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"base-url", required_argument, NULL, OPT_BASE_URL},
-        {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
-        {"max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS},
-        {"max-turns", required_argument, NULL, OPT_MAX_TURNS},
-        {"system", required_argument, NULL, OPT_SYSTEM},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"transcript", required_argument, NULL, OPT_TRANSCRIPT},
-        {"retries", required_argument, NULL, OPT_RETRIES},
-        {"retry-base-ms", required_argument, NULL, OPT_RETRY_BASE_MS},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {"http-timeout", required_argument, NULL, OPT_HTTP_TIMEOUT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+enum {
+    OPT_PROVIDER = CLI_OPT__LAST + 1,
+    OPT_MODEL,
+    OPT_BASE_URL,
+    OPT_MAX_TOKENS,
+    OPT_MAX_ATTEMPTS,
+    OPT_MAX_TURNS,
+    OPT_SYSTEM,
+    OPT_JSON,
+    OPT_TRANSCRIPT,
+    OPT_RETRIES,
+    OPT_RETRY_BASE_MS,
+    OPT_CONNECT_TIMEOUT,
+    OPT_HTTP_TIMEOUT,
+};
+static const struct option longopts[] = {
+    CLI_SANDBOX_LONGOPTS,
+    {"provider", required_argument, NULL, OPT_PROVIDER},
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"base-url", required_argument, NULL, OPT_BASE_URL},
+    {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
+    {"max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS},
+    {"max-turns", required_argument, NULL, OPT_MAX_TURNS},
+    {"system", required_argument, NULL, OPT_SYSTEM},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"transcript", required_argument, NULL, OPT_TRANSCRIPT},
+    {"retries", required_argument, NULL, OPT_RETRIES},
+    {"retry-base-ms", required_argument, NULL, OPT_RETRY_BASE_MS},
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"http-timeout", required_argument, NULL, OPT_HTTP_TIMEOUT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asks for. */
+struct agent_opts {
     struct cli_sandbox sb;
-    cli_sandbox_init(&sb);
-    struct agent a = {0};
-    const char *provider = NULL, *model = NULL, *base_url = NULL, *system_file = NULL,
-               *transcript_file = NULL;
-    bool json = false;
-    long max_tokens = AGENT_DEFAULT_MAX_TOKENS, max_attempts = AGENT_DEFAULT_MAX_ATTEMPTS,
-         max_turns = AGENT_DEFAULT_MAX_TURNS, retries = AGENT_DEFAULT_RETRIES,
-         retry_base = AGENT_DEFAULT_RETRY_BASE_MS;
-    double connect_timeout = AGENT_DEFAULT_CONNECT_TIMEOUT,
-           http_timeout = AGENT_DEFAULT_HTTP_TIMEOUT;
+    const char *provider, *model, *base_url, *system_file, *transcript_file;
+    bool json;
+    long max_tokens, max_attempts, max_turns, retries, retry_base;
+    double connect_timeout, http_timeout;
+};
+
+/* Parses the options of argv into o (its defaults set first); the task is what is left from
+ * optind. 0, 1 after --help (the text printed), or -1 with the reason on stderr. */
+static int parse_options(int argc, char **argv, struct agent_opts *o)
+{
+    cli_sandbox_init(&o->sb);
+    o->max_tokens = AGENT_DEFAULT_MAX_TOKENS;
+    o->max_attempts = AGENT_DEFAULT_MAX_ATTEMPTS;
+    o->max_turns = AGENT_DEFAULT_MAX_TURNS;
+    o->retries = AGENT_DEFAULT_RETRIES;
+    o->retry_base = AGENT_DEFAULT_RETRY_BASE_MS;
+    o->connect_timeout = AGENT_DEFAULT_CONNECT_TIMEOUT;
+    o->http_timeout = AGENT_DEFAULT_HTTP_TIMEOUT;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "h", longopts, NULL)) != -1) {
-        int r = cli_sandbox_option(&sb, c, optarg);
+        int r = cli_sandbox_option(&o->sb, c, optarg);
         if (r < 0)
-            return EXIT_EXECBOX;
+            return -1;
         if (r > 0)
             continue;
         switch (c) {
-        case OPT_PROVIDER: provider = optarg; break;
-        case OPT_MODEL: model = optarg; break;
-        case OPT_BASE_URL: base_url = optarg; break;
-        case OPT_SYSTEM: system_file = optarg; break;
-        case OPT_JSON: json = true; break;
-        case OPT_TRANSCRIPT: transcript_file = optarg; break;
-        case OPT_MAX_TOKENS: r = parse_long("max-tokens", optarg, 1, 1000000, &max_tokens); break;
-        case OPT_MAX_ATTEMPTS: r = parse_long("max-attempts", optarg, 1, 100, &max_attempts); break;
-        case OPT_MAX_TURNS: r = parse_long("max-turns", optarg, 1, 1000, &max_turns); break;
-        case OPT_RETRIES: r = parse_long("retries", optarg, 0, 20, &retries); break;
+        case OPT_PROVIDER: o->provider = optarg; break;
+        case OPT_MODEL: o->model = optarg; break;
+        case OPT_BASE_URL: o->base_url = optarg; break;
+        case OPT_SYSTEM: o->system_file = optarg; break;
+        case OPT_JSON: o->json = true; break;
+        case OPT_TRANSCRIPT: o->transcript_file = optarg; break;
+        case OPT_MAX_TOKENS:
+            r = parse_long("max-tokens", optarg, 1, 1000000, &o->max_tokens);
+            break;
+        case OPT_MAX_ATTEMPTS:
+            r = parse_long("max-attempts", optarg, 1, 100, &o->max_attempts);
+            break;
+        case OPT_MAX_TURNS: r = parse_long("max-turns", optarg, 1, 1000, &o->max_turns); break;
+        case OPT_RETRIES: r = parse_long("retries", optarg, 0, 20, &o->retries); break;
         case OPT_RETRY_BASE_MS:
-            r = parse_long("retry-base-ms", optarg, 0, 60000, &retry_base);
+            r = parse_long("retry-base-ms", optarg, 0, 60000, &o->retry_base);
             break;
         case OPT_CONNECT_TIMEOUT:
-            r = parse_secs("connect-timeout", optarg, &connect_timeout);
+            r = parse_secs("connect-timeout", optarg, &o->connect_timeout);
             break;
-        case OPT_HTTP_TIMEOUT: r = parse_secs("http-timeout", optarg, &http_timeout); break;
-        case 'h': help(stdout); return 0;
-        default:
-            fprintf(stderr, "execbox agent: see 'execbox agent --help'\n");
-            return EXIT_EXECBOX;
+        case OPT_HTTP_TIMEOUT: r = parse_secs("http-timeout", optarg, &o->http_timeout); break;
+        case 'h': help(stdout); return 1;
+        default: fprintf(stderr, "execbox agent: see 'execbox agent --help'\n"); return -1;
         }
         if (r < 0)
-            return EXIT_EXECBOX;
+            return -1;
     }
-    /* From here on every failure is told on stderr, and with --json on stdout too. */
-    int status = EXIT_EXECBOX;
-    enum outcome o = OUT_ERROR;
-    char *task = NULL, *answer = NULL;
+    return 0;
+}
+
+/* Everything before the first request: the provider and its key (*key, NULL for a local server
+ * that needs none), the model and limits, the task (*task, the caller's to free; argc/argv: the
+ * arguments after the options), the URL, the policy, the system prompt, the tool and the
+ * history. 0, or -1 with the failure in a. */
+static int set_up(struct agent *a, struct agent_opts *o, int argc, char **argv, char **task,
+                  const char **key)
+{
     struct execbox_error err = {0};
-    if (optind >= argc) {
-        fail(&a, "no task: give it as arguments, or '-' for stdin");
-        goto out;
+    if (argc <= 0) {
+        fail(a, "no task: give it as arguments, or '-' for stdin");
+        return -1;
     }
     const char *akey = getenv("ANTHROPIC_API_KEY"), *okey = getenv("OPENAI_API_KEY");
     if (akey && !*akey)
         akey = NULL;
     if (okey && !*okey)
         okey = NULL;
-    if (!provider)
-        provider = !akey && okey ? "openai" : "anthropic";
-    a.prov = agent_provider_find(provider);
-    if (!a.prov) {
-        fail(&a, "--provider: '%s' is not one of anthropic, openai", provider);
-        goto out;
+    if (!o->provider)
+        o->provider = !akey && okey ? "openai" : "anthropic";
+    a->prov = agent_provider_find(o->provider);
+    if (!a->prov) {
+        fail(a, "--provider: '%s' is not one of anthropic, openai", o->provider);
+        return -1;
     }
-    const char *key = a.prov == &agent_anthropic ? akey : okey;
+    *key = a->prov == &agent_anthropic ? akey : okey;
     /* A compatible local server (llama.cpp, Ollama) needs no key; the real APIs do. */
-    if (!key && (a.prov == &agent_anthropic || !base_url)) {
-        fail(&a, "no API key: set %s (the key for --provider %s)%s", a.prov->key_env, a.prov->name,
-             a.prov == &agent_openai ? ", or give --base-url of a server that needs none" : "");
-        goto out;
+    if (!*key && (a->prov == &agent_anthropic || !o->base_url)) {
+        fail(a, "no API key: set %s (the key for --provider %s)%s", a->prov->key_env, a->prov->name,
+             a->prov == &agent_openai ? ", or give --base-url of a server that needs none" : "");
+        return -1;
     }
-    a.model = model ? model : a.prov->default_model;
-    a.official = !base_url;
-    a.max_tokens = max_tokens;
-    a.max_attempts = max_attempts;
-    a.max_turns = max_turns;
-    a.http = (struct agent_http_options){
-        .connect_timeout_ms = (long)(connect_timeout * 1000),
-        .timeout_ms = (long)(http_timeout * 1000),
-        .max_retries = (int)retries,
-        .retry_base_ms = retry_base,
+    a->model = o->model ? o->model : a->prov->default_model;
+    a->official = !o->base_url;
+    a->max_tokens = o->max_tokens;
+    a->max_attempts = o->max_attempts;
+    a->max_turns = o->max_turns;
+    a->http = (struct agent_http_options){
+        .connect_timeout_ms = (long)(o->connect_timeout * 1000),
+        .timeout_ms = (long)(o->http_timeout * 1000),
+        .max_retries = (int)o->retries,
+        .retry_base_ms = o->retry_base,
         .retry_max_ms = AGENT_RETRY_MAX_MS,
     };
-    task = read_task(argc - optind, argv + optind);
-    if (!task) {
-        fail(&a, "the task could not be read");
-        goto out;
-    }
+    *task = read_task(argc, argv);
     if (!*task) {
-        fail(&a, "the task is empty");
-        goto out;
+        fail(a, "the task could not be read");
+        return -1;
     }
-    const char *base = base_url ? base_url : a.prov->default_base;
+    if (!**task) {
+        fail(a, "the task is empty");
+        return -1;
+    }
+    const char *base = o->base_url ? o->base_url : a->prov->default_base;
     size_t blen = strlen(base);
     while (blen && base[blen - 1] == '/')
         blen--;
-    if (asprintf(&a.url, "%.*s%s", (int)blen, base, a.prov->path) < 0) {
-        a.url = NULL;
-        fail(&a, "out of memory");
-        goto out;
+    if (asprintf(&a->url, "%.*s%s", (int)blen, base, a->prov->path) < 0) {
+        a->url = NULL;
+        fail(a, "out of memory");
+        return -1;
     }
-    if (cli_sandbox_policy(&sb, &a.policy) < 0) {
-        snprintf(a.error, sizeof(a.error), "the sandbox policy is not valid (why is on stderr)");
-        goto out;
+    if (cli_sandbox_policy(&o->sb, &a->policy) < 0) {
+        snprintf(a->error, sizeof(a->error), "the sandbox policy is not valid (why is on stderr)");
+        return -1;
     }
-    if (system_file) {
+    if (o->system_file) {
         size_t len = 0;
-        int r = cli_read_path(system_file, AGENT_TEXT_MAX, &a.system, &len);
+        int r = cli_read_path(o->system_file, AGENT_TEXT_MAX, &a->system, &len);
         if (r < 0) {
-            fail(&a, "--system: cannot read '%s': %s", system_file, execbox_strerror(r));
-            goto out;
+            fail(a, "--system: cannot read '%s': %s", o->system_file, execbox_strerror(r));
+            return -1;
         }
-    } else if (!(a.system = default_system(&a.policy, sb.exec.backend))) {
-        fail(&a, "out of memory");
-        goto out;
+    } else if (!(a->system = default_system(&a->policy, o->sb.exec.backend))) {
+        fail(a, "out of memory");
+        return -1;
     }
-    struct execbox_tool_options topt = {.policy = &a.policy, .backend = sb.exec.backend};
+    struct execbox_tool_options topt = {.policy = &a->policy, .backend = o->sb.exec.backend};
     char *schema = NULL;
-    if (execbox_tool_schema(a.prov->schema, &topt, &schema, &err) < 0) {
-        fail(&a, "%s", err.msg);
-        goto out;
+    if (execbox_tool_schema(a->prov->schema, &topt, &schema, &err) < 0) {
+        fail(a, "%s", err.msg);
+        return -1;
     }
     json_t *tool = json_loads(schema, 0, NULL);
     execbox_free(schema);
     const char *tname =
-        a.prov == &agent_anthropic
+        a->prov == &agent_anthropic
             ? json_string_value(json_object_get(tool, "name"))
             : json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
-    a.tools = tool ? json_pack("[o]", tool) : NULL;
-    a.tool_name = tname;
-    a.history = a.prov->start(a.system, task);
-    a.runs = json_array();
-    if (!a.tools || !a.tool_name || !a.history || !a.runs) {
-        fail(&a, "out of memory");
-        goto out;
+    a->tools = tool ? json_pack("[o]", tool) : NULL;
+    a->tool_name = tname;
+    a->history = a->prov->start(a->system, *task);
+    a->runs = json_array();
+    if (!a->tools || !a->tool_name || !a->history || !a->runs) {
+        fail(a, "out of memory");
+        return -1;
     }
+    return 0;
+}
+
+/* The conversation: libcurl, the headers, the sandbox and its cancel token, the signals, the
+ * loop, the transcript and the answer on stdout. The exit status; *o is the outcome. */
+static int converse(struct agent *a, struct agent_opts *o, const char *key, enum outcome *out)
+{
+    int status = EXIT_EXECBOX;
+    struct execbox_error err = {0};
+    char *answer = NULL;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fail(&a, "cannot initialise libcurl");
-        goto out;
+        fail(a, "cannot initialise libcurl");
+        return status;
     }
-    a.headers = a.prov->headers(key);
-    if (!a.headers) {
-        fail(&a, "out of memory");
+    a->headers = a->prov->headers(key);
+    if (!a->headers) {
+        fail(a, "out of memory");
         goto cleanup_curl;
     }
-    if (cli_sandbox_executor(&sb, &a.ex) < 0) {
-        snprintf(a.error, sizeof(a.error), "the sandbox could not be opened (why is on stderr)");
+    if (cli_sandbox_executor(&o->sb, &a->ex) < 0) {
+        snprintf(a->error, sizeof(a->error), "the sandbox could not be opened (why is on stderr)");
         goto cleanup_curl;
     }
-    if (execbox_cancel_new(&a.cancel, &err) < 0) {
-        fail(&a, "%s", err.msg);
+    if (execbox_cancel_new(&a->cancel, &err) < 0) {
+        fail(a, "%s", err.msg);
         goto cleanup_curl;
     }
     /* A vanished reader of our output must not kill us before the sandbox is torn down. */
     signal(SIGPIPE, SIG_IGN);
     /* Ctrl-C stops the sandbox and the request cleanly; a second one kills at once. */
-    cancel_token = a.cancel;
-    a.http.stop = &interrupted;
+    cancel_token = a->cancel;
+    a->http.stop = &interrupted;
     struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    o = loop(&a, &answer);
+    *out = loop(a, &answer);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     cancel_token = NULL;
-    if (transcript_file && save_transcript(&a, transcript_file) < 0 && o != OUT_ERROR)
-        o = OUT_ERROR;
-    if (o == OUT_INTERRUPTED) {
+    if (o->transcript_file && save_transcript(a, o->transcript_file) < 0 && *out != OUT_ERROR)
+        *out = OUT_ERROR;
+    if (*out == OUT_INTERRUPTED) {
         fprintf(stderr, "execbox agent: interrupted\n");
         status = 128 + interrupted;
-    } else if (o != OUT_ERROR) {
-        if (o != OUT_ANSWERED)
+    } else if (*out != OUT_ERROR) {
+        if (*out != OUT_ANSWERED)
             fprintf(stderr, "execbox agent: gave up: %s\n",
-                    o == OUT_MAX_ATTEMPTS ? "too many failed runs" : "too many turns");
-        if (json) {
-            if (print_json(&a, answer, o) < 0) {
+                    *out == OUT_MAX_ATTEMPTS ? "too many failed runs" : "too many turns");
+        if (o->json) {
+            if (print_json(a, answer, *out) < 0) {
                 fprintf(stderr, "execbox agent: out of memory\n");
-                o = OUT_ANSWERED; /* nothing more to print */
+                *out = OUT_ANSWERED; /* nothing more to print */
                 goto cleanup_curl;
             }
         } else {
@@ -791,18 +818,34 @@ int cmd_agent(int argc, char **argv)
                 fputc('\n', stdout);
         }
         fflush(stdout);
-        status = o == OUT_ANSWERED ? 0 : 1;
+        status = *out == OUT_ANSWERED ? 0 : 1;
     }
 cleanup_curl:
     curl_global_cleanup();
-out:
+    free(answer);
+    return status;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+    struct agent_opts opts = {0};
+    int r = parse_options(argc, argv, &opts);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_EXECBOX;
+    /* From here on every failure is told on stderr, and with --json on stdout too. */
+    struct agent a = {0};
+    int status = EXIT_EXECBOX;
+    enum outcome o = OUT_ERROR;
+    char *task = NULL;
+    const char *key = NULL;
+    if (set_up(&a, &opts, argc - optind, argv + optind, &task, &key) == 0)
+        status = converse(&a, &opts, key, &o);
     /* A failure has the success's shape, with stopped "error" (or "interrupted") and error. */
-    if (json && (o == OUT_ERROR || o == OUT_INTERRUPTED)) {
+    if (opts.json && (o == OUT_ERROR || o == OUT_INTERRUPTED)) {
         if (print_json(&a, NULL, o) < 0)
             fprintf(stderr, "execbox agent: out of memory\n");
         fflush(stdout);
     }
-    free(answer);
     free(task);
     agent_clear(&a);
     return status;

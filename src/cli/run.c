@@ -219,83 +219,148 @@ static void wait_warm(struct execbox_executor *ex, const struct execbox_policy *
     }
 }
 
-int cmd_run(int argc, char **argv)
-{
-    enum { OPT_JSON = CLI_OPT__LAST + 1, OPT_PRETTY, OPT_WARM, OPT_RICH };
-    static const struct option longopts[] = {
-        CLI_SANDBOX_LONGOPTS,
-        {"code", required_argument, NULL, 'c'},
-        {"language", required_argument, NULL, 'l'},
-        {"stdin", no_argument, NULL, 'i'},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"pretty", no_argument, NULL, OPT_PRETTY},
-        {"warm", no_argument, NULL, OPT_WARM},
-        {"rich", no_argument, NULL, OPT_RICH},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+/* The long options besides the sandbox's. */
+enum { OPT_JSON = CLI_OPT__LAST + 1, OPT_PRETTY, OPT_WARM, OPT_RICH };
+static const struct option longopts[] = {
+    CLI_SANDBOX_LONGOPTS,
+    {"code", required_argument, NULL, 'c'},
+    {"language", required_argument, NULL, 'l'},
+    {"stdin", no_argument, NULL, 'i'},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"pretty", no_argument, NULL, OPT_PRETTY},
+    {"warm", no_argument, NULL, OPT_WARM},
+    {"rich", no_argument, NULL, OPT_RICH},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asks for. */
+struct run_opts {
     struct cli_sandbox sb;
-    cli_sandbox_init(&sb);
-    const char *code_arg = NULL, *language = NULL;
-    bool json = false, pretty = false, pass_stdin = false, warm = false, rich = false;
+    const char *code_arg, *language, *path; /* path: a FILE, "-" for stdin, or NULL */
+    bool json, pretty, pass_stdin, warm, rich;
+};
+
+/* Parses argv into o and checks the combination (the language resolved from the FILE's name
+ * when not given). 0, 1 after --help (the text printed), or -1 with the reason on stderr. */
+static int parse_options(int argc, char **argv, struct run_opts *o)
+{
+    cli_sandbox_init(&o->sb);
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "c:l:ih", longopts, NULL)) != -1) {
-        int r = cli_sandbox_option(&sb, c, optarg);
+        int r = cli_sandbox_option(&o->sb, c, optarg);
         if (r < 0)
-            return EXIT_EXECBOX;
+            return -1;
         if (r > 0)
             continue;
         switch (c) {
-        case 'c': code_arg = optarg; break;
-        case 'l': language = optarg; break;
-        case 'i': pass_stdin = true; break;
-        case OPT_JSON: json = true; break;
-        case OPT_PRETTY: json = pretty = true; break;
-        case OPT_RICH: rich = true; break;
+        case 'c': o->code_arg = optarg; break;
+        case 'l': o->language = optarg; break;
+        case 'i': o->pass_stdin = true; break;
+        case OPT_JSON: o->json = true; break;
+        case OPT_PRETTY: o->json = o->pretty = true; break;
+        case OPT_RICH: o->rich = true; break;
         case OPT_WARM:
-            warm = true;
-            sb.exec.pool_size = 1;
+            o->warm = true;
+            o->sb.exec.pool_size = 1;
             break;
-        case 'h': help(stdout); return 0;
-        default: fprintf(stderr, "execbox run: see 'execbox run --help'\n"); return EXIT_EXECBOX;
+        case 'h': help(stdout); return 1;
+        default: fprintf(stderr, "execbox run: see 'execbox run --help'\n"); return -1;
         }
     }
-    const char *path = optind < argc ? argv[optind++] : NULL;
+    o->path = optind < argc ? argv[optind++] : NULL;
     if (optind < argc) {
         fprintf(stderr, "execbox run: unexpected argument '%s'\n", argv[optind]);
-        return EXIT_EXECBOX;
+        return -1;
     }
-    if (code_arg && path) {
+    if (o->code_arg && o->path) {
         fprintf(stderr, "execbox run: give the code with -c or as a FILE, not both\n");
-        return EXIT_EXECBOX;
+        return -1;
     }
-    if (!code_arg && !path) {
+    if (!o->code_arg && !o->path) {
         fprintf(stderr, "execbox run: no code: give -c CODE, a FILE, or - for stdin\n");
-        return EXIT_EXECBOX;
+        return -1;
     }
-    if (path && strcmp(path, "-") == 0 && pass_stdin) {
+    if (o->path && strcmp(o->path, "-") == 0 && o->pass_stdin) {
         fprintf(stderr, "execbox run: stdin cannot be both the program and its input\n");
-        return EXIT_EXECBOX;
+        return -1;
     }
-    if (!language)
-        language = language_from_path(path);
-    if (language && !execbox_language_name(language)) {
+    if (!o->language)
+        o->language = language_from_path(o->path);
+    if (o->language && !execbox_language_name(o->language)) {
         fprintf(stderr, "execbox run: unknown language '%s' (python, javascript, bash)\n",
-                language);
-        return EXIT_EXECBOX;
+                o->language);
+        return -1;
     }
+    return 0;
+}
 
+/* What a finished run shows: its record (--json), or the notes on stderr (sandbox failure,
+ * timeout, memory, CPU, a cold --warm run, an interrupt), with --rich's images saved. The exit
+ * status. */
+static int report(const struct run_opts *o, const struct execbox_result *res,
+                  const struct execbox_policy *policy, struct passthrough *pt,
+                  struct execbox_executor *ex)
+{
+    struct execbox_error err = {0};
+    bool sandbox_failed = res->error_name && strcmp(res->error_name, "SandboxError") == 0;
+    if (o->rich && !o->json && !sandbox_failed)
+        show_rich(res, pt);
+    if (o->json) {
+        char *s = NULL;
+        if (execbox_result_to_json(res, o->pretty ? EXECBOX_JSON_PRETTY : 0, &s, &err) < 0) {
+            cli_error("run", &err);
+            return EXIT_EXECBOX;
+        }
+        printf("%s\n", s);
+        fflush(stdout);
+        execbox_free(s);
+    } else if (pt->dropped[2]) {
+        /* Our stderr's reader stopped reading: a note there would block us for good. */
+    } else if (sandbox_failed) {
+        fprintf(stderr, "execbox: the sandbox could not run the code: %s\n", res->error_value);
+    } else if (res->timed_out) {
+        fprintf(stderr, "execbox: timed out after %g %s; the sandbox was killed\n", policy->timeout,
+                cli_seconds_word(policy->timeout));
+    } else if (res->oom_killed) {
+        fprintf(stderr, "execbox: killed for exceeding the memory limit\n");
+    } else if (res->killed_reason == EXECBOX_KILLED_CPU) {
+        fprintf(stderr, "execbox: killed for exceeding the CPU time limit\n");
+    }
+    if (o->warm) {
+        struct execbox_pool_stats st;
+        execbox_executor_pool_stats(ex, &st);
+        if (st.hits == 0)
+            fprintf(stderr, "execbox: note: no warm sandbox could be started for this run (see "
+                            "docs/pool.md); it ran cold\n");
+    }
+    int status = sandbox_failed ? EXIT_EXECBOX : res->exit_code;
+    if (interrupt_signal && res->killed_reason == EXECBOX_KILLED_CANCELLED) {
+        /* As a shell reports a command killed by that signal. */
+        if (!o->json && !pt->dropped[2])
+            fprintf(stderr, "execbox: interrupted; the sandbox was killed\n");
+        status = 128 + interrupt_signal;
+    }
+    return status;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct run_opts o = {0};
+    int pr = parse_options(argc, argv, &o);
+    if (pr != 0)
+        return pr > 0 ? 0 : EXIT_EXECBOX;
     char *code = NULL, *in = NULL;
     size_t code_len = 0, in_len = 0;
-    if (path) {
-        int r = cli_read_path(path, EXECBOX_CODE_MAX, &code, &code_len);
+    if (o.path) {
+        int r = cli_read_path(o.path, EXECBOX_CODE_MAX, &code, &code_len);
         if (r < 0) {
-            fprintf(stderr, "execbox run: cannot read '%s': %s\n", path, execbox_strerror(r));
+            fprintf(stderr, "execbox run: cannot read '%s': %s\n", o.path, execbox_strerror(r));
             return EXIT_EXECBOX;
         }
     }
-    if (pass_stdin) {
+    if (o.pass_stdin) {
         int r = cli_read_fd(0, EXECBOX_STDIN_MAX, &in, &in_len);
         if (r < 0) {
             fprintf(stderr, "execbox run: reading stdin: %s\n", execbox_strerror(r));
@@ -307,10 +372,10 @@ int cmd_run(int argc, char **argv)
     struct execbox_executor *ex = NULL;
     struct execbox_cancel *cancel = NULL;
     int status = EXIT_EXECBOX;
-    if (cli_sandbox_policy(&sb, &policy) < 0 || cli_sandbox_executor(&sb, &ex) < 0)
+    if (cli_sandbox_policy(&o.sb, &policy) < 0 || cli_sandbox_executor(&o.sb, &ex) < 0)
         goto out;
-    if (warm)
-        wait_warm(ex, &policy, language);
+    if (o.warm)
+        wait_warm(ex, &policy, o.language);
     /* A vanished reader of our output must not kill us before the sandbox is torn down. */
     signal(SIGPIPE, SIG_IGN);
     struct execbox_error err = {0};
@@ -322,18 +387,18 @@ int cmd_run(int argc, char **argv)
     struct passthrough pt = {.deadline_ns =
                                  cli_now_ns() + (uint64_t)(policy.timeout * 1e9) + 250000000ULL};
     struct execbox_request req = {
-        .language = language,
-        .code = code ? code : code_arg,
-        .code_len = code ? code_len : strlen(code_arg),
+        .language = o.language,
+        .code = code ? code : o.code_arg,
+        .code_len = code ? code_len : strlen(o.code_arg),
         .stdin_data = in ? in : NULL,
         .stdin_len = in_len,
         .policy = &policy,
-        .on_output = json ? NULL : stream_out,
+        .on_output = o.json ? NULL : stream_out,
         .userdata = &pt,
         .cancel = cancel,
-        .rich_results = rich,
+        .rich_results = o.rich,
         /* --rich: the images the code wrote come back, to be saved here. */
-        .inline_files_max = rich && !json ? RUN_RICH_INLINE_MAX : 0,
+        .inline_files_max = o.rich && !o.json ? RUN_RICH_INLINE_MAX : 0,
     };
     if (req.code_len == 0) {
         req.code = "\n";
@@ -344,45 +409,7 @@ int cmd_run(int argc, char **argv)
         cli_error("run", &err);
         goto out;
     }
-    bool sandbox_failed = res->error_name && strcmp(res->error_name, "SandboxError") == 0;
-    if (rich && !json && !sandbox_failed)
-        show_rich(res, &pt);
-    if (json) {
-        char *s = NULL;
-        if (execbox_result_to_json(res, pretty ? EXECBOX_JSON_PRETTY : 0, &s, &err) < 0) {
-            cli_error("run", &err);
-            execbox_result_free(res);
-            goto out;
-        }
-        printf("%s\n", s);
-        fflush(stdout);
-        execbox_free(s);
-    } else if (pt.dropped[2]) {
-        /* Our stderr's reader stopped reading: a note there would block us for good. */
-    } else if (sandbox_failed) {
-        fprintf(stderr, "execbox: the sandbox could not run the code: %s\n", res->error_value);
-    } else if (res->timed_out) {
-        fprintf(stderr, "execbox: timed out after %g %s; the sandbox was killed\n", policy.timeout,
-                cli_seconds_word(policy.timeout));
-    } else if (res->oom_killed) {
-        fprintf(stderr, "execbox: killed for exceeding the memory limit\n");
-    } else if (res->killed_reason == EXECBOX_KILLED_CPU) {
-        fprintf(stderr, "execbox: killed for exceeding the CPU time limit\n");
-    }
-    if (warm) {
-        struct execbox_pool_stats st;
-        execbox_executor_pool_stats(ex, &st);
-        if (st.hits == 0)
-            fprintf(stderr, "execbox: note: no warm sandbox could be started for this run (see "
-                            "docs/pool.md); it ran cold\n");
-    }
-    status = sandbox_failed ? EXIT_EXECBOX : res->exit_code;
-    if (interrupt_signal && res->killed_reason == EXECBOX_KILLED_CANCELLED) {
-        /* As a shell reports a command killed by that signal. */
-        if (!json && !pt.dropped[2])
-            fprintf(stderr, "execbox: interrupted; the sandbox was killed\n");
-        status = 128 + interrupt_signal;
-    }
+    status = report(&o, res, &policy, &pt, ex);
     execbox_result_free(res);
 out:
     interrupt_token = NULL;

@@ -7,8 +7,9 @@
  * id of its own that stays the same across a restart. No context_id means the default context
  * of the language: one per server, made at its first use, shared by every client of the server.
  *
- * HTTP stays in server.c: this module routes a path, parses bodies, keeps the contexts and runs
- * the work of one call on a worker, handing NDJSON lines to a push callback. Thread-safe. */
+ * HTTP stays in the service (route.c, job.c): this module routes a path, parses bodies, keeps
+ * the contexts and runs the work of one call on a worker, handing NDJSON lines to a push
+ * callback. Thread-safe. */
 #ifndef EBSRV_E2B_H
 #define EBSRV_E2B_H
 

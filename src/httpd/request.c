@@ -321,6 +321,94 @@ static bool cell_policy_key(const char *key)
            strcmp(key, "output-limit") == 0;
 }
 
+/* One field of a body of this kind into spec (files: only noted, in *files; cap: in *cap).
+ * 0, or the error of bad() or -ENOMEM. */
+static int body_field(enum srv_body_kind kind, const char *key, json_t *v,
+                      struct srv_run_spec *spec, bool *cap, json_t **files, char *field,
+                      size_t field_size, struct execbox_error *err)
+{
+    bool runs = kind != SRV_BODY_SESSION; /* takes code, stdin and files */
+    if (!runs &&
+        (strcmp(key, "code") == 0 || strcmp(key, "stdin") == 0 || strcmp(key, "files") == 0))
+        return bad(err, field, field_size, key,
+                   "%s: not a field of a new session (send it to the session's /execute)", key);
+    if (strcmp(key, "files") == 0) {
+        *files = v; /* parsed last, once file_size is known */
+    } else if (kind == SRV_BODY_SESSION && strcmp(key, "idle_timeout") == 0) {
+        if (!json_is_number(v) || !(json_number_value(v) > 0))
+            return bad(err, field, field_size, key,
+                       "idle_timeout: expected whole seconds (a number from 1)");
+        spec->idle_timeout = json_number_value(v);
+    } else if (kind == SRV_BODY_RUN && strcmp(key, "rich_results") == 0) {
+        if (!json_is_boolean(v))
+            return bad(err, field, field_size, key, "rich_results: expected true or false");
+        spec->rich_results = json_is_true(v);
+    } else if (kind == SRV_BODY_SESSION && strcmp(key, "rollback") == 0) {
+        if (!json_is_boolean(v))
+            return bad(err, field, field_size, key, "rollback: expected true or false");
+        spec->no_rollback = json_is_false(v);
+    } else if (strcmp(key, "code") == 0) {
+        if (!json_is_string(v))
+            return bad(err, field, field_size, "code", "code: expected a string");
+        free(spec->code);
+        spec->code = dup_json_string(v, &spec->code_len);
+        if (!spec->code)
+            return -ENOMEM;
+    } else if (strcmp(key, "language") == 0) {
+        if (json_is_null(v)) {
+            spec->language = NULL;
+            return 0;
+        }
+        if (!json_is_string(v))
+            return bad(err, field, field_size, "language", "language: expected a string");
+        spec->language = known_language(json_string_value(v));
+        if (!spec->language)
+            return bad(err, field, field_size, "language",
+                       "language: '%.64s' is not one of python, javascript, bash",
+                       json_string_value(v));
+    } else if (strcmp(key, "stdin") == 0) {
+        free(spec->stdin_data);
+        spec->stdin_data = NULL;
+        spec->stdin_len = 0;
+        if (json_is_null(v))
+            return 0;
+        if (!json_is_string(v))
+            return bad(err, field, field_size, "stdin", "stdin: expected a string or null");
+        spec->stdin_data = dup_json_string(v, &spec->stdin_len);
+        if (!spec->stdin_data)
+            return -ENOMEM;
+    } else if (kind == SRV_BODY_CELL && strcmp(key, "cap") != 0 && !cell_policy_key(key) &&
+               strcmp(key, "language") != 0) {
+        /* A cell runs in its session's sandbox: only the per-cell limits may change. */
+        return bad(err, field, field_size, key,
+                   "%.64s: not a field of a cell (the session's limits are set when it is "
+                   "created; a cell may lower timeout and output_limit)",
+                   key);
+    } else if (strcmp(key, "cap") == 0) {
+        /* The remote backend sends its whole policy with "cap": true: this server's
+         * maxima then lower it instead of refusing it. */
+        if (!json_is_boolean(v))
+            return bad(err, field, field_size, "cap", "cap: expected true or false");
+        *cap = json_is_true(v);
+    } else if (strcmp(key, "workspace") == 0 || strcmp(key, "rootfs") == 0) {
+        /* Host paths are the operator's to choose, never a caller's. */
+        return bad(err, field, field_size, key, "%s: may not be set per request", key);
+    } else {
+        struct execbox_error perr = {0};
+        int r = apply_policy_field(&spec->policy, key, v, &perr);
+        if (r == -ENOMEM)
+            return r;
+        if (r < 0) {
+            /* The library says what kind of error and which field; its message is for people,
+             * never parsed. */
+            if (perr.kind == EXECBOX_ERROR_UNKNOWN_FIELD)
+                return bad(err, field, field_size, key, "unknown field '%.64s'", key);
+            return bad(err, field, field_size, perr.field[0] ? perr.field : key, "%s", perr.msg);
+        }
+    }
+    return 0;
+}
+
 int srv_parse_run(const char *body, size_t len, const struct execbox_policy *server,
                   struct srv_run_spec *ret, char *field, size_t field_size,
                   struct execbox_error *err)
@@ -363,111 +451,9 @@ int srv_parse_body(enum srv_body_kind kind, const char *body, size_t len,
     bool runs = kind != SRV_BODY_SESSION; /* takes code, stdin and files */
     json_t *files = NULL;
     json_object_foreach (root, key, v) {
-        if (!runs &&
-            (strcmp(key, "code") == 0 || strcmp(key, "stdin") == 0 || strcmp(key, "files") == 0)) {
-            r = bad(err, field, field_size, key,
-                    "%s: not a field of a new session (send it to the session's /execute)", key);
+        r = body_field(kind, key, v, &spec, &cap, &files, field, field_size, err);
+        if (r < 0)
             goto out;
-        }
-        if (strcmp(key, "files") == 0) {
-            files = v; /* parsed below, once file_size is known */
-        } else if (kind == SRV_BODY_SESSION && strcmp(key, "idle_timeout") == 0) {
-            if (!json_is_number(v) || !(json_number_value(v) > 0)) {
-                r = bad(err, field, field_size, key,
-                        "idle_timeout: expected whole seconds (a number from 1)");
-                goto out;
-            }
-            spec.idle_timeout = json_number_value(v);
-        } else if (kind == SRV_BODY_RUN && strcmp(key, "rich_results") == 0) {
-            if (!json_is_boolean(v)) {
-                r = bad(err, field, field_size, key, "rich_results: expected true or false");
-                goto out;
-            }
-            spec.rich_results = json_is_true(v);
-        } else if (kind == SRV_BODY_SESSION && strcmp(key, "rollback") == 0) {
-            if (!json_is_boolean(v)) {
-                r = bad(err, field, field_size, key, "rollback: expected true or false");
-                goto out;
-            }
-            spec.no_rollback = json_is_false(v);
-        } else if (strcmp(key, "code") == 0) {
-            if (!json_is_string(v)) {
-                r = bad(err, field, field_size, "code", "code: expected a string");
-                goto out;
-            }
-            free(spec.code);
-            spec.code = dup_json_string(v, &spec.code_len);
-            if (!spec.code) {
-                r = -ENOMEM;
-                goto out;
-            }
-        } else if (strcmp(key, "language") == 0) {
-            if (json_is_null(v)) {
-                spec.language = NULL;
-                continue;
-            }
-            if (!json_is_string(v)) {
-                r = bad(err, field, field_size, "language", "language: expected a string");
-                goto out;
-            }
-            spec.language = known_language(json_string_value(v));
-            if (!spec.language) {
-                r = bad(err, field, field_size, "language",
-                        "language: '%.64s' is not one of python, javascript, bash",
-                        json_string_value(v));
-                goto out;
-            }
-        } else if (strcmp(key, "stdin") == 0) {
-            free(spec.stdin_data);
-            spec.stdin_data = NULL;
-            spec.stdin_len = 0;
-            if (json_is_null(v))
-                continue;
-            if (!json_is_string(v)) {
-                r = bad(err, field, field_size, "stdin", "stdin: expected a string or null");
-                goto out;
-            }
-            spec.stdin_data = dup_json_string(v, &spec.stdin_len);
-            if (!spec.stdin_data) {
-                r = -ENOMEM;
-                goto out;
-            }
-        } else if (kind == SRV_BODY_CELL && strcmp(key, "cap") != 0 && !cell_policy_key(key) &&
-                   strcmp(key, "language") != 0) {
-            /* A cell runs in its session's sandbox: only the per-cell limits may change. */
-            r = bad(err, field, field_size, key,
-                    "%.64s: not a field of a cell (the session's limits are set when it is "
-                    "created; a cell may lower timeout and output_limit)",
-                    key);
-            goto out;
-        } else if (strcmp(key, "cap") == 0) {
-            /* The remote backend sends its whole policy with "cap": true: this server's
-             * maxima then lower it instead of refusing it. */
-            if (!json_is_boolean(v)) {
-                r = bad(err, field, field_size, "cap", "cap: expected true or false");
-                goto out;
-            }
-            cap = json_is_true(v);
-        } else if (strcmp(key, "workspace") == 0 || strcmp(key, "rootfs") == 0) {
-            /* Host paths are the operator's to choose, never a caller's. */
-            r = bad(err, field, field_size, key, "%s: may not be set per request", key);
-            goto out;
-        } else {
-            struct execbox_error perr = {0};
-            r = apply_policy_field(&spec.policy, key, v, &perr);
-            if (r == -ENOMEM)
-                goto out;
-            if (r < 0) {
-                /* The library says what kind of error and which field; its message is for
-                 * people, never parsed. */
-                if (perr.kind == EXECBOX_ERROR_UNKNOWN_FIELD)
-                    r = bad(err, field, field_size, key, "unknown field '%.64s'", key);
-                else
-                    r = bad(err, field, field_size, perr.field[0] ? perr.field : key, "%s",
-                            perr.msg);
-                goto out;
-            }
-        }
     }
     if (runs && !spec.code) {
         r = bad(err, field, field_size, "code",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* serve.c - `execbox serve`: options, the listening socket, signals and the graceful drain
- * around the HTTP service of server.c (docs/api.md). */
+ * around the HTTP service of server.h (docs/api.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -211,88 +211,103 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-int cmd_serve(int argc, char **argv)
-{
-    enum {
-        OPT_TOKEN = CLI_OPT__LAST + 1,
-        OPT_INSECURE,
-        OPT_WORKERS,
-        OPT_QUEUE,
-        OPT_MAX_BODY,
-        OPT_DRAIN,
-        OPT_DRAIN_GRACE,
-        OPT_ALLOW_ORIGIN,
-        OPT_ALLOW_HOST_HEADER,
-        OPT_MAX_SESSIONS,
-        OPT_SESSION_IDLE_MAX,
-        OPT_SESSION_LIFETIME,
-    };
-    static const struct option longopts[] = {
-        CLI_SANDBOX_LONGOPTS,
-        CLI_POOL_LONGOPTS,
-        {"listen", required_argument, NULL, 'L'},
-        {"token", required_argument, NULL, OPT_TOKEN},
-        {"insecure", no_argument, NULL, OPT_INSECURE},
-        {"workers", required_argument, NULL, OPT_WORKERS},
-        {"queue", required_argument, NULL, OPT_QUEUE},
-        {"max-body", required_argument, NULL, OPT_MAX_BODY},
-        {"drain-timeout", required_argument, NULL, OPT_DRAIN},
-        {"drain-grace", required_argument, NULL, OPT_DRAIN_GRACE},
-        {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
-        {"allow-host-header", required_argument, NULL, OPT_ALLOW_HOST_HEADER},
-        {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
-        {"session-idle-max", required_argument, NULL, OPT_SESSION_IDLE_MAX},
-        {"session-lifetime", required_argument, NULL, OPT_SESSION_LIFETIME},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+/* The long options besides the sandbox's and the pool's. */
+enum {
+    OPT_TOKEN = CLI_OPT__LAST + 1,
+    OPT_INSECURE,
+    OPT_WORKERS,
+    OPT_QUEUE,
+    OPT_MAX_BODY,
+    OPT_DRAIN,
+    OPT_DRAIN_GRACE,
+    OPT_ALLOW_ORIGIN,
+    OPT_ALLOW_HOST_HEADER,
+    OPT_MAX_SESSIONS,
+    OPT_SESSION_IDLE_MAX,
+    OPT_SESSION_LIFETIME,
+};
+static const struct option longopts[] = {
+    CLI_SANDBOX_LONGOPTS,
+    CLI_POOL_LONGOPTS,
+    {"listen", required_argument, NULL, 'L'},
+    {"token", required_argument, NULL, OPT_TOKEN},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"queue", required_argument, NULL, OPT_QUEUE},
+    {"max-body", required_argument, NULL, OPT_MAX_BODY},
+    {"drain-timeout", required_argument, NULL, OPT_DRAIN},
+    {"drain-grace", required_argument, NULL, OPT_DRAIN_GRACE},
+    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+    {"allow-host-header", required_argument, NULL, OPT_ALLOW_HOST_HEADER},
+    {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+    {"session-idle-max", required_argument, NULL, OPT_SESSION_IDLE_MAX},
+    {"session-lifetime", required_argument, NULL, OPT_SESSION_LIFETIME},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asks for. The origins and hosts are borrowed by the server's config. */
+struct serve_opts {
     struct cli_sandbox sb;
-    cli_sandbox_init(&sb);
-    const char *listen_addr = DEFAULT_LISTEN, *token = getenv("EXECBOX_TOKEN");
-    bool insecure = false;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t workers = cores > 0 ? (size_t)cores : 1, queue = DEFAULT_QUEUE;
-    size_t max_body = DEFAULT_MAX_BODY;
-    double drain_timeout = -1, drain_grace = 0;
-    size_t max_sessions = SESS_MAX_DEFAULT, idle_max = (size_t)SESS_IDLE_MAX_DEFAULT,
-           lifetime = (size_t)SESS_LIFETIME_DEFAULT;
+    const char *listen_addr, *token;
+    bool insecure;
+    size_t workers, queue, max_body;
+    double drain_timeout, drain_grace;
+    size_t max_sessions, idle_max, lifetime;
     const char *origins[MAX_ALLOW_ORIGINS];
-    size_t n_origins = 0;
+    size_t n_origins;
     /* the --allow-host-header names, then the --listen host's */
     const char *hosts[MAX_ALLOW_HOSTS + 1];
-    size_t n_hosts = 0;
-    char listen_host[SRV_HOST_NAME_MAX + 1] = "";
+    size_t n_hosts;
+    char listen_host[SRV_HOST_NAME_MAX + 1];
+};
+
+/* Parses argv into o (its defaults set first). 0, 1 after --help (the text printed), or -1 with
+ * the reason on stderr. */
+static int parse_options(int argc, char **argv, struct serve_opts *o)
+{
+    cli_sandbox_init(&o->sb);
+    o->listen_addr = DEFAULT_LISTEN;
+    o->token = getenv("EXECBOX_TOKEN");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->workers = cores > 0 ? (size_t)cores : 1;
+    o->queue = DEFAULT_QUEUE;
+    o->max_body = DEFAULT_MAX_BODY;
+    o->drain_timeout = -1;
+    o->max_sessions = SESS_MAX_DEFAULT;
+    o->idle_max = (size_t)SESS_IDLE_MAX_DEFAULT;
+    o->lifetime = (size_t)SESS_LIFETIME_DEFAULT;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, CLI_SANDBOX_SHORTOPTS "L:h", longopts, NULL)) != -1) {
-        int r = cli_sandbox_option(&sb, c, optarg);
+        int r = cli_sandbox_option(&o->sb, c, optarg);
         if (r < 0)
-            return EXIT_EXECBOX;
+            return -1;
         if (r > 0)
             continue;
         switch (c) {
-        case 'L': listen_addr = optarg; break;
-        case OPT_TOKEN: token = optarg; break;
-        case OPT_INSECURE: insecure = true; break;
+        case 'L': o->listen_addr = optarg; break;
+        case OPT_TOKEN: o->token = optarg; break;
+        case OPT_INSECURE: o->insecure = true; break;
         case OPT_WORKERS:
-            if (parse_count("workers", optarg, 1024, &workers) < 0)
-                return EXIT_EXECBOX;
+            if (parse_count("workers", optarg, 1024, &o->workers) < 0)
+                return -1;
             break;
         case OPT_MAX_SESSIONS:
-            if (parse_count("max-sessions", optarg, SESS_MAX_LIMIT, &max_sessions) < 0)
-                return EXIT_EXECBOX;
+            if (parse_count("max-sessions", optarg, SESS_MAX_LIMIT, &o->max_sessions) < 0)
+                return -1;
             break;
         case OPT_SESSION_IDLE_MAX:
-            if (parse_count("session-idle-max", optarg, 30 * 86400, &idle_max) < 0)
-                return EXIT_EXECBOX;
+            if (parse_count("session-idle-max", optarg, 30 * 86400, &o->idle_max) < 0)
+                return -1;
             break;
         case OPT_SESSION_LIFETIME:
-            if (parse_count("session-lifetime", optarg, 365 * 86400, &lifetime) < 0)
-                return EXIT_EXECBOX;
+            if (parse_count("session-lifetime", optarg, 365 * 86400, &o->lifetime) < 0)
+                return -1;
             break;
         case OPT_QUEUE:
-            if (parse_count("queue", optarg, 1000000, &queue) < 0)
-                return EXIT_EXECBOX;
+            if (parse_count("queue", optarg, 1000000, &o->queue) < 0)
+                return -1;
             break;
         case OPT_MAX_BODY: {
             uint64_t v;
@@ -300,172 +315,164 @@ int cmd_serve(int argc, char **argv)
             if (execbox_parse_size(optarg, &v, &err) < 0 || v == 0 || v > (1ULL << 30)) {
                 fprintf(stderr, "execbox serve: --max-body: '%s' is not a size from 1 to 1G\n",
                         optarg);
-                return EXIT_EXECBOX;
+                return -1;
             }
-            max_body = (size_t)v;
+            o->max_body = (size_t)v;
             break;
         }
         case OPT_ALLOW_ORIGIN:
             /* An origin is a scheme, a host and maybe a port: nothing else ever matches. */
-            if (n_origins == MAX_ALLOW_ORIGINS ||
+            if (o->n_origins == MAX_ALLOW_ORIGINS ||
                 (strcmp(optarg, "*") != 0 &&
                  (!strstr(optarg, "://") || strchr(strstr(optarg, "://") + 3, '/')))) {
                 fprintf(stderr,
                         "execbox serve: --allow-origin: '%s' is not an origin such as "
                         "https://app.example:8443 (or '*'; at most %d)\n",
                         optarg, MAX_ALLOW_ORIGINS);
-                return EXIT_EXECBOX;
+                return -1;
             }
-            origins[n_origins++] = optarg;
+            o->origins[o->n_origins++] = optarg;
             break;
         case OPT_ALLOW_HOST_HEADER:
             /* A name as a Host header carries it: no scheme, no port, no path. */
-            if (n_hosts == MAX_ALLOW_HOSTS || !srv_host_name_ok(optarg)) {
+            if (o->n_hosts == MAX_ALLOW_HOSTS || !srv_host_name_ok(optarg)) {
                 fprintf(stderr,
                         "execbox serve: --allow-host-header: '%s' is not a host name such as "
                         "execbox.internal (letters, digits, '.', '-'; no port; at most %d)\n",
                         optarg, MAX_ALLOW_HOSTS);
-                return EXIT_EXECBOX;
+                return -1;
             }
-            hosts[n_hosts++] = optarg;
+            o->hosts[o->n_hosts++] = optarg;
             break;
         case OPT_DRAIN: {
             char *end;
-            drain_timeout = strtod(optarg, &end);
-            if (*end || !*optarg || drain_timeout < 0) {
+            o->drain_timeout = strtod(optarg, &end);
+            if (*end || !*optarg || o->drain_timeout < 0) {
                 fprintf(stderr, "execbox serve: --drain-timeout: '%s' is not seconds\n", optarg);
-                return EXIT_EXECBOX;
+                return -1;
             }
             break;
         }
         case OPT_DRAIN_GRACE: {
             char *end;
-            drain_grace = strtod(optarg, &end);
-            if (*end || !*optarg || !(drain_grace >= 0) || drain_grace > 3600) {
+            o->drain_grace = strtod(optarg, &end);
+            if (*end || !*optarg || !(o->drain_grace >= 0) || o->drain_grace > 3600) {
                 fprintf(stderr, "execbox serve: --drain-grace: '%s' is not seconds (0 to 3600)\n",
                         optarg);
-                return EXIT_EXECBOX;
+                return -1;
             }
             break;
         }
-        case 'h': help(stdout); return 0;
-        default:
-            fprintf(stderr, "execbox serve: see 'execbox serve --help'\n");
-            return EXIT_EXECBOX;
+        case 'h': help(stdout); return 1;
+        default: fprintf(stderr, "execbox serve: see 'execbox serve --help'\n"); return -1;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "execbox serve: unexpected argument '%s'\n", argv[optind]);
-        return EXIT_EXECBOX;
+        return -1;
     }
-    if (token && !*token)
-        token = NULL;
+    if (o->token && !*o->token)
+        o->token = NULL;
     /* The name given with --listen is one of ours too ("[v6]" and IP literals always are). */
-    const char *lc = strrchr(listen_addr, ':');
-    if (strncmp(listen_addr, "unix:", 5) != 0 && lc &&
-        (size_t)(lc - listen_addr) < sizeof(listen_host)) {
-        memcpy(listen_host, listen_addr, (size_t)(lc - listen_addr));
-        listen_host[lc - listen_addr] = '\0';
-        if (srv_host_name_ok(listen_host))
-            hosts[n_hosts++] = listen_host;
+    const char *lc = strrchr(o->listen_addr, ':');
+    if (strncmp(o->listen_addr, "unix:", 5) != 0 && lc &&
+        (size_t)(lc - o->listen_addr) < sizeof(o->listen_host)) {
+        memcpy(o->listen_host, o->listen_addr, (size_t)(lc - o->listen_addr));
+        o->listen_host[lc - o->listen_addr] = '\0';
+        if (srv_host_name_ok(o->listen_host))
+            o->hosts[o->n_hosts++] = o->listen_host;
     }
+    return 0;
+}
 
-    struct srv_config cfg = {.token = token,
-                             .workers = workers,
-                             .queue = queue,
-                             .max_body = max_body,
-                             .allow_origins = origins,
-                             .n_allow_origins = n_origins,
-                             /* A unix socket is out of a browser's reach: no name to rebind. */
-                             .check_host = !token && strncmp(listen_addr, "unix:", 5) != 0,
-                             .allow_hosts = hosts,
-                             .n_allow_hosts = n_hosts,
-                             .max_sessions = max_sessions,
-                             .session_idle_max = (double)idle_max,
-                             .session_lifetime = (double)lifetime};
-    if (cli_sandbox_policy(&sb, &cfg.policy) < 0)
-        return EXIT_EXECBOX;
-    if (drain_timeout < 0) {
-        struct execbox_policy p = cfg.policy;
+/* The server's config from o, the executor (its pool warmed) and the listening socket (shown:
+ * where, for the log). 0, or -1 with the reason on stderr. */
+static int set_up(struct serve_opts *o, struct srv_config *cfg, char *shown, size_t shown_size)
+{
+    *cfg = (struct srv_config){.token = o->token,
+                               .workers = o->workers,
+                               .queue = o->queue,
+                               .max_body = o->max_body,
+                               .allow_origins = o->origins,
+                               .n_allow_origins = o->n_origins,
+                               /* A unix socket is out of a browser's reach: no name to rebind. */
+                               .check_host = !o->token && strncmp(o->listen_addr, "unix:", 5) != 0,
+                               .allow_hosts = o->hosts,
+                               .n_allow_hosts = o->n_hosts,
+                               .max_sessions = o->max_sessions,
+                               .session_idle_max = (double)o->idle_max,
+                               .session_lifetime = (double)o->lifetime};
+    if (cli_sandbox_policy(&o->sb, &cfg->policy) < 0)
+        return -1;
+    if (o->drain_timeout < 0) {
+        struct execbox_policy p = cfg->policy;
         double t = p.timeout > 0 ? p.timeout : EXECBOX_DEFAULT_TIMEOUT;
-        drain_timeout = t * ((double)queue / (double)workers + 2) + 10;
+        o->drain_timeout = t * ((double)o->queue / (double)o->workers + 2) + 10;
     }
     struct execbox_error err = {0};
     /* A server restarted after a kill -9 cleans up after its predecessor now, not at some
      * later run. */
-    sb.exec.sweep_now = true;
-    if (execbox_executor_new(&sb.exec, &cfg.exec, &err) < 0) {
+    o->sb.exec.sweep_now = true;
+    if (execbox_executor_new(&o->sb.exec, &cfg->exec, &err) < 0) {
         fprintf(stderr, "execbox serve: %s\n", err.msg);
-        return EXIT_EXECBOX;
+        return -1;
     }
     /* With --pool, Python sandboxes for the server's own policy start now (a request asking
      * for other limits is another policy: its pool fills after its first run). */
-    if (execbox_executor_prewarm(cfg.exec, &cfg.policy, "python", &err) < 0) /* no-op: no pool */
+    if (execbox_executor_prewarm(cfg->exec, &cfg->policy, "python", &err) < 0) /* no-op: no pool */
         fprintf(stderr, "execbox serve: warm pool: %s\n", err.msg);
-    char shown[300];
-    cfg.listen_fd = listen_on(listen_addr, token != NULL || insecure, shown, sizeof(shown));
-    if (cfg.listen_fd < 0) {
-        execbox_executor_free(cfg.exec);
-        return EXIT_EXECBOX;
+    cfg->listen_fd = listen_on(o->listen_addr, o->token != NULL || o->insecure, shown, shown_size);
+    if (cfg->listen_fd < 0) {
+        execbox_executor_free(cfg->exec);
+        return -1;
     }
+    return 0;
+}
 
-    /* Signals are taken synchronously by this thread alone: block them before any thread
-     * starts so that every thread inherits the mask (the sandbox's children reset it). */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    struct srv *s = NULL;
-    if (srv_start(&cfg, &s, &err) < 0) {
-        fprintf(stderr, "execbox serve: %s\n", err.msg[0] ? err.msg : "cannot start");
-        execbox_executor_free(cfg.exec);
-        return EXIT_EXECBOX;
-    }
-    if (strcmp(execbox_executor_backend(cfg.exec), "subprocess") == 0)
-        srv_log("warning", "backend",
-                "the 'subprocess' backend isolates nothing: the code runs as this server's user, "
-                "on this host; use it only for trusted code");
-    if (!token)
-        srv_log("warning", "auth", "no token: every client that can connect may run code");
-    srv_log("info", "listening", shown);
-
-    int status = 0;
-    int sig = sigwaitinfo(&sigs, NULL);
-    while (sig < 0 && errno == EINTR)
-        sig = sigwaitinfo(&sigs, NULL);
+/* Waits for SIGTERM or SIGINT (returned in *sig); with a grace period, leaves first (health says
+ * 503 while runs are still taken). True when a second signal cut the grace short. */
+static bool wait_and_leave(struct srv *s, const sigset_t *sigs, double drain_grace, int *sig)
+{
+    *sig = sigwaitinfo(sigs, NULL);
+    while (*sig < 0 && errno == EINTR)
+        *sig = sigwaitinfo(sigs, NULL);
+    if (drain_grace <= 0)
+        return false;
+    /* Leaving: health says 503 while runs are still taken, until the load balancers and
+     * readiness probes have seen it; then the listener closes. A second signal cuts the grace
+     * short and kills the runs, as below. */
     char msg[160];
-    bool forced = false;
-    if (drain_grace > 0) {
-        /* Leaving: health says 503 while runs are still taken, until the load balancers and
-         * readiness probes have seen it; then the listener closes. A second signal cuts the
-         * grace short and kills the runs, as below. */
-        snprintf(msg, sizeof(msg),
-                 "%s: leaving (health answers 503 for %g s, runs still taken), then draining",
-                 strsignal(sig), drain_grace);
-        srv_log("info", "leaving", msg);
-        srv_leave(s);
-        struct timespec g0;
-        clock_gettime(CLOCK_MONOTONIC, &g0);
-        while (seconds_since(&g0) < drain_grace) {
-            double left = drain_grace - seconds_since(&g0);
-            struct timespec tick = {0, 50 * 1000000L};
-            if (left < 0.05)
-                tick.tv_nsec = (long)(left * 1e9) + 1;
-            if (sigtimedwait(&sigs, NULL, &tick) > 0) {
-                forced = true;
-                break;
-            }
-        }
+    snprintf(msg, sizeof(msg),
+             "%s: leaving (health answers 503 for %g s, runs still taken), then draining",
+             strsignal(*sig), drain_grace);
+    srv_log("info", "leaving", msg);
+    srv_leave(s);
+    struct timespec g0;
+    clock_gettime(CLOCK_MONOTONIC, &g0);
+    while (seconds_since(&g0) < drain_grace) {
+        double left = drain_grace - seconds_since(&g0);
+        struct timespec tick = {0, 50 * 1000000L};
+        if (left < 0.05)
+            tick.tv_nsec = (long)(left * 1e9) + 1;
+        if (sigtimedwait(sigs, NULL, &tick) > 0)
+            return true;
     }
+    return false;
+}
+
+/* Stops accepting and waits for what was accepted, killing the runs at a second signal or
+ * past drain_timeout (at once when forced); sessions are closed last. True when runs were
+ * killed. */
+static bool drain(struct srv *s, const sigset_t *sigs, const struct serve_opts *o, int sig,
+                  bool forced)
+{
+    char msg[160];
     snprintf(msg, sizeof(msg), "%s: draining (stop accepting, finish what was accepted)",
              strsignal(sig));
     srv_log("info", "draining", msg);
     srv_quiesce(s);
-    if (strncmp(listen_addr, "unix:", 5) == 0)
-        unlink(listen_addr + 5);
+    if (strncmp(o->listen_addr, "unix:", 5) == 0)
+        unlink(o->listen_addr + 5);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (forced) {
@@ -474,8 +481,8 @@ int cmd_serve(int argc, char **argv)
     }
     while (!srv_idle(s)) {
         struct timespec tick = {0, 50 * 1000000L};
-        int r = sigtimedwait(&sigs, NULL, &tick);
-        if (r > 0 || (!forced && seconds_since(&t0) > drain_timeout)) {
+        int r = sigtimedwait(sigs, NULL, &tick);
+        if (r > 0 || (!forced && seconds_since(&t0) > o->drain_timeout)) {
             srv_log("warning", "drain",
                     r > 0 ? "second signal: killing running sandboxes"
                           : "drain timeout: killing running sandboxes");
@@ -488,13 +495,52 @@ int cmd_serve(int argc, char **argv)
     }
     /* Sessions are closed last: their cells were among what was accepted. */
     srv_close_sessions(s);
-    if (forced)
-        status = 1;
+    return forced;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    struct serve_opts o = {0};
+    int r = parse_options(argc, argv, &o);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_EXECBOX;
+    struct srv_config cfg;
+    char shown[300];
+    if (set_up(&o, &cfg, shown, sizeof(shown)) < 0)
+        return EXIT_EXECBOX;
+
+    /* Signals are taken synchronously by this thread alone: block them before any thread
+     * starts so that every thread inherits the mask (the sandbox's children reset it). */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct srv *s = NULL;
+    struct execbox_error err = {0};
+    if (srv_start(&cfg, &s, &err) < 0) {
+        fprintf(stderr, "execbox serve: %s\n", err.msg[0] ? err.msg : "cannot start");
+        execbox_executor_free(cfg.exec);
+        return EXIT_EXECBOX;
+    }
+    if (strcmp(execbox_executor_backend(cfg.exec), "subprocess") == 0)
+        srv_log("warning", "backend",
+                "the 'subprocess' backend isolates nothing: the code runs as this server's user, "
+                "on this host; use it only for trusted code");
+    if (!o.token)
+        srv_log("warning", "auth", "no token: every client that can connect may run code");
+    srv_log("info", "listening", shown);
+
+    int sig = 0;
+    bool forced = wait_and_leave(s, &sigs, o.drain_grace, &sig);
+    forced = drain(s, &sigs, &o, sig, forced);
     /* Stopping libmicrohttpd with a connection still suspended is undefined; after a forced
      * stop that did not settle, leave the rest to the exit. */
     if (srv_idle(s))
         srv_stop(s);
     execbox_executor_free(cfg.exec);
     srv_log("info", "stopped", forced ? "stopped after killing runs" : "drained; exiting");
-    return status;
+    return forced ? 1 : 0;
 }

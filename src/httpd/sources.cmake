@@ -3,6 +3,8 @@
 # `execbox serve` executes, so that `execbox run` never loads libmicrohttpd and its TLS stack.
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 eb_program(execbox_serve execbox-serve
-  SOURCES common/jsonrpc.c common/runner.c common/sessions.c httpd/main.c httpd/serve.c httpd/server.c httpd/front.c httpd/e2b.c httpd/request.c httpd/metrics.c
+  SOURCES common/jsonrpc.c common/runner.c common/sessions.c httpd/main.c httpd/serve.c httpd/server.c httpd/route.c httpd/job.c httpd/v1.c
+  httpd/sse.c httpd/respond.c httpd/watchdog.c httpd/log.c httpd/front.c httpd/e2b.c httpd/request.c
+  httpd/metrics.c
   LIBS PkgConfig::MHD)
 list(APPEND EB_CLI_DEFINES HAVE_SERVE)

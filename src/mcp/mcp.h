@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mcp.h - internals of `execbox mcp` shared by its files: how a run's result becomes an MCP
- * CallToolResult (render.c). The server itself is server.c. */
+ * CallToolResult (render.c). The server's own are in internal.h. */
 #ifndef EBCLI_MCP_H
 #define EBCLI_MCP_H
 

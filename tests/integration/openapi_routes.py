@@ -13,7 +13,7 @@ from common import SKIP, SOURCE, Tests, run  # noqa: E402
 from serve import Server  # noqa: E402
 
 SPEC = os.path.join(SOURCE, "docs", "openapi.yaml")
-# The routes the server has (src/httpd/server.c, e2b.c), each with its methods.
+# The routes the server has (src/httpd/route.c, v1.c, e2b.c), each with its methods.
 SERVED = {
     "/v1/execute": {"post"},
     "/v1/health": {"get"},
