@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "request.h"
 #include "server.h"
+#include "tenants.h"
 
 /* A body larger than --max-body is read and thrown away up to this much, so that the client
  * reads its 413 rather than a reset; past it the connection is closed. */
@@ -128,6 +129,7 @@ struct job_answer {
     uint64_t fd_size;        /* ... its size when opened: what is sent */
     const char *ctype;       /* static; NULL: application/json */
     const char *outcome;     /* for the log; NULL when nothing ran */
+    size_t retry;            /* Retry-After seconds (a quota's 429); 0: none */
     int exit_code;
     double run_s;
 };
@@ -162,7 +164,10 @@ struct job {
     struct job_reject rej;
     struct runner_job rj; /* its place in the runner, and its cancel token */
     struct srv_run_spec spec;
-    int status; /* the HTTP status of what was queued with libmicrohttpd */
+    struct tenant tenant; /* who sent it (has_tenant), copied at authentication */
+    bool has_tenant;
+    bool run_counted; /* __atomic: counted in the tenant's max_runs until the run ends */
+    int status;       /* the HTTP status of what was queued with libmicrohttpd */
     struct job_answer answer;
     struct job_stream stream;
 };
@@ -186,6 +191,14 @@ struct srv {
     pthread_mutex_t add_lock;
     bool daemon_stopped; /* under add_lock: no more connections for libmicrohttpd */
 };
+
+/* ---- job.c: tenants ---- */
+
+/* Gives back the run the job's tenant had counted (tenants_run_begin), once. */
+void srv_run_uncount(struct srv *s, struct job *j);
+
+/* The owner the job's sessions are found by: its tenant's name, NULL on a server without. */
+const char *srv_owner(const struct job *j);
 
 /* ---- log.c ---- */
 
@@ -254,6 +267,11 @@ enum MHD_Result srv_respond_error(struct job *j, struct MHD_Connection *c, int s
 
 /* Queues o (stolen) as a JSON answer. */
 enum MHD_Result srv_respond_json(struct job *j, struct MHD_Connection *c, int status, json_t *o);
+
+/* 429 for a tenant's quota: {"error": {"code": "quota_exceeded", "message", "quota"}} with
+ * Retry-After. */
+enum MHD_Result srv_respond_quota(struct job *j, struct MHD_Connection *c, const char *quota,
+                                  const char *message, size_t retry_secs);
 
 /* ---- sse.c ---- */
 

@@ -30,6 +30,7 @@ void job_unref(struct job *j)
 {
     if (!j || __atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    srv_run_uncount(j->srv, j);
     pthread_mutex_destroy(&j->lock);
     runner_job_release(&j->rj);
     e2b_call_clear(j->srv->e2b, &j->e2b);
@@ -173,11 +174,23 @@ static bool http_run(struct runner_job *rj, void *ud)
  * the client may ask /metrics at once); publishes the answer and drops the runner's reference.
  * A job that never ran (its client left while it was queued, or everything was cancelled) is
  * answered 499. */
+void srv_run_uncount(struct srv *s, struct job *j)
+{
+    if (__atomic_exchange_n(&j->run_counted, false, __ATOMIC_ACQ_REL))
+        tenants_run_end(s->cfg.tenants, j->tenant.name);
+}
+
+const char *srv_owner(const struct job *j)
+{
+    return j->has_tenant ? j->tenant.name : NULL;
+}
+
 static void http_done(struct runner_job *rj, enum runner_end end, void *ud)
 {
     (void)ud;
     struct job *j = container_of(rj, struct job, rj);
-    if (j->cell_claimed) { /* the cell never ran */
+    srv_run_uncount(j->srv, j); /* the run is over (or never ran): its tenant may start another */
+    if (j->cell_claimed) {      /* the cell never ran */
         j->cell_claimed = false;
         sess_cell_end(j->sess, NULL);
     }
@@ -233,6 +246,8 @@ enum MHD_Result job_queue(struct srv *s, struct job *j, struct MHD_Connection *c
     enum MHD_Result ret = MHD_YES;
     pthread_mutex_lock(&j->lock);
     int r = job_enqueue(s, j);
+    if (r < 0)
+        srv_run_uncount(s, j);
     if (r < 0 && j->cell_claimed) {
         j->cell_claimed = false;
         sess_cell_end(j->sess, NULL);

@@ -59,6 +59,20 @@ static void redact_token(char *msg, const char *token)
     }
 }
 
+/* Replaces what follows every "/e2b/" up to the next '/' (a tenant's token, when a path carries
+ * one) with "***". */
+static void redact_e2b_paths(char *msg)
+{
+    for (char *p = msg; (p = strstr(p, "/e2b/"));) {
+        p += 5;
+        size_t n = strcspn(p, "/ ?\"'");
+        if (n >= 3) {
+            memcpy(p, "***", 3);
+            memmove(p + 3, p + n, strlen(p + n) + 1);
+        }
+    }
+}
+
 __attribute__((format(printf, 2, 0))) void srv_mhd_logger(void *cls, const char *fmt, va_list ap)
 {
     struct srv *s = cls;
@@ -73,6 +87,8 @@ __attribute__((format(printf, 2, 0))) void srv_mhd_logger(void *cls, const char 
     if (vasprintf(&full, fmt, ap) < 0)
         return;
     redact_token(full, s->cfg.token);
+    if (s->cfg.tenants)
+        redact_e2b_paths(full);
     char msg[512];
     snprintf(msg, sizeof(msg), "%s", full);
     free(full);
@@ -107,6 +123,8 @@ void srv_access_log(struct job *j, int status)
                                   (double)(srv_now_ns() - j->req.t0_ns) / 1e6);
     if (!o)
         return;
+    if (j->has_tenant)
+        json_object_set_new(o, "tenant", json_string(j->tenant.name));
     if (j->req.route == R_EXECUTE || j->req.route == R_SESSION_EXECUTE || j->req.route == R_E2B) {
         json_object_set_new(o, "stream", json_boolean(j->req.sse));
         if (j->answer.outcome) {

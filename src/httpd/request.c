@@ -510,6 +510,20 @@ char *srv_error_json(const char *code, const char *message, const char *field)
     return s;
 }
 
+char *srv_quota_json(const char *quota, const char *message)
+{
+    char *msg = execbox_utf8_sanitize(message, strlen(message), NULL, NULL);
+    json_t *o = msg ? json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "quota_exceeded", "message",
+                                msg, "quota", quota)
+                    : NULL;
+    execbox_free(msg);
+    if (!o)
+        return NULL;
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
 char *srv_sse_frame(const char *event, const char *json, size_t *ret_len)
 {
     size_t n = strlen("event: \ndata: \n\n") + strlen(event) + strlen(json);

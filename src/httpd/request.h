@@ -77,6 +77,10 @@ void srv_run_spec_clear(struct srv_run_spec *s);
  * (NULL on no memory). field may be NULL or "". */
 char *srv_error_json(const char *code, const char *message, const char *field);
 
+/* {"error": {"code": "quota_exceeded", "message": message, "quota": quota}} as malloc'd text;
+ * NULL on no memory. */
+char *srv_quota_json(const char *quota, const char *message);
+
 /* One server-sent event "event: NAME\ndata: JSON\n\n" as a malloc'd string; json must be a
  * single line (jansson's compact output is). NULL on no memory. */
 char *srv_sse_frame(const char *event, const char *json, size_t *ret_len);

@@ -139,6 +139,15 @@ enum MHD_Result srv_respond_error(struct job *j, struct MHD_Connection *c, int s
     return srv_respond(j, c, status, "application/json", body, strlen(body), free, retry_secs);
 }
 
+enum MHD_Result srv_respond_quota(struct job *j, struct MHD_Connection *c, const char *quota,
+                                  const char *message, size_t retry_secs)
+{
+    char *body = srv_quota_json(quota, message);
+    if (!body)
+        return MHD_NO;
+    return srv_respond(j, c, 429, "application/json", body, strlen(body), free, retry_secs);
+}
+
 enum MHD_Result srv_respond_json(struct job *j, struct MHD_Connection *c, int status, json_t *o)
 {
     char *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |

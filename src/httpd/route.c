@@ -9,9 +9,13 @@
 #include <string.h>
 #include <strings.h>
 
-static bool authorized(struct srv *s, struct MHD_Connection *c)
+/* The bearer token's tenant into j (every route but health needs one when the server has
+ * tenants). */
+static bool authorized(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
-    if (!s->cfg.token || !*s->cfg.token)
+    if (!s->cfg.tenants)
+        return true;
+    if (j->has_tenant)
         return true;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
@@ -19,7 +23,8 @@ static bool authorized(struct srv *s, struct MHD_Connection *c)
     h += 7;
     while (*h == ' ')
         h++;
-    return srv_token_equal(h, s->cfg.token);
+    j->has_tenant = tenants_auth(s->cfg.tenants, h, &j->tenant);
+    return j->has_tenant;
 }
 
 static bool wants_sse(struct MHD_Connection *c)
@@ -187,7 +192,7 @@ static bool check_method(struct srv *s, struct job *j, struct MHD_Connection *c,
     bool get = strcmp(j->req.method, "GET") == 0 || strcmp(j->req.method, "HEAD") == 0;
     if (j->req.route == R_E2B) {
         /* E2B's SDK cannot send our bearer header: the token rides in the path. */
-        if (em == E2B_NO_TOKEN && !authorized(s, c)) {
+        if (em == E2B_NO_TOKEN && !authorized(s, j, c)) {
             reject(j, 401, "unauthorized",
                    "missing or wrong token: with a token, the E2B routes are under /e2b/TOKEN/", 0);
             return false;
@@ -217,9 +222,9 @@ static bool check_method(struct srv *s, struct job *j, struct MHD_Connection *c,
  * health and metrics, which need nothing more). */
 static bool check_access(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
-    if (j->req.route == R_HEALTH || (j->req.route == R_METRICS && authorized(s, c)))
+    if (j->req.route == R_HEALTH || (j->req.route == R_METRICS && authorized(s, j, c)))
         return false;
-    if (j->req.route != R_E2B && !authorized(s, c)) {
+    if (j->req.route != R_E2B && !authorized(s, j, c)) {
         j->req.op = OP_NONE;
         reject(j, 401, "unauthorized", "missing or wrong bearer token", 0);
         return false;
@@ -233,7 +238,8 @@ static bool check_access(struct srv *s, struct job *j, struct MHD_Connection *c)
     }
     if (j->req.route < R_SESSION || j->req.route > R_SESSION_FILE)
         return true;
-    j->sess = j->req.sess_id[0] ? sess_get(s->sessions, j->req.sess_id) : NULL;
+    /* Another tenant's session is as unknown as one that never was. */
+    j->sess = j->req.sess_id[0] ? sess_get_owned(s->sessions, j->req.sess_id, srv_owner(j)) : NULL;
     if (!j->sess) {
         j->req.op = OP_NONE;
         reject(j, 404, "session_not_found", "no such session (unknown, deleted or expired)", 0);
@@ -303,14 +309,39 @@ static enum MHD_Result expect_body(struct job *j, struct MHD_Connection *c, bool
     return MHD_YES;
 }
 
+/* The token an E2B path must carry: with tenants, its first segment when that is a tenant's
+ * token (the tenant is then j's), else one that matches nothing (the path has no token; the
+ * bearer header may still name a tenant). NULL: a server without tokens. */
+static const char *e2b_path_token(struct srv *s, struct job *j, const char *url, char *seg,
+                                  size_t n)
+{
+    if (!s->cfg.tenants)
+        return NULL;
+    static const char prefix[] = "/e2b/";
+    if (strncmp(url, prefix, sizeof(prefix) - 1) == 0) {
+        const char *p = url + sizeof(prefix) - 1;
+        size_t len = strcspn(p, "/?");
+        if (len > 0 && len < n) {
+            memcpy(seg, p, len);
+            seg[len] = '\0';
+            if (tenants_auth(s->cfg.tenants, seg, &j->tenant)) {
+                j->has_tenant = true;
+                return seg;
+            }
+        }
+    }
+    return "\x01"; /* no path segment is this */
+}
+
 /* The first call for a request: its headers are in. Routes it (an E2B path's token is kept out
  * of j->req.path, which the log shows), and decides what can be decided without the body. */
 static enum MHD_Result first_call(struct srv *s, struct job *j, struct MHD_Connection *c,
                                   const char *url)
 {
     const char *e2b_sub = NULL;
-    enum e2b_match em =
-        e2b_match_path(url, s->cfg.token, &e2b_sub, j->req.path, sizeof(j->req.path));
+    char seg[TENANT_TOKEN_MAX + 1];
+    enum e2b_match em = e2b_match_path(url, e2b_path_token(s, j, url, seg, sizeof(seg)), &e2b_sub,
+                                       j->req.path, sizeof(j->req.path));
     if (em != E2B_NOT_OURS)
         j->req.route = R_E2B;
     else
@@ -428,15 +459,33 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
     struct execbox_error err = {0};
     if (runner_job_init(&j->rj, &err) < 0)
         return srv_respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
+    if ((j->req.op == OP_RUN || j->req.op == OP_CELL) && j->has_tenant) {
+        /* The tenant's concurrent runs, counted from now until the run ends (job.c). */
+        const char *quota = NULL;
+        int r = tenants_run_begin(s->cfg.tenants, &j->tenant, &quota);
+        if (r == -EDQUOT) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "%s has %u runs going, its %s (retry when one ends)",
+                     j->tenant.name, j->tenant.max_runs, quota);
+            return srv_respond_quota(j, c, quota, msg, 1);
+        }
+        if (r < 0)
+            return srv_respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
+        __atomic_store_n(&j->run_counted, true, __ATOMIC_RELEASE);
+    }
     if (j->req.op == OP_CELL) {
         /* One cell at a time, decided now rather than when a worker takes it. */
         int r = sess_cell_begin(j->sess);
-        if (r == -EBUSY)
+        if (r == -EBUSY) {
+            srv_run_uncount(s, j);
             return srv_respond_error(j, c, 409, "session_busy",
                                      "a cell is already running in this session", NULL, 0);
-        if (r < 0)
+        }
+        if (r < 0) {
+            srv_run_uncount(s, j);
             return srv_respond_error(j, c, 404, "session_not_found", "the session has ended", NULL,
                                      0);
+        }
         j->cell_claimed = true;
     }
     return job_queue(s, j, c);
@@ -484,7 +533,7 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *
         else
             ret =
                 srv_respond(j, c, j->status, j->answer.ctype ? j->answer.ctype : "application/json",
-                            body, j->answer.len, j->answer.free_fn, 0);
+                            body, j->answer.len, j->answer.free_fn, j->answer.retry);
     }
     pthread_mutex_unlock(&j->lock);
     return ret;

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "execbox/execbox.h"
 #include "request.h"
 #include "server.h"
+#include "tenants.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8080"
 #define DEFAULT_QUEUE 64
@@ -44,6 +46,9 @@ static void help(FILE *f)
             ")\n"
             "      --token TOKEN        require 'Authorization: Bearer TOKEN' (default: "
             "$EXECBOX_TOKEN)\n"
+            "      --tokens FILE        tenants: one per line, a name, a token (or sha256:HEX)\n"
+            "                           and quotas; each sees only its own sessions; SIGHUP\n"
+            "                           reads the file again (docs/tenants.md)\n"
             "      --insecure           allow listening beyond loopback without a token\n"
             "      --workers N          concurrent sandboxes (default: number of cores)\n"
             "      --queue N            requests that may wait for a worker (default 64); more\n"
@@ -214,6 +219,7 @@ static double seconds_since(const struct timespec *t0)
 /* The long options besides the sandbox's and the pool's. */
 enum {
     OPT_TOKEN = CLI_OPT__LAST + 1,
+    OPT_TOKENS,
     OPT_INSECURE,
     OPT_WORKERS,
     OPT_QUEUE,
@@ -231,6 +237,7 @@ static const struct option longopts[] = {
     CLI_POOL_LONGOPTS,
     {"listen", required_argument, NULL, 'L'},
     {"token", required_argument, NULL, OPT_TOKEN},
+    {"tokens", required_argument, NULL, OPT_TOKENS},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"queue", required_argument, NULL, OPT_QUEUE},
@@ -249,7 +256,7 @@ static const struct option longopts[] = {
 /* What the command line asks for. The origins and hosts are borrowed by the server's config. */
 struct serve_opts {
     struct cli_sandbox sb;
-    const char *listen_addr, *token;
+    const char *listen_addr, *token, *tokens_file;
     bool insecure;
     size_t workers, queue, max_body;
     double drain_timeout, drain_grace;
@@ -288,6 +295,7 @@ static int parse_options(int argc, char **argv, struct serve_opts *o)
         switch (c) {
         case 'L': o->listen_addr = optarg; break;
         case OPT_TOKEN: o->token = optarg; break;
+        case OPT_TOKENS: o->tokens_file = optarg; break;
         case OPT_INSECURE: o->insecure = true; break;
         case OPT_WORKERS:
             if (parse_count("workers", optarg, 1024, &o->workers) < 0)
@@ -373,6 +381,11 @@ static int parse_options(int argc, char **argv, struct serve_opts *o)
     }
     if (o->token && !*o->token)
         o->token = NULL;
+    if (o->token && o->tokens_file) {
+        fprintf(stderr, "execbox serve: --token and --tokens: give one (a --tokens file may hold "
+                        "a single tenant)\n");
+        return -1;
+    }
     /* The name given with --listen is one of ours too ("[v6]" and IP literals always are). */
     const char *lc = strrchr(o->listen_addr, ':');
     if (strncmp(o->listen_addr, "unix:", 5) != 0 && lc &&
@@ -396,7 +409,8 @@ static int set_up(struct serve_opts *o, struct srv_config *cfg, char *shown, siz
                                .allow_origins = o->origins,
                                .n_allow_origins = o->n_origins,
                                /* A unix socket is out of a browser's reach: no name to rebind. */
-                               .check_host = !o->token && strncmp(o->listen_addr, "unix:", 5) != 0,
+                               .check_host = !o->token && !o->tokens_file &&
+                                             strncmp(o->listen_addr, "unix:", 5) != 0,
                                .allow_hosts = o->hosts,
                                .n_allow_hosts = o->n_hosts,
                                .max_sessions = o->max_sessions,
@@ -404,6 +418,12 @@ static int set_up(struct serve_opts *o, struct srv_config *cfg, char *shown, siz
                                .session_lifetime = (double)o->lifetime};
     if (cli_sandbox_policy(&o->sb, &cfg->policy) < 0)
         return -1;
+    struct execbox_error terr = {0};
+    if ((o->tokens_file && tenants_load(o->tokens_file, &cfg->policy, &cfg->tenants, &terr) < 0) ||
+        (o->token && tenants_single(o->token, &cfg->policy, &cfg->tenants, &terr) < 0)) {
+        fprintf(stderr, "execbox serve: %s\n", terr.msg);
+        return -1;
+    }
     if (o->drain_timeout < 0) {
         struct execbox_policy p = cfg->policy;
         double t = p.timeout > 0 ? p.timeout : EXECBOX_DEFAULT_TIMEOUT;
@@ -415,18 +435,42 @@ static int set_up(struct serve_opts *o, struct srv_config *cfg, char *shown, siz
     o->sb.exec.sweep_now = true;
     if (execbox_executor_new(&o->sb.exec, &cfg->exec, &err) < 0) {
         fprintf(stderr, "execbox serve: %s\n", err.msg);
+        tenants_free(cfg->tenants);
         return -1;
     }
     /* With --pool, Python sandboxes for the server's own policy start now (a request asking
      * for other limits is another policy: its pool fills after its first run). */
     if (execbox_executor_prewarm(cfg->exec, &cfg->policy, "python", &err) < 0) /* no-op: no pool */
         fprintf(stderr, "execbox serve: warm pool: %s\n", err.msg);
-    cfg->listen_fd = listen_on(o->listen_addr, o->token != NULL || o->insecure, shown, shown_size);
+    cfg->listen_fd =
+        listen_on(o->listen_addr, cfg->tenants != NULL || o->insecure, shown, shown_size);
     if (cfg->listen_fd < 0) {
         execbox_executor_free(cfg->exec);
+        tenants_free(cfg->tenants);
         return -1;
     }
     return 0;
+}
+
+/* SIGHUP reads the tokens file again, on a thread of its own (SIGHUP is blocked in every
+ * thread; this one takes it synchronously). A file that no longer parses changes nothing. */
+static void *reload_main(void *arg)
+{
+    struct tenants *t = arg;
+    sigset_t hup;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    for (;;) {
+        int sig = sigwaitinfo(&hup, NULL);
+        if (sig != SIGHUP)
+            continue;
+        struct execbox_error err = {0};
+        if (tenants_reload(t, &err) < 0)
+            srv_log("error", "tokens not reloaded", err.msg);
+        else
+            srv_log("info", "tokens reloaded", "the tokens file was read again");
+    }
+    return NULL;
 }
 
 /* Waits for SIGTERM or SIGINT (returned in *sig); with a grace period, leaves first (health says
@@ -515,21 +559,29 @@ int cmd_serve(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    sigset_t with_hup = sigs;
+    sigaddset(&with_hup, SIGHUP); /* for reload_main alone */
+    pthread_sigmask(SIG_BLOCK, &with_hup, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (o.tokens_file) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, reload_main, cfg.tenants) == 0)
+            pthread_detach(t);
+    }
 
     struct srv *s = NULL;
     struct execbox_error err = {0};
     if (srv_start(&cfg, &s, &err) < 0) {
         fprintf(stderr, "execbox serve: %s\n", err.msg[0] ? err.msg : "cannot start");
         execbox_executor_free(cfg.exec);
+        tenants_free(cfg.tenants);
         return EXIT_EXECBOX;
     }
     if (strcmp(execbox_executor_backend(cfg.exec), "subprocess") == 0)
         srv_log("warning", "backend",
                 "the 'subprocess' backend isolates nothing: the code runs as this server's user, "
                 "on this host; use it only for trusted code");
-    if (!o.token)
+    if (!cfg.tenants)
         srv_log("warning", "auth", "no token: every client that can connect may run code");
     srv_log("info", "listening", shown);
 
@@ -541,6 +593,8 @@ int cmd_serve(int argc, char **argv)
     if (srv_idle(s))
         srv_stop(s);
     execbox_executor_free(cfg.exec);
+    if (!o.tokens_file) /* with a file, reload_main holds it until the exit */
+        tenants_free(cfg.tenants);
     srv_log("info", "stopped", forced ? "stopped after killing runs" : "drained; exiting");
     return forced ? 1 : 0;
 }

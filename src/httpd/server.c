@@ -53,7 +53,7 @@ static void front_refused(void *ud, int status, const char *method, const char *
      * whatever stands where a token would, never into the log. */
     char shown[128];
     snprintf(shown, sizeof(shown), "%s", path);
-    if (s->cfg.token && strncmp(shown, "/e2b/", 5) == 0) {
+    if (s->cfg.tenants && strncmp(shown, "/e2b/", 5) == 0) {
         const char *rest = strchr(shown + 5, '/');
         char tail[128];
         snprintf(tail, sizeof(tail), "%s", rest ? rest : "");

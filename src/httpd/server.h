@@ -12,10 +12,14 @@
 struct srv_config {
     struct execbox_policy policy;  /* defaults and maxima of every request's limits */
     struct execbox_executor *exec; /* borrowed; outlives the server */
-    const char *token;             /* bearer token; NULL or "": no auth */
-    size_t workers;                /* concurrent sandboxes */
-    size_t queue;                  /* requests that may wait for a worker */
-    size_t max_body;               /* largest request body, bytes */
+    const char *token;             /* the one --token (E2B's paths carry it); NULL: none */
+    /* Who may call (tenants.h: --tokens FILE, or --token as one tenant); NULL: anyone. Borrowed;
+     * outlives the server. A request's bearer token names its tenant, whose sessions alone it
+     * sees and whose ceilings and quotas bound it. */
+    struct tenants *tenants;
+    size_t workers;  /* concurrent sandboxes */
+    size_t queue;    /* requests that may wait for a worker */
+    size_t max_body; /* largest request body, bytes */
     /* Origins (as browsers send them: "https://app.example:8443") whose pages may call us; a
      * request with any other Origin header gets 403. None by default; "*" allows any. */
     const char *const *allow_origins; /* borrowed; outlives the server */

@@ -191,10 +191,19 @@ void v1_create(struct srv *s, struct job *j)
         .no_rollback = j->spec.no_rollback,
         .idle_timeout = j->spec.idle_timeout,
         .surface = "http",
+        .owner = srv_owner(j),
+        .owner_max = j->has_tenant ? j->tenant.max_sessions : 0,
     };
     struct sess *ss = NULL;
     struct execbox_error err = {0};
     int r = sess_create(s->sessions, &o, &ss, &err);
+    if (r == -EDQUOT) {
+        tenants_rejected(s->cfg.tenants, j->tenant.name);
+        char *body = srv_quota_json("max_sessions", err.msg);
+        job_set_answer(j, 429, body, body ? strlen(body) : 0, NULL, free);
+        j->answer.retry = 1;
+        return;
+    }
     if (r < 0) {
         set_api_error(j, r, &err);
         return;
@@ -327,12 +336,57 @@ enum MHD_Result v1_health(struct srv *s, struct job *j, struct MHD_Connection *c
     return srv_respond_json(j, c, g.draining ? 503 : 200, o);
 }
 
+/* The per-tenant lines of /metrics appended to text (malloc'd, *len bytes); NULL on no
+ * memory (text is freed). */
+static char *tenant_metrics(struct srv *s, char *text, size_t *len)
+{
+    size_t max = 2 * TENANTS_MAX;
+    struct tenant_stats *st = calloc(max, sizeof(*st));
+    char *out = NULL;
+    size_t n_out = 0;
+    FILE *f = st ? open_memstream(&out, &n_out) : NULL;
+    if (!f) {
+        free(st);
+        free(text);
+        return NULL;
+    }
+    fwrite(text, 1, *len, f);
+    free(text);
+    size_t n = tenants_stats(s->cfg.tenants, st, max);
+    static const char *const help[4][3] = {
+        {"execbox_tenant_runs_total", "counter", "Runs and cells admitted, per tenant."},
+        {"execbox_tenant_rejected_total", "counter", "Requests a tenant's quota refused (429)."},
+        {"execbox_tenant_running", "gauge", "Runs and cells of the tenant running or queued."},
+        {"execbox_tenant_sessions", "gauge", "Sessions the tenant holds open."},
+    };
+    for (size_t k = 0; k < 4; k++) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", help[k][0], help[k][2], help[k][0], help[k][1]);
+        for (size_t i = 0; i < n; i++) {
+            unsigned long long v = k == 0   ? st[i].runs
+                                   : k == 1 ? st[i].rejected
+                                   : k == 2
+                                       ? st[i].running
+                                       : sess_list_owned(s->sessions, NULL, st[i].name, NULL, 0);
+            fprintf(f, "%s{tenant=\"%s\"} %llu\n", help[k][0], st[i].name, v);
+        }
+    }
+    free(st);
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    *len = n_out;
+    return out;
+}
+
 enum MHD_Result v1_metrics(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
     struct srv_gauges g;
     fill_gauges(s, &g);
     size_t len;
     char *text = srv_metrics_render(&s->metrics, &g, &len);
+    if (text && s->cfg.tenants)
+        text = tenant_metrics(s, text, &len);
     if (!text)
         return MHD_NO;
     return srv_respond(j, c, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, free, 0);
@@ -353,7 +407,7 @@ enum MHD_Result v1_sessions(struct srv *s, struct job *j, struct MHD_Connection 
     struct sess_summary *v = calloc(max, sizeof(*v));
     if (!v)
         return srv_respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
-    size_t n = sess_list(s->sessions, NULL, v, max);
+    size_t n = sess_list_owned(s->sessions, NULL, srv_owner(j), v, max);
     if (n > max)
         n = max;
     json_t *a = json_array();
@@ -415,8 +469,10 @@ bool v1_parse_body(struct srv *s, struct job *j, struct MHD_Connection *c, enum 
     enum srv_body_kind kind = j->req.op == OP_CREATE ? SRV_BODY_SESSION
                               : j->req.op == OP_CELL ? SRV_BODY_CELL
                                                      : SRV_BODY_RUN;
-    const struct execbox_policy *base =
-        j->req.op == OP_CELL ? sess_policy(j->sess) : &s->cfg.policy;
+    /* The limits a request may ask for: its session's, its tenant's ceilings, the server's. */
+    const struct execbox_policy *base = j->req.op == OP_CELL ? sess_policy(j->sess)
+                                        : j->has_tenant      ? &j->tenant.ceiling
+                                                             : &s->cfg.policy;
     char field[64];
     struct execbox_error err = {0};
     int r = srv_parse_body(kind, j->body.data ? j->body.data : "", j->body.len, base, &j->spec,
