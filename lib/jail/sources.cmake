@@ -9,7 +9,8 @@ list(APPEND EB_LIB_SOURCES backends/jail.c backends/jail_probe.c
                            jail/cache.c jail/mntpin.c jail/sdscope.c jail/uidpool.c
                            jail/box.c jail/child.c jail/stage.c jail/hostws.c jail/tmpfs.c
                            jail/reaper.c jail/proxyrun.c jail/tplclient.c
-                           jail/netproxy.c jail/tlshello.c)
+                           jail/netproxy.c jail/netproxy_http.c jail/netproxy_dns.c
+                           jail/tlshello.c)
 list(APPEND EB_LIB_DEFINES HAVE_JAIL)
 
 # The syscall filter is compiled at build time: eb_seccomp_gen builds the rules of
