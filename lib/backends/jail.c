@@ -186,8 +186,6 @@ static int run_mntns(struct jail *j)
     return fd;
 }
 
-/* ---- one run: the assembly ----------------------------------------------------------------- */
-
 /* Three kinds of sandbox come out of sandbox_start, and where they differ it says so by mode:
  * cold (the run's program in /code, its stdin the guest's, running at once), warm (the
  * interpreter runs the language's bootstrap, which imports the preload and waits on fd 3; /code
