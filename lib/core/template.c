@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * template.c - the executor's templates. A template is a walled process of the backend's (the
- * jail's: lib/backends/jail.c "templates") whose interpreter has imported the preload and forks
+ * jail's: lib/jail/tplclient.h) whose interpreter has imported the preload and forks
  * one sandbox per warm start. What a fork cannot make unique (CPython's string-hash secret, the
  * address-space layout) is shared by the sandboxes of one template, so a template serves one
  * bounded generation: it is retired after max_runs forks or max_age seconds, whichever comes

@@ -20,6 +20,8 @@
 #include "jail/mounts.h"
 
 #define EB_MNTNS_PINS_MAX 4
+/* Root's dir of the pins. */
+#define EB_MNTNS_PIN_DIR "/run/execbox/mntns"
 
 /* An fd (O_CLOEXEC) of the pinned namespace for these plans, in *ret_fd: an existing pin when
  * one of the key is valid (younger than max_age, an nsfs file of a mount namespace in our

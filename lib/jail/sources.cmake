@@ -1,10 +1,16 @@
 # SPDX-License-Identifier: MIT
 # The jail backend's internals (lib/jail/). Each part appends its own sources.
 list(APPEND EB_LIB_SOURCES jail/seccomp.c jail/landlock.c)
-# The jail backend itself: namespaces and ids, mounts, cgroups, and the backend table.
-list(APPEND EB_LIB_SOURCES backends/jail.c jail/ns.c jail/mounts.c jail/cgroup.c jail/netns.c jail/prewarm.c
-                           jail/cache.c jail/mntpin.c jail/sdscope.c
-                           jail/uidpool.c jail/netproxy.c jail/tlshello.c)
+# The jail backend itself: the backend table and a sandbox's assembly (backends/jail.c), its
+# probe (backends/jail_probe.c); namespaces and ids, mounts, cgroups, the sandbox's init and life
+# cycle, the stage, workspaces, templates and network "allow" (jail/).
+list(APPEND EB_LIB_SOURCES backends/jail.c backends/jail_probe.c
+                           jail/ns.c jail/mounts.c jail/cgroup.c jail/netns.c jail/prewarm.c
+                           jail/cache.c jail/mntpin.c jail/sdscope.c jail/uidpool.c
+                           jail/box.c jail/child.c jail/stage.c jail/hostws.c jail/tmpfs.c
+                           jail/reaper.c jail/proxyrun.c jail/tplclient.c
+                           jail/netproxy.c jail/netproxy_http.c jail/netproxy_dns.c
+                           jail/tlshello.c)
 list(APPEND EB_LIB_DEFINES HAVE_JAIL)
 
 # The syscall filter is compiled at build time: eb_seccomp_gen builds the rules of
