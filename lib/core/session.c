@@ -450,6 +450,48 @@ static int read_results(int fd, struct execbox_result *res)
 
 /* One cell, with the session marked busy. Fills res; a negative errno only for a bad request
  * or no memory; a sandbox that failed is a SandboxError result (and ends the session). */
+/* The cell's share of the session's counters (its CPU, the session's peak of state and cell,
+ * the OOM kills during the cell) and its end, mapped into res with the rich outputs the cell's
+ * interpreter left in res_fd. 0 or -ENOMEM. */
+static int cell_result(struct execbox_session *s, const struct execbox_request *req,
+                       const struct execbox_policy *pol, const struct eb_outcome *oc,
+                       const struct eb_box_stats *before, int res_fd, struct execbox_result *res)
+{
+    struct eb_box_stats after = {.cpu_ns = -1};
+    s->ops->session_stats(s->sbx.box, &after);
+    struct eb_wait w;
+    eb_wait_init(&w);
+    w.oc = *oc;
+    w.cpu_ns =
+        before->cpu_ns >= 0 && after.cpu_ns >= before->cpu_ns ? after.cpu_ns - before->cpu_ns : -2;
+    w.peak_memory = (int64_t)after.peak_memory;
+    w.oom_kills = after.oom_kills - before->oom_kills;
+    if (!eb_oom_files_detail(w.oom_files, sizeof(w.oom_files), after.files_tmp, after.files_ws))
+        w.oom_files[0] = '\0';
+    snprintf(w.oom_why, sizeof(w.oom_why),
+             "the session's memory cap covers its state and the running cell");
+    w.ws_fd = openat(s->box.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (eb_wait_to_result(pol, req, &w, res) < 0)
+        return -ENOMEM;
+    return read_results(res_fd, res) < 0 ? -ENOMEM : 0;
+}
+
+/* A kept cell: its process (*cell_pidfd, taken) is the state now. */
+static void keep_new_state(struct execbox_session *s, int *cell_pidfd, int cell_procdir)
+{
+    /* The cell's process is the state now. The old state was told to exit; it is killed
+     * too, so that a cell that reported success without telling it (or stopped it) leaves
+     * no second state behind. Its exit (the memory it shares with the new state given
+     * back) still takes a few ms: info() waits for it, the cell's reply does not. */
+    pthread_mutex_lock(&s->lock);
+    eb_close(&s->old_state_pidfd);
+    s->old_state_pidfd = TAKE_FD(s->state_pidfd);
+    syscall(SYS_pidfd_send_signal, s->old_state_pidfd, SIGKILL, NULL, 0);
+    s->state_pidfd = TAKE_FD(*cell_pidfd);
+    pthread_mutex_unlock(&s->lock);
+    set_oom_adj(s, cell_procdir, -999);
+}
+
 /* Delivers a prepared cell to the session's state and waits for its end (the pipeline's deliver
  * and wait for cells). 0 with res mapped; -ENOMEM with err set; any other -errno: the session
  * failed (serr says how; res is rolled back), for eb_finish to report. */
@@ -579,40 +621,11 @@ static int run_cell(struct execbox_session *s, const struct execbox_request *req
         kill_cell(&k);
         broken = true;
     }
-    struct eb_box_stats after = {.cpu_ns = -1};
-    s->ops->session_stats(s->sbx.box, &after);
-    struct eb_wait w;
-    eb_wait_init(&w);
-    w.oc = oc;
-    /* The cell's share of the session's counters: its CPU, the session's peak (state and
-     * cell), the OOM kills during the cell. */
-    w.cpu_ns =
-        before.cpu_ns >= 0 && after.cpu_ns >= before.cpu_ns ? after.cpu_ns - before.cpu_ns : -2;
-    w.peak_memory = (int64_t)after.peak_memory;
-    w.oom_kills = after.oom_kills - before.oom_kills;
-    if (!eb_oom_files_detail(w.oom_files, sizeof(w.oom_files), after.files_tmp, after.files_ws))
-        w.oom_files[0] = '\0';
-    snprintf(w.oom_why, sizeof(w.oom_why),
-             "the session's memory cap covers its state and the running cell");
-    w.ws_fd = openat(s->box.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (eb_wait_to_result(pol, req, &w, res) < 0)
-        return eb_error_set(err, -ENOMEM, "out of memory");
-    if (read_results(res_fd, res) < 0)
+    if (cell_result(s, req, pol, &oc, &before, res_fd, res) < 0)
         return eb_error_set(err, -ENOMEM, "out of memory");
     res->rolled_back = !oc.kept;
-    if (oc.kept) {
-        /* The cell's process is the state now. The old state was told to exit; it is killed
-         * too, so that a cell that reported success without telling it (or stopped it) leaves
-         * no second state behind. Its exit (the memory it shares with the new state given
-         * back) still takes a few ms: info() waits for it, the cell's reply does not. */
-        pthread_mutex_lock(&s->lock);
-        eb_close(&s->old_state_pidfd);
-        s->old_state_pidfd = TAKE_FD(s->state_pidfd);
-        syscall(SYS_pidfd_send_signal, s->old_state_pidfd, SIGKILL, NULL, 0);
-        s->state_pidfd = TAKE_FD(cell_pidfd);
-        pthread_mutex_unlock(&s->lock);
-        set_oom_adj(s, cell_procdir, -999);
-    }
+    if (oc.kept)
+        keep_new_state(s, &cell_pidfd, cell_procdir);
     if (broken)
         end_session(s);
     return 0;
