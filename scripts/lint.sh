@@ -45,6 +45,11 @@ then
     echo "lint: the library's layering is broken (docs/architecture.md)" >&2
     status=1
 fi
+# Sizes: no file of lib/ or src/ over 1,000 lines, no function over 150 (scripts/sizes.py).
+if ! scripts/sizes.py --check; then
+    echo "lint: a file or function is too long to read whole: split it by concern" >&2
+    status=1
+fi
 # The project's own docs stand alone: nothing sends a reader to the design notes outside it.
 if git ls-files | grep -vE '^(scripts/lint.sh)$' | xargs grep -nI 'DESIGN\.md' ; then
     echo "lint: a file refers to DESIGN.md, which users do not have (point to docs/ instead)" >&2
