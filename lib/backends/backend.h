@@ -13,7 +13,7 @@
 /* A backend's sandbox (opaque to the executor), and a backend's template: a walled process that
  * sandboxes are forked from. */
 struct eb_box;
-struct eb_tplbox;
+struct eb_tplproc;
 
 /* One run as the executor hands it to a backend: validated and resolved. */
 struct eb_run {
@@ -25,10 +25,10 @@ struct eb_run {
     uint64_t start_ns; /* the deadline counts from here */
 };
 
-/* A session's sandbox as a backend hands it to lib/core/session.c: walled, its interpreter serving
- * cells on sock (see lib/lang/python_session.py), its init told that no single process's exit
- * ends it. */
-struct eb_session_box {
+/* The link to a session's sandbox as a backend hands it to lib/core/session.c: walled, its
+ * interpreter serving cells on sock (see lib/lang/python_session.py), its init told that no single
+ * process's exit ends it. */
+struct eb_session_link {
     int sock;  /* our end of the session's SOCK_SEQPACKET socket, owned by the caller, with
                   SO_PASSCRED on since before the interpreter could send on it */
     int ws_fd; /* the workspace directory, for file calls (the backend's, borrowed) */
@@ -48,11 +48,11 @@ struct eb_start {
      * start, the sandbox made as far as it can be without the code (interpreter up, preload
      * imported), waiting for deliver(). */
     const struct eb_run *run;
-    const char *preload;   /* warm: the modules imported ahead ("" none) */
-    struct eb_tplbox *tpl; /* warm: fork the sandbox from this template (the executor keeps it
+    const char *preload;    /* warm: the modules imported ahead ("" none) */
+    struct eb_tplproc *tpl; /* warm: fork the sandbox from this template (the executor keeps it
                               alive until the sandbox is destroyed) */
     /* warm, for a session: the sandbox serves cells instead of one program; filled in. */
-    struct eb_session_box *session;
+    struct eb_session_link *session;
 };
 
 /* How a run ended, as wait() reports it. The executor alone turns this into the result's
@@ -119,7 +119,7 @@ struct eb_backend_ops {
     /* Hands the sandbox the run's program, stdin and input files (what a cold start did not
      * place already) and lets it go: the deadline counts from run->start_ns. -EPIPE: the
      * sandbox was gone before it got the code (nothing ran: the executor may run it cold). */
-    int (*deliver)(void *state, struct eb_box *w, const struct eb_run *run,
+    int (*deliver)(void *state, struct eb_box *box, const struct eb_run *run,
                    struct execbox_error *err);
     /* Supervises the run to its end: the output into res under the policy's output_limit
      * (calling req->on_output as bytes arrive), the deadline, req->cancel, the kill of
@@ -127,12 +127,12 @@ struct eb_backend_ops {
      * execution_time, egress and degraded (the walls the backend does not enforce for this run)
      * (and, with ret->final or ret->files_listed, what those say). 0, or -errno when the
      * sandbox itself failed (the executor makes that a SandboxError result). */
-    int (*wait)(void *state, struct eb_box *w, const struct eb_run *run, struct execbox_result *res,
-                struct eb_wait *ret, struct execbox_error *err);
+    int (*wait)(void *state, struct eb_box *box, const struct eb_run *run,
+                struct execbox_result *res, struct eb_wait *ret, struct execbox_error *err);
     /* Removes the sandbox and everything in it (running or not). Accepts NULL. */
-    void (*destroy)(void *state, struct eb_box *w);
+    void (*destroy)(void *state, struct eb_box *box);
     /* start() accepts warm starts (s->run NULL): the executor may keep a pool. Without it the
-     * executor never calls start() without a run (eb_sandbox_start refuses for it). */
+     * executor never calls start() without a run (eb_lease_start refuses for it). */
     bool warm;
 
     /* Optional templates (lib/core/template.c): template_start makes one for (policy, language,
@@ -141,10 +141,10 @@ struct eb_backend_ops {
      * still fork; template_memory is what it holds (bytes, for /metrics and `execbox check`). */
     int (*template_start)(void *state, const struct execbox_policy *policy,
                           const struct eb_language *lang, const char *preload,
-                          struct eb_tplbox **ret, struct execbox_error *err);
-    void (*template_stop)(void *state, struct eb_tplbox *t);
-    bool (*template_alive)(struct eb_tplbox *t);
-    uint64_t (*template_memory)(struct eb_tplbox *t);
+                          struct eb_tplproc **ret, struct execbox_error *err);
+    void (*template_stop)(void *state, struct eb_tplproc *t);
+    bool (*template_alive)(struct eb_tplproc *t);
+    uint64_t (*template_memory)(struct eb_tplproc *t);
 
     /* Places a request's input files (execbox_request.files) in /workspace before the code
      * runs; without it the executor refuses requests that have some. */
@@ -158,13 +158,13 @@ struct eb_backend_ops {
     /* Optional sessions (lib/core/session.c; the sandbox is a warm start with s->session):
      * session_stats reads its counters; session_kill kills everything in it now (thread-safe,
      * also while a cell is supervised). */
-    void (*session_stats)(struct eb_box *w, struct eb_box_stats *ret);
-    void (*session_kill)(struct eb_box *w);
+    void (*session_stats)(struct eb_box *box, struct eb_box_stats *ret);
+    void (*session_kill)(struct eb_box *box);
     /* Whether the process pid (as we see it; pinned by the caller: a pidfd still alive after
      * procdir, its /proc directory, was opened) is one of the session's sandbox: in its pid
      * namespace and its cgroup. Nothing is done to a process the session names unless this
      * says so. */
-    bool (*session_member)(struct eb_box *w, pid_t pid, int procdir);
+    bool (*session_member)(struct eb_box *box, pid_t pid, int procdir);
 };
 
 const struct eb_backend_ops *eb_backend_find(const char *name);

@@ -637,10 +637,10 @@ static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb
 /* Starts a template for (policy, lang, preload): its sandbox, then its interpreter's imports,
  * until it says it is ready. */
 static int tpl_start(struct jail *j, const struct execbox_policy *policy,
-                     const struct eb_language *lang, const char *preload, struct eb_tplbox **ret,
+                     const struct eb_language *lang, const char *preload, struct eb_tplproc **ret,
                      struct execbox_error *err)
 {
-    struct eb_tplbox *t;
+    struct eb_tplproc *t;
     int fds[5];
     int r = eb_tpl_new(j, policy, lang, preload, &t, fds, err);
     if (r < 0)
@@ -657,7 +657,7 @@ static int tpl_start(struct jail *j, const struct execbox_policy *policy,
     return 0;
 }
 
-static void jail_template_stop(void *state, struct eb_tplbox *t)
+static void jail_template_stop(void *state, struct eb_tplproc *t)
 {
     (void)state;
     eb_tpl_free(t);
@@ -693,7 +693,7 @@ static int warm_refuse(const struct jail *j, const struct execbox_policy *policy
 
 static int jail_template_start(void *state, const struct execbox_policy *policy,
                                const struct eb_language *lang, const char *preload,
-                               struct eb_tplbox **ret, struct execbox_error *err)
+                               struct eb_tplproc **ret, struct execbox_error *err)
 {
     struct jail *j = state;
     int r = warm_refuse(j, policy, lang, false, err);
@@ -709,7 +709,7 @@ static int jail_template_start(void *state, const struct execbox_policy *policy,
 
 /* A session's sandbox: the init told first that the state moves from process to process, the
  * interpreter then that it serves cells (lib/core/session.c). */
-static int session_begin(struct eb_box *sb, struct eb_session_box *ret, struct execbox_error *err)
+static int session_begin(struct eb_box *sb, struct eb_session_link *ret, struct execbox_error *err)
 {
     /* The session's pid namespace, which its init (pid 1 there) is in: lib/core/session.c acts on
      * no process the session names that is not in it (session_member). */

@@ -10,8 +10,8 @@
 #include "core/template.h"
 #include "model/result.h"
 
-int eb_sandbox_start(const struct eb_lifecycle *lc, const struct eb_start *s,
-                     struct eb_sandbox *ret, struct execbox_error *err)
+int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
+                   struct execbox_error *err)
 {
     struct eb_start st = *s;
     ret->box = NULL;
@@ -47,7 +47,7 @@ int eb_sandbox_start(const struct eb_lifecycle *lc, const struct eb_start *s,
     return r;
 }
 
-void eb_sandbox_destroy(const struct eb_lifecycle *lc, struct eb_sandbox *sb)
+void eb_lease_end(const struct eb_lifecycle *lc, struct eb_lease *sb)
 {
     if (sb->box)
         lc->ops->destroy(lc->state, sb->box);

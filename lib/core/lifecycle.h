@@ -22,9 +22,9 @@ struct eb_lifecycle {
     bool degraded;                      /* allow_degraded let a required wall be missing */
 };
 
-/* A sandbox as the core holds it: the backend's, and the template it was forked from (a
- * reference dropped when the sandbox is destroyed). */
-struct eb_sandbox {
+/* A lease: a backend's sandbox (box) as the core holds it, with the reference to the template
+ * it was forked from, which the lease keeps until it ends. */
+struct eb_lease {
     struct eb_box *box;
     struct eb_template *tpl;
 };
@@ -32,11 +32,11 @@ struct eb_sandbox {
 /* Starts a sandbox through lc's backend: a warm start (s->run NULL) forks it from the template
  * of (policy, language, preload) when the backend and the language have templates and lc keeps
  * them. 0, or -errno with err set. */
-int eb_sandbox_start(const struct eb_lifecycle *lc, const struct eb_start *s,
-                     struct eb_sandbox *ret, struct execbox_error *err);
+int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
+                   struct execbox_error *err);
 
-/* Destroys a sandbox (sb->box NULL: nothing) and drops its template's reference. */
-void eb_sandbox_destroy(const struct eb_lifecycle *lc, struct eb_sandbox *sb);
+/* Ends a lease: destroys its sandbox (lease->box NULL: none) and drops its template reference. */
+void eb_lease_end(const struct eb_lifecycle *lc, struct eb_lease *lease);
 
 /* Names in res the required walls lc's backend runs without (allow_degraded): 0 or -ENOMEM. */
 int eb_lifecycle_add_degraded(const struct eb_lifecycle *lc, struct execbox_result *res);

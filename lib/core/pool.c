@@ -33,7 +33,7 @@ struct pair {
     uint64_t gen; /* bumped whenever the slot is given to another pair */
     struct execbox_policy policy;
     const struct eb_language *lang;
-    struct eb_sandbox ready[POOL_MAX];
+    struct eb_lease ready[POOL_MAX];
     uint64_t born[POOL_MAX];
     unsigned n;
     unsigned starting;
@@ -70,7 +70,7 @@ static struct pair *find_pair(struct eb_pool *p, const struct execbox_policy *po
 /* A slot for a new pair: a free one, else the least recently wanted idle one (its sandboxes
  * move to *evicted for the caller to destroy outside the lock). */
 static struct pair *new_pair(struct eb_pool *p, const struct execbox_policy *pol,
-                             const struct eb_language *lang, struct eb_sandbox *evicted,
+                             const struct eb_language *lang, struct eb_lease *evicted,
                              unsigned *n_evicted)
 {
     struct pair *victim = NULL;
@@ -96,16 +96,16 @@ static struct pair *new_pair(struct eb_pool *p, const struct execbox_policy *pol
     return victim;
 }
 
-static void discard_all(struct eb_pool *p, struct eb_sandbox *list, unsigned n)
+static void discard_all(struct eb_pool *p, struct eb_lease *list, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
-        eb_sandbox_destroy(p->lc, &list[i]);
+        eb_lease_end(p->lc, &list[i]);
 }
 
 static void *pool_thread(void *arg)
 {
     struct eb_pool *p = arg;
-    struct eb_sandbox expired[POOL_PAIRS * POOL_MAX];
+    struct eb_lease expired[POOL_PAIRS * POOL_MAX];
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
         uint64_t now = eb_now_ns();
@@ -154,10 +154,10 @@ static void *pool_thread(void *arg)
             uint64_t gen = fill->gen;
             fill->starting++;
             pthread_mutex_unlock(&p->mu);
-            struct eb_sandbox w = {0};
+            struct eb_lease w = {0};
             struct execbox_error err = {0, ""};
             struct eb_start st = {.policy = &pol, .lang = lang, .preload = p->preload};
-            int r = eb_sandbox_start(p->lc, &st, &w, &err);
+            int r = eb_lease_start(p->lc, &st, &w, &err);
             pthread_mutex_lock(&p->mu);
             fill->starting--;
             if (r < 0) {
@@ -167,7 +167,7 @@ static void *pool_thread(void *arg)
                 fill->retry_at = r == -ENOTSUP ? UINT64_MAX : eb_now_ns() + POOL_RETRY_NS;
             } else if (fill->gen != gen || !fill->used || fill->n >= POOL_MAX || p->stop) {
                 pthread_mutex_unlock(&p->mu);
-                eb_sandbox_destroy(p->lc, &w);
+                eb_lease_end(p->lc, &w);
                 pthread_mutex_lock(&p->mu);
             } else {
                 fill->ready[fill->n] = w;
@@ -269,7 +269,7 @@ void eb_pool_free(struct eb_pool *p)
 }
 
 static struct pair *want(struct eb_pool *p, const struct execbox_policy *pol,
-                         const struct eb_language *lang, struct eb_sandbox *evicted,
+                         const struct eb_language *lang, struct eb_lease *evicted,
                          unsigned *n_evicted)
 {
     struct pair *q = find_pair(p, pol, lang);
@@ -282,9 +282,9 @@ static struct pair *want(struct eb_pool *p, const struct execbox_policy *pol,
 }
 
 bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *pol,
-                  const struct eb_language *lang, struct eb_sandbox *ret)
+                  const struct eb_language *lang, struct eb_lease *ret)
 {
-    struct eb_sandbox evicted[POOL_MAX];
+    struct eb_lease evicted[POOL_MAX];
     unsigned n_evicted = 0;
     bool got = false;
     pthread_mutex_lock(&p->mu);
@@ -308,7 +308,7 @@ bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *pol,
 int eb_pool_prewarm(struct eb_pool *p, const struct execbox_policy *pol,
                     const struct eb_language *lang, struct execbox_error *err)
 {
-    struct eb_sandbox evicted[POOL_MAX];
+    struct eb_lease evicted[POOL_MAX];
     unsigned n_evicted = 0;
     pthread_mutex_lock(&p->mu);
     struct pair *q = want(p, pol, lang, evicted, &n_evicted);

@@ -9,7 +9,7 @@ struct eb_pool;
 
 /* Starts a pool of warm sandboxes of lc's backend (lc is borrowed for the pool's life).
  * Background threads (one per core, at most 4 and at most the pool size) fill it through
- * eb_sandbox_start. */
+ * eb_lease_start. */
 int eb_pool_new(const struct eb_lifecycle *lc, const struct execbox_executor_options *o,
                 struct eb_pool **ret, struct execbox_error *err);
 
@@ -19,7 +19,7 @@ void eb_pool_free(struct eb_pool *p);
 /* A ready sandbox for (policy, lang) in *ret (true), or false (the caller runs cold). Either way
  * the pair is marked wanted, so the pool keeps it filled until it goes unused for the idle time. */
 bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *policy,
-                  const struct eb_language *lang, struct eb_sandbox *ret);
+                  const struct eb_language *lang, struct eb_lease *ret);
 
 /* Marks the pair wanted now. */
 int eb_pool_prewarm(struct eb_pool *p, const struct execbox_policy *policy,

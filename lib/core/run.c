@@ -20,7 +20,7 @@ static int acquire_and_run(const struct eb_lifecycle *lc, struct eb_pool *pool,
 {
     const struct eb_backend_ops *ops = lc->ops;
     const struct execbox_policy *policy = run->policy;
-    struct eb_sandbox sb = {0};
+    struct eb_lease sb = {0};
     bool pooled = false;
     /* A backend that cannot enforce network "allow" never gets such a run, warm or cold. */
     if (policy->network == EXECBOX_NETWORK_ALLOW && !ops->network_allow)
@@ -32,7 +32,7 @@ static int acquire_and_run(const struct eb_lifecycle *lc, struct eb_pool *pool,
         pooled = eb_pool_take(pool, policy, run->lang, &sb);
     if (pooled) {
         int r = eb_deliver_and_wait(ops, lc->state, sb.box, run, *res, berr);
-        eb_sandbox_destroy(lc, &sb);
+        eb_lease_end(lc, &sb);
         if (r != -EPIPE)
             return r;
         execbox_result_free(*res);
@@ -42,10 +42,10 @@ static int acquire_and_run(const struct eb_lifecycle *lc, struct eb_pool *pool,
         eb_error_clear(berr);
     }
     struct eb_start st = {.policy = policy, .lang = run->lang, .run = run};
-    int r = eb_sandbox_start(lc, &st, &sb, berr);
+    int r = eb_lease_start(lc, &st, &sb, berr);
     if (r == 0) {
         r = eb_deliver_and_wait(ops, lc->state, sb.box, run, *res, berr);
-        eb_sandbox_destroy(lc, &sb);
+        eb_lease_end(lc, &sb);
     }
     return r;
 }

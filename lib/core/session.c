@@ -65,8 +65,8 @@ struct execbox_session {
     const struct eb_backend_ops *ops;
     const struct eb_language *lang;
     struct execbox_policy policy;
-    struct eb_sandbox sbx;
-    struct eb_session_box box;
+    struct eb_lease sbx;
+    struct eb_session_link box;
     bool rollback;
     double idle, lifetime;
     pthread_mutex_t lock; /* what info() reads, state_pidfd */
@@ -329,7 +329,7 @@ static int session_open(const struct eb_lifecycle *lc, const struct execbox_sess
     pthread_mutex_init(&s->lock, NULL);
     struct eb_start st = {
         .policy = &s->policy, .lang = lang, .preload = lc->preload, .session = &s->box};
-    int r = eb_sandbox_start(lc, &st, &s->sbx, err);
+    int r = eb_lease_start(lc, &st, &s->sbx, err);
     if (r < 0) {
         execbox_session_free(s);
         return r;
@@ -827,7 +827,7 @@ struct execbox_session *execbox_session_free(struct execbox_session *s)
 {
     if (!s)
         return NULL;
-    eb_sandbox_destroy(s->lc, &s->sbx);
+    eb_lease_end(s->lc, &s->sbx);
     eb_close(&s->box.sock);
     eb_close(&s->state_pidfd);
     eb_close(&s->old_state_pidfd);

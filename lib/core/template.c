@@ -24,7 +24,7 @@
 #define TPL_MAX 16 /* live templates per executor: more keys run without one */
 
 struct eb_template {
-    struct eb_tplbox *box;
+    struct eb_tplproc *box;
     struct execbox_policy policy;
     const struct eb_language *lang;
     char preload[256];
@@ -199,7 +199,7 @@ struct eb_template *eb_template_acquire(struct eb_templates *ts,
     return t;
 }
 
-struct eb_tplbox *eb_template_box(struct eb_template *t)
+struct eb_tplproc *eb_template_box(struct eb_template *t)
 {
     return t->box;
 }

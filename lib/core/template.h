@@ -27,7 +27,7 @@ struct eb_template *eb_template_acquire(struct eb_templates *ts,
                                         struct execbox_error *err);
 
 /* The backend's template to fork from. */
-struct eb_tplbox *eb_template_box(struct eb_template *t);
+struct eb_tplproc *eb_template_box(struct eb_template *t);
 
 /* Retires t now (it failed to fork, or is out of step): later acquires start another. */
 void eb_template_retire(struct eb_templates *ts, struct eb_template *t);

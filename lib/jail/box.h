@@ -67,7 +67,7 @@ struct killer {
     int pidfd;
 };
 
-struct eb_tplbox;
+struct eb_tplproc;
 
 /* A started sandbox: cold (its program already in /code) or warm (waiting on fd 3). */
 struct eb_box {
@@ -85,7 +85,7 @@ struct eb_box {
     int stage_fd;           /* the /etc stage bound into the sandbox, locked shared, or -1 */
     struct eb_host_ws host; /* a caller's workspace, or unprivileged a fresh host directory */
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
-    struct eb_tplbox *tpl;  /* forked from this template (the executor keeps it alive), or NULL */
+    struct eb_tplproc *tpl; /* forked from this template (the executor keeps it alive), or NULL */
     bool cold;              /* started with its run: the program is in place and running */
     bool session; /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/core/session.c) */
     struct stat pidns;    /* a session's: its pid namespace (nsfs st_dev and st_ino) */

@@ -75,7 +75,7 @@ static int tpl_blobs(struct jail *j, struct execbox_error *err)
 }
 
 /* Waits up to timeout_ms for one answer from t (and its pidfd when ret_fd), 0 or -errno. */
-static int tpl_recv(struct eb_tplbox *t, struct eb_tpl_resp *resp, int *ret_fd, int timeout_ms,
+static int tpl_recv(struct eb_tplproc *t, struct eb_tpl_resp *resp, int *ret_fd, int timeout_ms,
                     struct execbox_error *err)
 {
     struct pollfd p = {.fd = t->sock, .events = POLLIN};
@@ -122,7 +122,7 @@ static int tpl_recv(struct eb_tplbox *t, struct eb_tpl_resp *resp, int *ret_fd, 
     return 0;
 }
 
-void eb_tpl_free(struct eb_tplbox *t)
+void eb_tpl_free(struct eb_tplproc *t)
 {
     eb_box_destroy(&t->sb); /* its init's death ends its pid namespace, the interpreter too */
     eb_close(&t->sock);
@@ -131,12 +131,12 @@ void eb_tpl_free(struct eb_tplbox *t)
 }
 
 int eb_tpl_new(struct jail *j, const struct execbox_policy *policy, const struct eb_language *lang,
-               const char *preload, struct eb_tplbox **ret, int fds[5], struct execbox_error *err)
+               const char *preload, struct eb_tplproc **ret, int fds[5], struct execbox_error *err)
 {
     int r = tpl_blobs(j, err);
     if (r < 0)
         return r;
-    struct eb_tplbox *t = calloc(1, sizeof(*t));
+    struct eb_tplproc *t = calloc(1, sizeof(*t));
     if (!t)
         return eb_error_set(err, -ENOMEM, "out of memory");
     pthread_mutex_init(&t->io, NULL);
@@ -159,7 +159,7 @@ int eb_tpl_new(struct jail *j, const struct execbox_policy *policy, const struct
     return 0;
 }
 
-int eb_tpl_ready(struct eb_tplbox *t, struct execbox_error *err)
+int eb_tpl_ready(struct eb_tplproc *t, struct execbox_error *err)
 {
     struct eb_tpl_resp resp;
     int r = tpl_recv(t, &resp, NULL, EB_TPL_START_TIMEOUT_MS, err);
@@ -179,7 +179,7 @@ int eb_tpl_ready(struct eb_tplbox *t, struct execbox_error *err)
 
 /* Sends req and its n fds to t, and waits for the answer and the run's pidfd (*ret_pidfd, or
  * -1). A failure to speak with t marks it broken. 0 or -errno with err set. */
-static int tpl_request(struct eb_tplbox *t, const struct eb_tpl_req *req, const int *fds, int n,
+static int tpl_request(struct eb_tplproc *t, const struct eb_tpl_req *req, const int *fds, int n,
                        struct eb_tpl_resp *resp, int *ret_pidfd, struct execbox_error *err)
 {
     union {
@@ -214,8 +214,8 @@ static int tpl_request(struct eb_tplbox *t, const struct eb_tpl_req *req, const 
     return r;
 }
 
-int eb_tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_policy *pol, bool session,
-                struct eb_box **ret, struct execbox_error *err)
+int eb_tpl_fork(struct jail *j, struct eb_tplproc *t, const struct execbox_policy *pol,
+                bool session, struct eb_box **ret, struct execbox_error *err)
 {
     struct eb_box *sb = malloc(sizeof(*sb));
     if (!sb)
@@ -306,7 +306,7 @@ out:
     return 0;
 }
 
-bool eb_tpl_alive(struct eb_tplbox *t)
+bool eb_tpl_alive(struct eb_tplproc *t)
 {
     if (atomic_load(&t->broken))
         return false;
@@ -314,7 +314,7 @@ bool eb_tpl_alive(struct eb_tplbox *t)
     return t->sb.child.pidfd >= 0 && poll(&p, 1, 0) == 0; /* its init still runs */
 }
 
-uint64_t eb_tpl_memory(struct eb_tplbox *t)
+uint64_t eb_tpl_memory(struct eb_tplproc *t)
 {
     struct eb_cgroup_stats st;
     eb_cgroup_stats(&t->sb.cg, &st);

@@ -26,7 +26,7 @@
 
 #include "jail/box.h"
 
-struct eb_tplbox {
+struct eb_tplproc {
     struct eb_box sb;   /* the template's own sandbox: init (pid 1) and the interpreter */
     int sock;           /* our end of its request socket */
     pthread_mutex_t io; /* one request and its answer at a time */
@@ -42,26 +42,26 @@ struct eb_tplbox {
  * program, seccomp filter, font list; made at j's first template, j keeps them). The caller
  * starts (*ret)->sb with them, then waits with eb_tpl_ready. 0 or -errno with err set. */
 int eb_tpl_new(struct jail *j, const struct execbox_policy *policy, const struct eb_language *lang,
-               const char *preload, struct eb_tplbox **ret, int fds[5], struct execbox_error *err);
+               const char *preload, struct eb_tplproc **ret, int fds[5], struct execbox_error *err);
 
 /* Waits until the started template's interpreter has imported the preload and says it is ready
  * (EB_TPL_START_TIMEOUT_MS at most). 0 or -errno with err set (what its init reported, if it
  * died first). */
-int eb_tpl_ready(struct eb_tplbox *t, struct execbox_error *err);
+int eb_tpl_ready(struct eb_tplproc *t, struct execbox_error *err);
 
 /* Forks one run from t for pol (the same as t's), a session's when session, walled and waiting
  * for its code: *ret, a box as a warm start's (its init not ours: child.not_ours). A failure to
  * speak with the template marks it broken. 0 or -errno with err set. */
-int eb_tpl_fork(struct jail *j, struct eb_tplbox *t, const struct execbox_policy *pol, bool session,
-                struct eb_box **ret, struct execbox_error *err);
+int eb_tpl_fork(struct jail *j, struct eb_tplproc *t, const struct execbox_policy *pol,
+                bool session, struct eb_box **ret, struct execbox_error *err);
 
 /* Whether t can still fork: not broken, its init still runs. */
-bool eb_tpl_alive(struct eb_tplbox *t);
+bool eb_tpl_alive(struct eb_tplproc *t);
 
 /* The peak memory of t's cgroup. */
-uint64_t eb_tpl_memory(struct eb_tplbox *t);
+uint64_t eb_tpl_memory(struct eb_tplproc *t);
 
 /* Ends t: its init's death ends its pid namespace, the interpreter too. Frees t. */
-void eb_tpl_free(struct eb_tplbox *t);
+void eb_tpl_free(struct eb_tplproc *t);
 
 #endif
