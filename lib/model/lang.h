@@ -22,9 +22,9 @@ struct eb_language {
      * modules, waits for a byte on fd 3, then runs the file argv[1] with stdin from argv[2]
      * exactly as a cold start would; NULL where the language cannot start warm. */
     const char *warm_bootstrap;
-    /* Template (lib/jail/template.c): a program that imports the preload once and forks a run
-     * per request through the template helper (see lib/lang/python_template.py); NULL where the
-     * language has none. */
+    /* Template (lib/jail/tplclient.c, lib/core/template.c): a program that imports the preload once
+     * and forks a run per request through the template helper (see lib/lang/python_template.py);
+     * NULL where the language has none. */
     const char *template_bootstrap;
     /* Sessions: the template bootstrap can also serve cells (lib/lang/python_session.py). */
     bool sessions;
