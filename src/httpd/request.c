@@ -339,6 +339,12 @@ static int body_field(enum srv_body_kind kind, const char *key, json_t *v,
             return bad(err, field, field_size, key,
                        "idle_timeout: expected whole seconds (a number from 1)");
         spec->idle_timeout = json_number_value(v);
+    } else if (kind == SRV_BODY_CELL && strcmp(key, "rich_results") == 0) {
+        /* A cell's results are always rich: true asks for what it gets anyway. */
+        if (!json_is_true(v))
+            return bad(err, field, field_size, key,
+                       "rich_results: a session's cells always return rich results (give true "
+                       "or leave it out)");
     } else if (kind == SRV_BODY_RUN && strcmp(key, "rich_results") == 0) {
         if (!json_is_boolean(v))
             return bad(err, field, field_size, key, "rich_results: expected true or false");

@@ -97,6 +97,19 @@ class Client:
 class SessionTests(Tests):
     CHECK_TEMP_LEFTOVERS = True
 
+    def test_cell_rich_results_field(self):
+        """A cell's results are rich anyway: rich_results true is taken, false is refused for
+        what it is (never as a limit of the session)."""
+        with Server("--workers", "1") as s:
+            c = Client(s)
+            sid = c.create()["id"]
+            r = c.ok(sid, "x = 42\nx", rich_results=True)
+            assert r["results"][0]["text"] == "42", r
+            st, e = c.cell(sid, "x", rich_results=False)
+            assert st == 400 and e["error"]["field"] == "rich_results", (st, e)
+            assert "always return rich results" in e["error"]["message"], e
+            assert "limit" not in e["error"]["message"], e
+
     def test_state_kept_and_rich_results(self):
         with Server("--workers", "2") as s:
             c = Client(s)
