@@ -73,8 +73,13 @@ int eb_ws_mkdir(int dirfd, const char *path, struct execbox_error *err)
         if (!made && errno != EEXIST)
             return eb_error_set(err, -errno, "make '%.200s': %s", path, execbox_strerror(-errno));
         int next = open_beneath(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        struct stat st;
+        if (next == -ENOTDIR && fstatat(fd, part, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISLNK(st.st_mode))
+            next = -ELOOP; /* a symlink on the way, as the file calls say it */
         if (next == -ENOTDIR)
-            return eb_error_set(err, -ENOTDIR, "'%.200s': a file is in the way", path);
+            return eb_error_set(err, -ENOTDIR, "'%.200s': a file (not a directory) is in the way",
+                                path);
         if (next < 0)
             return path_error(err, path, next);
         if (made && fchown(next, root.st_uid, root.st_gid) < 0 && errno != EPERM) {

@@ -401,6 +401,10 @@ async function testFilesOutsideTheWorkspaceAreRefused() {
         'write through a symlink');
     await mustThrow(() => s.files.list('/workspace/etc-link'), 'InvalidArgumentError',
         'list through a symlink');
+    await mustThrow(() => s.files.makeDir('/workspace/etc-link/x'), 'InvalidArgumentError',
+        'makeDir through a symlink');
+    await mustThrow(() => s.files.exists('/workspace/etc-link/passwd'), 'InvalidArgumentError',
+        'exists through a symlink');
     await s.files.remove('/workspace/etc-link'); // the link itself
     assertEq(await s.files.exists('/workspace/etc-link'), false, 'the link is gone');
 }
