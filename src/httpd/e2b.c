@@ -31,6 +31,7 @@ struct e2b_ctx {
     const char *language;       /* canonical, static */
     bool is_default;            /* the language's default context */
     bool starting;              /* a worker is making its session */
+    uint64_t hidden;            /* cells of ours its session ran (env_vars, commands) */
     struct e2b_ctx *next;
 };
 
@@ -437,9 +438,16 @@ static int prepare_execute(struct e2b *e, struct e2b_call *call, json_t *o, stru
         (r = opt_string(o, "language", &lang_name, ret)))
         return r;
     json_t *env = json_object_get(o, "env_vars");
-    if (env && !json_is_null(env) && !(json_is_object(env) && json_object_size(env) == 0))
-        return text_answer(ret, 400,
-                           "env_vars: not supported by execbox (set variables in the code)");
+    if (env && !json_is_null(env) && !json_is_object(env))
+        return text_answer(ret, 400, "env_vars: expected an object of strings");
+    if (json_object_size(env)) {
+        char msg[160];
+        r = e2b_envd_env_cells(env, &call->env_setup, &call->env_restore, msg, sizeof(msg));
+        if (r == -EINVAL)
+            return text_answer(ret, 400, "%s", msg);
+        if (r < 0)
+            return r;
+    }
     if (ctx_id && lang_name)
         return text_answer(ret, 400, "Only one of context_id or language can be provided");
     const char *language = lang_name ? language_of(lang_name) : "python";
@@ -491,6 +499,7 @@ static int claim_context(struct e2b *e, struct e2b_call *call, const char *ctx_i
         return text_answer(ret, 409, "Context %s is starting", c->id);
     }
     call->ctx = call->create ? c : NULL; /* a live context may be deleted under the call */
+    snprintf(call->ctx_id, sizeof(call->ctx_id), "%s", c->id);
     r = 0;
     if (!call->create && cell) {
         int b = sess_cell_begin(call->sess);
@@ -589,6 +598,7 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
     } else {
         snprintf(c->sess_id, sizeof(c->sess_id), "%s", sess_id(s));
         c->starting = false;
+        c->hidden = 0;
     }
     pthread_mutex_unlock(&e->lock);
     call->ctx = NULL;
@@ -607,6 +617,19 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
 int e2b_default_context(struct e2b *e, struct e2b_call *call, bool cell, struct e2b_answer *ret)
 {
     return claim_context(e, call, NULL, "python", cell, ret);
+}
+
+uint64_t e2b_hidden_cells(struct e2b *e, struct e2b_call *call, uint64_t n)
+{
+    uint64_t v = 0;
+    pthread_mutex_lock(&e->lock);
+    struct e2b_ctx *c = find_ctx(e, call->ctx_id);
+    if (c) {
+        c->hidden += n;
+        v = c->hidden;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return v;
 }
 
 int e2b_context_ready(struct e2b *e, struct e2b_call *call, bool cell, struct execbox_error *err)
@@ -848,12 +871,39 @@ static void send_cell_error(struct stream *st, const struct execbox_result *res,
     }
 }
 
+/* Runs a cell of ours (env_vars' setup or restore) in the call's claimed cell, its output
+ * unseen. 0, or -EIO (or the run's error) with err set. */
+static int run_hidden(struct e2b *e, struct e2b_call *call, const char *code,
+                      struct execbox_cancel *cancel, struct execbox_error *err)
+{
+    struct execbox_request req = {.code = code, .cancel = cancel};
+    struct execbox_result *res = NULL;
+    int r = execbox_session_run(sess_session(call->sess), &req, &res, err);
+    if (r < 0)
+        return r;
+    e2b_hidden_cells(e, call, 1);
+    if (res->exit_code != 0 || res->error_name) {
+        snprintf(err->msg, sizeof(err->msg), "env_vars: the cell that sets them failed (%s)",
+                 res->error_name ? res->error_name : "exit status");
+        r = -EIO;
+    }
+    execbox_result_free(res);
+    return r;
+}
+
 static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_cancel *cancel,
                         struct stream *st, struct e2b_outcome *out)
 {
     struct execbox_error err = {0};
     if (e2b_context_ready(e, call, true, &err)) {
         send_error(st, "SandboxError", err.msg[0] ? err.msg : "the context could not start", "");
+        send_end(st, 0, false);
+        return;
+    }
+    if (call->env_setup && run_hidden(e, call, call->env_setup, cancel, &err) < 0) {
+        sess_cell_end(call->sess, NULL);
+        call->claimed = false;
+        send_error(st, "SandboxError", err.msg, "");
         send_end(st, 0, false);
         return;
     }
@@ -868,6 +918,12 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
     };
     struct execbox_result *res = NULL;
     int r = execbox_session_run(sess_session(call->sess), &req, &res, &err);
+    uint64_t hidden = e2b_hidden_cells(e, call, 0);
+    if (call->env_restore && r == 0) {
+        /* The variables were the cell's only: as they were before it (also after a failure). */
+        struct execbox_error rerr = {0};
+        run_hidden(e, call, call->env_restore, NULL, &rerr);
+    }
     sess_cell_end(call->sess, r == 0 ? res : NULL);
     call->claimed = false;
     flush_pending(st, 0);
@@ -897,7 +953,8 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
     for (size_t i = 0; i < res->n_results; i++)
         send_result(st, &res->results[i]);
     send_cell_error(st, res, pol->timeout > 0 ? pol->timeout : EXECBOX_DEFAULT_TIMEOUT);
-    send_end(st, res->execution_count, true);
+    /* The count of the client's cells, not of ours. */
+    send_end(st, res->execution_count > hidden ? res->execution_count - hidden : 0, true);
     execbox_result_free(res);
 }
 
@@ -949,6 +1006,8 @@ void e2b_call_clear(struct e2b *e, struct e2b_call *call)
     }
     e2b_envd_clear(call);
     free(call->code);
+    free(call->env_setup);
+    free(call->env_restore);
     free(call->query_path);
     free(call->ctype);
     memset(call, 0, sizeof(*call));

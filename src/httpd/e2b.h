@@ -83,6 +83,8 @@ struct e2b_call {
     char old_sess[SESS_ID_SIZE]; /* restart: the session it replaces */
     char *code;
     size_t code_len;
+    char ctx_id[E2B_ID_SIZE];      /* the context it works in */
+    char *env_setup, *env_restore; /* execute's env_vars: the cells around the code's */
     /* envd: the request's ?path= (NULL without one) and Content-Type (e2b_call_request), and
      * what its body asked for (private to e2b_envd.c) */
     char *query_path;

@@ -528,6 +528,74 @@ static int prepare_upload(struct envd *d, struct e2b_call *call, const char *bod
     return parse_multipart(d, len, call->query_path, ct, ret, op);
 }
 
+/* envs checked as envd would take them: a NAME without '=' or NUL, a string without NUL. */
+static int env_ok(json_t *env, char *msg, size_t msize)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach (env, k, v) {
+        if (!*k || strchr(k, '=') || !json_is_string(v) ||
+            strlen(json_string_value(v)) != json_string_length(v)) {
+            snprintf(msg, msize, "'%.64s' is not NAME: a string without NUL", k);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* A cell: head, the base64 of arg's JSON, tail. NULL without memory or past 16 MiB. */
+static char *call_cell(const char *head, json_t *arg, const char *tail)
+{
+    char *s = json_dumps(arg, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *b64 = s ? execbox_base64(s, strlen(s)) : NULL;
+    free(s);
+    if (!b64)
+        return NULL;
+    size_t n = strlen(head) + strlen(b64) + strlen(tail) + 1;
+    char *code = n <= EXECBOX_CODE_MAX ? malloc(n) : NULL;
+    if (code)
+        snprintf(code, n, "%s%s%s", head, b64, tail);
+    execbox_free(b64);
+    return code;
+}
+
+int e2b_envd_env_cells(json_t *env, char **ret_setup, char **ret_restore, char *msg,
+                       size_t msg_size)
+{
+    char why[128];
+    if (env_ok(env, why, sizeof(why)) < 0) {
+        snprintf(msg, msg_size, "env_vars: %s", why);
+        return -EINVAL;
+    }
+    static const char setup_head[] = "def _execbox_env(a):\n"
+                                     "    import base64, json, os\n"
+                                     "    a = json.loads(base64.b64decode(a))\n"
+                                     "    saved = {k: os.environ.get(k) for k in a}\n"
+                                     "    os.environ.update(a)\n"
+                                     "    return saved\n"
+                                     "_execbox_env_saved = _execbox_env('";
+    static const char setup_tail[] = "')\n"
+                                     "del _execbox_env\n";
+    static const char restore[] = "def _execbox_env(saved):\n"
+                                  "    import os\n"
+                                  "    for k, v in saved.items():\n"
+                                  "        if v is None:\n"
+                                  "            os.environ.pop(k, None)\n"
+                                  "        else:\n"
+                                  "            os.environ[k] = v\n"
+                                  "_execbox_env(globals().pop('_execbox_env_saved', {}))\n"
+                                  "del _execbox_env\n";
+    *ret_setup = call_cell(setup_head, env, setup_tail);
+    *ret_restore = strdup(restore);
+    if (!*ret_setup || !*ret_restore) {
+        free(*ret_setup);
+        free(*ret_restore);
+        *ret_setup = *ret_restore = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 /* The cell that runs a command in the session's sandbox: [cmd, *args] with the session's
  * environment plus envs, in cwd, stdin at its end, its output the cell's own; the cell exits
  * with the command's status (128 + N for signal N), so that it leaves nothing behind in the
@@ -586,15 +654,12 @@ static int prepare_start(struct envd *d, struct e2b_call *call, json_t *o, struc
         }
         json_array_append(json_object_get(a, "args"), v);
     }
-    const char *k;
-    json_object_foreach (json_is_object(envs) ? envs : NULL, k, v) {
-        if (r)
-            break;
-        if (!json_is_string(v) || !*k || strchr(k, '=')) {
-            r = fail(ret, op, C_INVALID, "process.envs: '%.64s' is not a NAME: string", k);
-            break;
-        }
-        json_object_set(json_object_get(a, "envs"), k, v);
+    char why[128];
+    if (!r && json_is_object(envs)) {
+        if (env_ok(envs, why, sizeof(why)) < 0)
+            r = fail(ret, op, C_INVALID, "process.envs: %s", why);
+        else
+            json_object_update(json_object_get(a, "envs"), envs);
     }
     const char *cwd = opt_str(proc, "cwd");
     if (!r && cwd && *cwd) {
@@ -608,24 +673,13 @@ static int prepare_start(struct envd *d, struct e2b_call *call, json_t *o, struc
             json_object_set(a, "cwd", json_object_get(proc, "cwd"));
         }
     }
-    char *s = r ? NULL : json_dumps(a, JSON_COMPACT);
-    json_decref(a);
-    if (r)
+    if (r) {
+        json_decref(a);
         return r;
-    char *b64 = s ? execbox_base64(s, strlen(s)) : NULL;
-    free(s);
-    if (!b64)
-        return -ENOMEM;
-    size_t n = strlen(cmd_head) + strlen(b64) + strlen(cmd_tail);
-    if (n > EXECBOX_CODE_MAX) {
-        execbox_free(b64);
-        return fail(ret, op, C_INVALID, "the command is larger than the maximum of 16 MiB");
     }
-    d->code = malloc(n + 1);
-    if (d->code)
-        snprintf(d->code, n + 1, "%s%s%s", cmd_head, b64, cmd_tail);
-    execbox_free(b64);
-    return d->code ? 0 : -ENOMEM;
+    d->code = call_cell(cmd_head, a, cmd_tail);
+    json_decref(a);
+    return d->code ? 0 : fail(ret, op, C_INVALID, "the command is larger than 16 MiB");
 }
 
 int e2b_envd_prepare(struct e2b *e, struct e2b_call *call, const char *body, size_t len,
@@ -1029,6 +1083,8 @@ static void run_start(struct e2b *e, struct e2b_call *call, struct execbox_cance
     struct execbox_result *res = NULL;
     int r = execbox_session_run(sess_session(call->sess), &req, &res, &err);
     proc_remove(pid);
+    if (r == 0)
+        e2b_hidden_cells(e, call, 1);
     sess_cell_end(call->sess, r == 0 ? res : NULL);
     call->claimed = false;
     if (r < 0) {

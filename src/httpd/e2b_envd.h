@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "e2b.h"
 
 #define E2B_ENVD_FS "filesystem.Filesystem"
@@ -42,6 +44,10 @@ int e2b_envd_prepare(struct e2b *e, struct e2b_call *call, const char *body, siz
 /* As e2b_run, for an envd op. */
 void e2b_envd_run(struct e2b *e, struct e2b_call *call, struct execbox_cancel *cancel,
                   e2b_push_fn push, void *ud, struct e2b_answer *ret, struct e2b_outcome *out);
+/* The cells that set execute's env_vars (an object of strings) for the cell between them, and
+ * put them back as they were. 0; -EINVAL with the reason in msg; -ENOMEM. */
+int e2b_envd_env_cells(json_t *env, char **ret_setup, char **ret_restore, char *msg,
+                       size_t msg_size);
 /* Frees call->envd. */
 void e2b_envd_clear(struct e2b_call *call);
 
@@ -49,6 +55,9 @@ void e2b_envd_clear(struct e2b_call *call);
  * when cell, its cell; a context still to be made in call->ctx with call->create). 0, or 1
  * with the answer (plain text) in *ret. */
 int e2b_default_context(struct e2b *e, struct e2b_call *call, bool cell, struct e2b_answer *ret);
+/* Counts n more cells of ours in the call's context (their executions are not the client's);
+ * returns how many there have been since its session started. */
+uint64_t e2b_hidden_cells(struct e2b *e, struct e2b_call *call, uint64_t n);
 /* On the worker: makes the context's session when the call must (and claims its cell when
  * cell). 0, or an HTTP status with the reason in err. */
 int e2b_context_ready(struct e2b *e, struct e2b_call *call, bool cell, struct execbox_error *err);

@@ -438,6 +438,9 @@ async function testCommandsRun() {
     // The commands left the interpreter's state alone.
     const ex = await s.runCode('[n for n in globals() if n.startswith("_execbox")]');
     assertEq(ex.text, '[]', 'no names of the command cells');
+    await s.commands.run('true');
+    const next = await s.runCode('2');
+    assertEq(next.executionCount, ex.executionCount + 1, 'commands are not counted as executions');
 }
 
 async function testBackgroundCommandKill() {
@@ -451,6 +454,30 @@ async function testBackgroundCommandKill() {
     assertEq(await s.commands.kill(h.pid), false, 'kill: no such process any more');
     const bg = await s.commands.run('echo bg', { background: true });
     assertEq((await bg.wait()).stdout, 'bg\n', 'wait for a background command');
+}
+
+async function testRunCodeEnvs() {
+    const s = await Sandbox.create();
+    const ctx = await s.createCodeContext();
+    const first = await s.runCode('1', { context: ctx });
+    const ex = await s.runCode('import os, subprocess\nprint(os.environ["GREETING"])\n'
+        + 'subprocess.run(["sh", "-c", "echo $GREETING"])\nos.environ["HOME"]',
+    { context: ctx, envs: { GREETING: 'hi there', HOME: '/elsewhere' } });
+    assertEq(ex.logs.stdout.join(''), 'hi there\nhi there\n', 'the cell and its children see envs');
+    assertEq(ex.text, '/elsewhere', 'an env var replaced for the cell');
+    assertEq(ex.executionCount, first.executionCount + 1, 'the count is of the client\'s cells');
+    const failed = await s.runCode('import os\nassert os.environ["X"] == "1"\nraise ValueError("v")',
+        { context: ctx, envs: { X: '1' } });
+    assertEq(failed.error && failed.error.name, 'ValueError', 'a failing cell with envs');
+    const after = await s.runCode('import os\n(os.environ.get("GREETING"), os.environ.get("X"), '
+        + 'os.environ["HOME"], [n for n in globals() if n.startswith("_execbox")])', { context: ctx });
+    assertEq(after.text, "(None, None, '/workspace', [])", 'envs are the cell\'s only');
+    assertEq(after.executionCount, first.executionCount + 3, 'counted once per runCode');
+    await mustThrow(() => s.runCode('1', { context: ctx, envs: { 'A=B': 'x' } }), 'SandboxError',
+        'a name with "="');
+    const dflt = await s.runCode('import os\nos.environ["ONLY"]', { envs: { ONLY: 'here' } });
+    assertEq(dflt.text, 'here', 'envs in the default context');
+    await s.removeCodeContext(ctx);
 }
 
 async function main() {
@@ -488,6 +515,7 @@ async function main() {
         testFilesOutsideTheWorkspaceAreRefused,
         testCommandsRun,
         testBackgroundCommandKill,
+        testRunCodeEnvs,
     });
     const only = process.argv.slice(2);
     let passed = 0, failed = 0;
