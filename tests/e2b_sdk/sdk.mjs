@@ -448,6 +448,8 @@ async function testBackgroundCommandKill() {
     const h = await s.commands.run('echo started; sleep 30', { background: true });
     assert(typeof h.pid === 'number' && h.pid > 0, 'a pid');
     await sleep(300);
+    await mustThrow(() => s.commands.run('true'), 'SandboxError',
+        'a second command while one runs (one cell at a time)');
     assertEq(await h.kill(), true, 'kill');
     const e = await mustThrow(() => h.wait(), 'CommandExitError', 'wait after kill');
     assertEq(e.stdout, 'started\n', 'output before the kill');
