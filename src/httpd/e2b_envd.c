@@ -431,6 +431,16 @@ static const void *find_bytes(const char *h, size_t hl, const char *n, size_t nl
     return memmem(h, hl, n, nl);
 }
 
+/* The first case-insensitive occurrence of n in h[0..hl), or NULL. */
+static const char *find_nocase(const char *h, size_t hl, const char *n)
+{
+    size_t nl = strlen(n);
+    for (size_t i = 0; i + nl <= hl; i++)
+        if (strncasecmp(h + i, n, nl) == 0)
+            return h + i;
+    return NULL;
+}
+
 static int add_part(struct envd *d, const char *given, size_t off, size_t len,
                     struct e2b_answer *ret, enum e2b_op op)
 {
@@ -487,8 +497,8 @@ static int parse_multipart(struct envd *d, size_t len, const char *query_path, c
             return fail(ret, op, 400, "multipart/form-data: a part without its end");
         size_t dlen = (size_t)(next - (body + data));
         char name[64] = "", filename[EXECBOX_PATH_MAX + 16] = "";
-        const char *cd = strcasestr(h, "content-disposition:");
-        if (cd && (size_t)(cd - h) < hl) {
+        const char *cd = find_nocase(h, hl, "content-disposition:");
+        if (cd) {
             size_t rest = hl - (size_t)(cd - h);
             header_param(cd, rest, "name", name, sizeof(name));
             header_param(cd, rest, "filename", filename, sizeof(filename));

@@ -482,6 +482,47 @@ async function testRunCodeEnvs() {
     await s.removeCodeContext(ctx);
 }
 
+async function testEnvdRawWire() {
+    const post = (q, type, body) => fetch(serve.url(`/files${q}`), {
+        method: 'POST', headers: { 'Content-Type': type }, body,
+    });
+    let r = await post('?path=/workspace/raw/o.bin', 'application/octet-stream', 'octets');
+    assertEq([r.status, (await r.json())[0].path], [200, '/workspace/raw/o.bin'], 'octet-stream');
+    r = await fetch(serve.url('/files?path=%2Fworkspace%2Fraw%2Fo.bin'));
+    assertEq([r.status, await r.text()], [200, 'octets'], 'escapes in the query are decoded');
+    const bad = [
+        ['?path=/workspace/raw/x', 'multipart/form-data; boundary=XX', '--XX\r\nContent-Disposition: form-data; name="file"\r\n\r\nno end'],
+        ['?path=/workspace/raw/x', 'multipart/form-data', '--XX--\r\n'],
+        ['?path=/workspace/raw/x', 'text/plain', 'x'],
+        ['?path=%2Fworkspace%2F%00x', 'application/octet-stream', 'x'],
+        ['', 'application/octet-stream', 'x'],
+    ];
+    for (const [q, type, body] of bad) {
+        r = await post(q, type, body);
+        const j = await r.json();
+        assert(r.status === 400 || r.status === 415, `${type} ${q}: status ${r.status}`);
+        assert(typeof j.message === 'string' && j.code === r.status, `${type} ${q}: envd's error`);
+    }
+    r = await fetch(serve.url('/filesystem.Filesystem/Move'), {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}',
+    });
+    assertEq([r.status, (await r.json()).code], [501, 'unimplemented'], 'a method not served');
+    r = await fetch(serve.url('/process.Process/Start'), {
+        method: 'POST', headers: { 'Content-Type': 'application/connect+json' },
+        body: Buffer.from([0, 0, 0, 0, 9, 0x7b, 0x7d]),
+    });
+    const b = Buffer.from(await r.arrayBuffer());
+    assertEq([r.status, r.headers.get('content-type'), b[0]], [200, 'application/connect+json', 2],
+        'a bad envelope: the end of the stream');
+    assertEq(JSON.parse(b.subarray(5).toString()).error.code, 'invalid_argument', 'its error');
+    r = await fetch(serve.url('/filesystem.Filesystem/Remove'), {
+        method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ path: '/workspace' }),
+    });
+    assertEq([r.status, (await r.json()).code], [400, 'invalid_argument'],
+        'the workspace itself is not removed');
+}
+
 async function main() {
     const probe = spawnSync(EXECBOX, ['run', ...(process.env.EXECBOX_TEST_BACKEND
         ? ['--backend', process.env.EXECBOX_TEST_BACKEND] : []), '-c', 'print(1)'],
@@ -518,6 +559,7 @@ async function main() {
         testCommandsRun,
         testBackgroundCommandKill,
         testRunCodeEnvs,
+        testEnvdRawWire,
     });
     const only = process.argv.slice(2);
     let passed = 0, failed = 0;
