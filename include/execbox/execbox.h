@@ -527,6 +527,32 @@ int execbox_session_remove_file(struct execbox_session *s, const char *path,
                                 struct execbox_error *err);
 void execbox_files_free(struct execbox_file *files, size_t n);
 
+/* Directories of a session's workspace, resolved as the file calls above resolve paths (path
+ * NULL or "" is /workspace itself for stat and list_dir). make_dir makes the directory and its
+ * missing parents (-EEXIST when it already is one, -ENOTDIR when a file is in the way); stat
+ * describes what is at the path (a symlink itself, not followed); list_dir returns a
+ * directory's entries sorted by name, at most max of them (-E2BIG beyond; free *ret with
+ * execbox_free()). */
+enum execbox_dirent_type {
+    EXECBOX_DIRENT_OTHER = 0,
+    EXECBOX_DIRENT_FILE,
+    EXECBOX_DIRENT_DIR,
+    EXECBOX_DIRENT_SYMLINK,
+};
+struct execbox_dirent {
+    char name[256];
+    enum execbox_dirent_type type;
+    uint64_t size;
+    uint32_t mode;    /* st_mode */
+    int64_t mtime_ns; /* Unix time */
+};
+int execbox_session_make_dir(struct execbox_session *s, const char *path,
+                             struct execbox_error *err);
+int execbox_session_stat(struct execbox_session *s, const char *path, struct execbox_dirent *ret,
+                         struct execbox_error *err);
+int execbox_session_list_dir(struct execbox_session *s, const char *path, size_t max,
+                             struct execbox_dirent **ret, size_t *ret_n, struct execbox_error *err);
+
 /* Ends the session now: its processes are killed and its sandbox removed; a cell running in
  * another thread returns with killed_reason "cancelled" and the session ended. Thread-safe;
  * idempotent. */

@@ -52,6 +52,7 @@
 #include "model/result.h"
 #include "proc/proc.h"
 #include "ws/workspace.h"
+#include "ws/wsdir.h"
 #include "ws/wsfile.h"
 
 #define SESSION_READY_MS 60000 /* a session started warm from nothing imports its preload */
@@ -803,6 +804,26 @@ int execbox_session_remove_file(struct execbox_session *s, const char *path,
 {
     int r = file_call(s, err);
     return r < 0 ? r : eb_ws_remove(s->box.ws_fd, path, err);
+}
+
+int execbox_session_make_dir(struct execbox_session *s, const char *path, struct execbox_error *err)
+{
+    int r = file_call(s, err);
+    return r < 0 ? r : eb_ws_mkdir(s->box.ws_fd, path, err);
+}
+
+int execbox_session_stat(struct execbox_session *s, const char *path, struct execbox_dirent *ret,
+                         struct execbox_error *err)
+{
+    int r = file_call(s, err);
+    return r < 0 ? r : eb_ws_stat(s->box.ws_fd, path, ret, err);
+}
+
+int execbox_session_list_dir(struct execbox_session *s, const char *path, size_t max,
+                             struct execbox_dirent **ret, size_t *ret_n, struct execbox_error *err)
+{
+    int r = file_call(s, err);
+    return r < 0 ? r : eb_ws_list_dir(s->box.ws_fd, path, max, ret, ret_n, err);
 }
 
 void execbox_files_free(struct execbox_file *files, size_t n)

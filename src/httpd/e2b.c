@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "common/io.h"
+#include "e2b_envd.h"
 #include "request.h"
 
 /* The working directory a context reports: the session's, /workspace. */
@@ -30,6 +31,7 @@ struct e2b_ctx {
     const char *language;       /* canonical, static */
     bool is_default;            /* the language's default context */
     bool starting;              /* a worker is making its session */
+    uint64_t hidden;            /* cells of ours its session ran (env_vars, commands) */
     struct e2b_ctx *next;
 };
 
@@ -100,7 +102,8 @@ enum e2b_match e2b_match_path(const char *path, const char *token, const char **
     /* Not the token: a route (for a caller with the bearer header), or a wrong token, which
      * must not reach the log. */
     *ret_sub = *rest ? rest : "/";
-    static const char *const routes[] = {"execute", "contexts", "health"};
+    static const char *const routes[] = {"execute", "contexts",  "health",
+                                         "files",   E2B_ENVD_FS, E2B_ENVD_PROC};
     bool route = false;
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
         route |= strlen(routes[i]) == sl && strncmp(seg, routes[i], sl) == 0;
@@ -124,6 +127,9 @@ static bool id_ok(const char *s, size_t n)
 
 int e2b_route(const char *method, const char *sub, struct e2b_call *call, const char **ret_allow)
 {
+    int er = e2b_envd_route(method, sub, call, ret_allow);
+    if (er >= 0)
+        return er;
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool post = strcmp(method, "POST") == 0;
     if (strcmp(sub, "/health") == 0) {
@@ -171,7 +177,17 @@ bool e2b_op_immediate(enum e2b_op op)
 
 bool e2b_op_streams(enum e2b_op op)
 {
-    return op == E2B_OP_EXECUTE;
+    return op == E2B_OP_EXECUTE || op == E2B_OP_PROC_START;
+}
+
+bool e2b_op_json_body(enum e2b_op op)
+{
+    return !e2b_envd_op(op) || e2b_envd_json_body(op);
+}
+
+const char *e2b_stream_ctype(enum e2b_op op)
+{
+    return e2b_envd_op(op) ? E2B_CONNECT_STREAM_CTYPE : "application/x-ndjson";
 }
 
 /* ---- answers ----------------------------------------------------------------------------- */
@@ -406,6 +422,9 @@ static int opt_string(json_t *o, const char *key, const char **ret, struct e2b_a
     return 0;
 }
 
+static int claim_context(struct e2b *e, struct e2b_call *call, const char *ctx_id,
+                         const char *language, bool cell, struct e2b_answer *ret);
+
 static int prepare_execute(struct e2b *e, struct e2b_call *call, json_t *o, struct e2b_answer *ret)
 {
     json_t *code = json_object_get(o, "code");
@@ -419,9 +438,16 @@ static int prepare_execute(struct e2b *e, struct e2b_call *call, json_t *o, stru
         (r = opt_string(o, "language", &lang_name, ret)))
         return r;
     json_t *env = json_object_get(o, "env_vars");
-    if (env && !json_is_null(env) && !(json_is_object(env) && json_object_size(env) == 0))
-        return text_answer(ret, 400,
-                           "env_vars: not supported by execbox (set variables in the code)");
+    if (env && !json_is_null(env) && !json_is_object(env))
+        return text_answer(ret, 400, "env_vars: expected an object of strings");
+    if (json_object_size(env)) {
+        char msg[160];
+        r = e2b_envd_env_cells(env, &call->env_setup, &call->env_restore, msg, sizeof(msg));
+        if (r == -EINVAL)
+            return text_answer(ret, 400, "%s", msg);
+        if (r < 0)
+            return r;
+    }
     if (ctx_id && lang_name)
         return text_answer(ret, 400, "Only one of context_id or language can be provided");
     const char *language = lang_name ? language_of(lang_name) : "python";
@@ -432,7 +458,17 @@ static int prepare_execute(struct e2b *e, struct e2b_call *call, json_t *o, stru
     if (!call->code)
         return -ENOMEM;
     memcpy(call->code, json_string_value(code), call->code_len + 1);
+    return claim_context(e, call, ctx_id, language, true, ret);
+}
 
+/* Finds the context a call works in (ctx_id's, or the language's default one, added when there
+ * is none) and takes a reference to its session (call->sess) and, when cell, its cell. A context
+ * still to be made is left in call->ctx with call->create, for the worker. 0, or 1 with the
+ * answer in *ret. */
+static int claim_context(struct e2b *e, struct e2b_call *call, const char *ctx_id,
+                         const char *language, bool cell, struct e2b_answer *ret)
+{
+    int r;
     pthread_mutex_lock(&e->lock);
     struct e2b_ctx *c = NULL;
     if (ctx_id) {
@@ -463,8 +499,9 @@ static int prepare_execute(struct e2b *e, struct e2b_call *call, json_t *o, stru
         return text_answer(ret, 409, "Context %s is starting", c->id);
     }
     call->ctx = call->create ? c : NULL; /* a live context may be deleted under the call */
+    snprintf(call->ctx_id, sizeof(call->ctx_id), "%s", c->id);
     r = 0;
-    if (!call->create) {
+    if (!call->create && cell) {
         int b = sess_cell_begin(call->sess);
         if (b == -EBUSY)
             r = text_answer(ret, 409, "Context %s is running a cell (one at a time)", c->id);
@@ -527,6 +564,8 @@ int e2b_prepare(struct e2b *e, struct e2b_call *call, const char *body, size_t l
 {
     if (call->op == E2B_OP_RESTART)
         return prepare_restart(e, call, ret);
+    if (e2b_envd_op(call->op))
+        return e2b_envd_prepare(e, call, body, len, ret);
     int rc = 0;
     json_t *o = load_object(body, len, ret, &rc);
     if (!o)
@@ -559,6 +598,7 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
     } else {
         snprintf(c->sess_id, sizeof(c->sess_id), "%s", sess_id(s));
         c->starting = false;
+        c->hidden = 0;
     }
     pthread_mutex_unlock(&e->lock);
     call->ctx = NULL;
@@ -571,6 +611,41 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
         return r == -ENOTSUP || r == -EINVAL || r == -EPERM ? 400 : 500;
     }
     call->sess = s;
+    return 0;
+}
+
+int e2b_default_context(struct e2b *e, struct e2b_call *call, bool cell, struct e2b_answer *ret)
+{
+    return claim_context(e, call, NULL, "python", cell, ret);
+}
+
+uint64_t e2b_hidden_cells(struct e2b *e, struct e2b_call *call, uint64_t n)
+{
+    uint64_t v = 0;
+    pthread_mutex_lock(&e->lock);
+    struct e2b_ctx *c = find_ctx(e, call->ctx_id);
+    if (c) {
+        c->hidden += n;
+        v = c->hidden;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return v;
+}
+
+int e2b_context_ready(struct e2b *e, struct e2b_call *call, bool cell, struct execbox_error *err)
+{
+    if (!call->create)
+        return 0;
+    int status = start_context(e, call, err);
+    if (status)
+        return status;
+    if (cell) {
+        if (sess_cell_begin(call->sess) < 0) {
+            snprintf(err->msg, sizeof(err->msg), "the context ended as it started");
+            return 500;
+        }
+        call->claimed = true;
+    }
     return 0;
 }
 
@@ -796,24 +871,41 @@ static void send_cell_error(struct stream *st, const struct execbox_result *res,
     }
 }
 
+/* Runs a cell of ours (env_vars' setup or restore) in the call's claimed cell, its output
+ * unseen. 0, or -EIO (or the run's error) with err set. */
+static int run_hidden(struct e2b *e, struct e2b_call *call, const char *code,
+                      struct execbox_cancel *cancel, struct execbox_error *err)
+{
+    struct execbox_request req = {.code = code, .cancel = cancel};
+    struct execbox_result *res = NULL;
+    int r = execbox_session_run(sess_session(call->sess), &req, &res, err);
+    if (r < 0)
+        return r;
+    e2b_hidden_cells(e, call, 1);
+    if (res->exit_code != 0 || res->error_name) {
+        snprintf(err->msg, sizeof(err->msg), "env_vars: the cell that sets them failed (%s)",
+                 res->error_name ? res->error_name : "exit status");
+        r = -EIO;
+    }
+    execbox_result_free(res);
+    return r;
+}
+
 static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_cancel *cancel,
                         struct stream *st, struct e2b_outcome *out)
 {
     struct execbox_error err = {0};
-    if (call->create) {
-        int status = start_context(e, call, &err);
-        if (status) {
-            send_error(st, "SandboxError", err.msg[0] ? err.msg : "the context could not start",
-                       "");
-            send_end(st, 0, false);
-            return;
-        }
-        if (sess_cell_begin(call->sess) < 0) {
-            send_error(st, "SandboxError", "the context ended as it started", "");
-            send_end(st, 0, false);
-            return;
-        }
-        call->claimed = true;
+    if (e2b_context_ready(e, call, true, &err)) {
+        send_error(st, "SandboxError", err.msg[0] ? err.msg : "the context could not start", "");
+        send_end(st, 0, false);
+        return;
+    }
+    if (call->env_setup && run_hidden(e, call, call->env_setup, cancel, &err) < 0) {
+        sess_cell_end(call->sess, NULL);
+        call->claimed = false;
+        send_error(st, "SandboxError", err.msg, "");
+        send_end(st, 0, false);
+        return;
     }
     const struct execbox_policy *pol = sess_policy(call->sess);
     st->limit = pol->output_limit ? pol->output_limit : EXECBOX_DEFAULT_OUTPUT_LIMIT;
@@ -826,6 +918,12 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
     };
     struct execbox_result *res = NULL;
     int r = execbox_session_run(sess_session(call->sess), &req, &res, &err);
+    uint64_t hidden = e2b_hidden_cells(e, call, 0);
+    if (call->env_restore && r == 0) {
+        /* The variables were the cell's only: as they were before it (also after a failure). */
+        struct execbox_error rerr = {0};
+        run_hidden(e, call, call->env_restore, NULL, &rerr);
+    }
     sess_cell_end(call->sess, r == 0 ? res : NULL);
     call->claimed = false;
     flush_pending(st, 0);
@@ -855,7 +953,8 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
     for (size_t i = 0; i < res->n_results; i++)
         send_result(st, &res->results[i]);
     send_cell_error(st, res, pol->timeout > 0 ? pol->timeout : EXECBOX_DEFAULT_TIMEOUT);
-    send_end(st, res->execution_count, true);
+    /* The count of the client's cells, not of ours. */
+    send_end(st, res->execution_count > hidden ? res->execution_count - hidden : 0, true);
     execbox_result_free(res);
 }
 
@@ -864,6 +963,10 @@ void e2b_run(struct e2b *e, struct e2b_call *call, struct execbox_cancel *cancel
 {
     *out = (struct e2b_outcome){0};
     *ret = (struct e2b_answer){0};
+    if (e2b_envd_op(call->op)) {
+        e2b_envd_run(e, call, cancel, push, ud, ret, out);
+        return;
+    }
     if (call->op == E2B_OP_EXECUTE) {
         struct stream st = {.push = push, .ud = ud};
         run_execute(e, call, cancel, &st, out);
@@ -901,6 +1004,11 @@ void e2b_call_clear(struct e2b *e, struct e2b_call *call)
         if (call->old_sess[0])
             sess_remove(e->cfg.sessions, call->old_sess, NULL, NULL);
     }
+    e2b_envd_clear(call);
     free(call->code);
+    free(call->env_setup);
+    free(call->env_restore);
+    free(call->query_path);
+    free(call->ctype);
     memset(call, 0, sizeof(*call));
 }

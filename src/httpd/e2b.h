@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/sessions.h"
 #include "execbox/execbox.h"
@@ -58,6 +59,16 @@ enum e2b_op {
     E2B_OP_CREATE,   /* POST /contexts */
     E2B_OP_DELETE,   /* DELETE /contexts/{id} */
     E2B_OP_RESTART,  /* POST /contexts/{id}/restart */
+    /* envd's routes, in the default context (e2b_envd.h) */
+    E2B_OP_FILES_GET,   /* GET /files?path= */
+    E2B_OP_FILES_POST,  /* POST /files[?path=], multipart or octet-stream */
+    E2B_OP_FS_STAT,     /* POST /filesystem.Filesystem/Stat (Connect, JSON) */
+    E2B_OP_FS_LIST,     /* .../ListDir */
+    E2B_OP_FS_MKDIR,    /* .../MakeDir */
+    E2B_OP_FS_REMOVE,   /* .../Remove */
+    E2B_OP_PROC_START,  /* POST /process.Process/Start (Connect server stream, JSON) */
+    E2B_OP_PROC_SIGNAL, /* .../SendSignal */
+    E2B_OP_RPC_OTHER,   /* another method of those services: unimplemented */
 };
 
 /* One call: routed, then prepared, then (for the ops that need a worker) run. Zero it. */
@@ -72,7 +83,26 @@ struct e2b_call {
     char old_sess[SESS_ID_SIZE]; /* restart: the session it replaces */
     char *code;
     size_t code_len;
+    char ctx_id[E2B_ID_SIZE];      /* the context it works in */
+    char *env_setup, *env_restore; /* execute's env_vars: the cells around the code's */
+    /* envd: the request's ?path= (NULL without one) and Content-Type (e2b_call_request), and
+     * what its body asked for (private to e2b_envd.c) */
+    char *query_path;
+    bool query_bad; /* ?path= is not a path (a bad escape, a NUL) */
+    char *ctype;
+    void *envd;
 };
+
+/* Keeps what an envd route needs of the request besides its body: the query's path (as sent,
+ * percent-escaped) and the Content-Type (either may be NULL). 0, or -ENOMEM. */
+int e2b_call_request(struct e2b_call *call, const char *query_path, const char *ctype);
+
+/* Whether the op's body must be application/json (the contexts, execute, Connect's unary
+ * calls) rather than what the route checks itself (a file's upload, a Connect stream). */
+bool e2b_op_json_body(enum e2b_op op);
+
+/* The Content-Type of a streamed answer. */
+const char *e2b_stream_ctype(enum e2b_op op);
 
 /* Routes SUB (as e2b_match_path gave it) for method. Returns 0 with call->op set, 404 for no
  * such route, 405 for a route without this method (*ret_allow then names the methods). */
@@ -88,6 +118,9 @@ struct e2b_answer {
     const char *ctype;
     char *body;
     size_t len;
+    bool has_fd; /* the body is sent from fd (fd_size bytes; the receiver closes it), not body */
+    int fd;
+    uint64_t fd_size;
 };
 
 /* Answers an immediate op (health, list, delete). 0, or -ENOMEM. */

@@ -137,6 +137,10 @@ static void run_e2b(struct srv *s, struct job *j)
         j->answer.exit_code = o.exit_code;
     }
     job_set_answer(j, e2b_op_streams(j->e2b.op) ? 200 : a.status, a.body, a.len, a.ctype, free);
+    if (a.has_fd) { /* a download, sent from the file (srv_respond_file) */
+        j->answer.fd = a.fd;
+        j->answer.fd_size = a.fd_size;
+    }
 }
 
 /* The runner's run(): runs one job and prepares its answer (j->answer). */

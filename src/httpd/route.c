@@ -198,14 +198,21 @@ static bool check_method(struct srv *s, struct job *j, struct MHD_Connection *c,
             return false;
         }
         int r = e2b_route(j->req.method, e2b_sub, &j->e2b, &j->req.allow);
-        if (r == 404)
+        if (r == 0 &&
+            e2b_call_request(
+                &j->e2b, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path"),
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)) < 0)
+            r = 503;
+        if (r == 503)
+            reject(j, 503, "unavailable", "out of memory", 1);
+        else if (r == 404)
             reject(j, 404, "not_found", "no such endpoint", 0);
         else if (r == 405)
             reject(j, 405, "method_not_allowed", "method not allowed here (see Allow)", 0);
         if (r || e2b_op_immediate(j->e2b.op))
             return false;
-        j->req.op = OP_E2B; /* a POST with a JSON body */
-        *json_body = true;
+        j->req.op = OP_E2B; /* a POST with a JSON body, but for envd's files and streams */
+        *json_body = e2b_op_json_body(j->e2b.op);
     } else if (!route_method(j, get, json_body)) {
         j->req.op = OP_NONE;
         reject(j, 405, "method_not_allowed",

@@ -169,7 +169,8 @@ enum MHD_Result sse_respond(struct job *j, struct MHD_Connection *c)
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            j->req.route == R_E2B ? "application/x-ndjson" : "text/event-stream");
+                            j->req.route == R_E2B ? e2b_stream_ctype(j->e2b.op)
+                                                  : "text/event-stream");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     MHD_add_response_header(resp, "X-Request-Id", j->req.id);
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");

@@ -313,6 +313,216 @@ async function testNdjsonWire() {
     await both.text();
 }
 
+// ---- envd: sandbox.files and sandbox.commands, in the default context's workspace ----------
+
+// Runs fn, which must throw an error of the class want (by name); returns the error.
+async function mustThrow(fn, want, msg) {
+    try {
+        await fn();
+    } catch (e) {
+        assert(e instanceof errors[want], `${msg}: expected ${want}, got ${e && e.name}: ${e && e.message}`);
+        return e;
+    }
+    throw new Error(`${msg}: expected ${want}, nothing was thrown`);
+}
+
+async function testFilesWriteReadList() {
+    const s = await Sandbox.create();
+    const info = await s.files.write('/home/user/envd/a.txt', 'hello files');
+    assertEq([info.name, info.type, info.path], ['a.txt', 'file', '/workspace/envd/a.txt'],
+        'write answers the file');
+    assertEq(await s.files.read('/home/user/envd/a.txt'), 'hello files', 'read back');
+    assertEq(await s.files.read('envd/a.txt'), 'hello files', 'a relative path is in the workspace');
+    const many = await s.files.write([
+        { path: '/workspace/envd/b.bin', data: new Uint8Array([0, 1, 2, 255]).buffer },
+        { path: 'envd/sub/c.txt', data: 'c' },
+    ]);
+    assertEq(many.map((f) => f.path), ['/workspace/envd/b.bin', '/workspace/envd/sub/c.txt'],
+        'writeFiles answers each file');
+    const bytes = await s.files.read('/workspace/envd/b.bin', { format: 'bytes' });
+    assertEq(Array.from(bytes), [0, 1, 2, 255], 'binary bytes are kept');
+    assertEq(await s.files.read('/workspace/envd/sub/c.txt'), 'c', 'parents are made');
+    const ex = await s.runCode('open("/workspace/envd/a.txt").read()');
+    assertEq(ex.text, 'hello files', 'runCode (the default context) sees the file');
+
+    const list = await s.files.list('/home/user/envd');
+    assertEq(list.map((e) => [e.name, e.type, e.path]), [
+        ['a.txt', 'file', '/workspace/envd/a.txt'],
+        ['b.bin', 'file', '/workspace/envd/b.bin'],
+        ['sub', 'dir', '/workspace/envd/sub'],
+    ], 'list: the entries, sorted');
+    assertEq(list[1].size, 4, 'list: the size');
+    assert(list[0].modifiedTime instanceof Date, 'list: modifiedTime');
+    const deep = await s.files.list('/workspace/envd', { depth: 2 });
+    assert(deep.some((e) => e.path === '/workspace/envd/sub/c.txt'), 'list depth 2');
+
+    assertEq(await s.files.exists('/home/user/envd/sub/c.txt'), true, 'exists: a file');
+    assertEq(await s.files.exists('/home/user/envd/sub'), true, 'exists: a directory');
+    assertEq(await s.files.exists('/home/user/envd/nope'), false, 'exists: nothing there');
+    const gi = await s.files.getInfo('/workspace/envd/b.bin');
+    assertEq([gi.type, gi.size, gi.permissions], ['file', 4, '-rw-r--r--'], 'getInfo');
+
+    assertEq(await s.files.makeDir('/workspace/envd/new/deep'), true, 'makeDir makes parents');
+    assertEq(await s.files.makeDir('/workspace/envd/new/deep'), false, 'makeDir: already there');
+    assertEq((await s.files.getInfo('envd/new/deep')).type, 'dir', 'makeDir made a directory');
+    const seen = await s.runCode('import os; sorted(os.listdir("/workspace/envd/new"))');
+    assertEq(seen.text, "['deep']", 'the cell sees the new directory');
+
+    await s.files.remove('/workspace/envd/a.txt');
+    assertEq(await s.files.exists('/workspace/envd/a.txt'), false, 'remove: a file');
+    await s.files.remove('/workspace/envd');
+    assertEq(await s.files.exists('/workspace/envd'), false, 'remove: a tree');
+    await mustThrow(() => s.files.read('/workspace/envd/b.bin'), 'FileNotFoundError',
+        'read: a removed file');
+    await mustThrow(() => s.files.list('/workspace/envd'), 'FileNotFoundError',
+        'list: a removed directory');
+    await mustThrow(() => s.files.remove('/workspace/envd'), 'FileNotFoundError',
+        'remove: nothing there');
+}
+
+async function testFilesOutsideTheWorkspaceAreRefused() {
+    const s = await Sandbox.create();
+    for (const p of ['/etc/passwd', '../etc/passwd', '/workspace/../etc/passwd',
+        '/home/user/../../etc/passwd', '/tmp/x', 'a/./b']) {
+        await mustThrow(() => s.files.read(p), 'InvalidArgumentError', `read ${p}`);
+        await mustThrow(() => s.files.write(p, 'x'), 'InvalidArgumentError', `write ${p}`);
+        await mustThrow(() => s.files.list(p), 'InvalidArgumentError', `list ${p}`);
+        await mustThrow(() => s.files.exists(p), 'InvalidArgumentError', `exists ${p}`);
+        await mustThrow(() => s.files.makeDir(p), 'InvalidArgumentError', `makeDir ${p}`);
+        await mustThrow(() => s.files.remove(p), 'InvalidArgumentError', `remove ${p}`);
+    }
+    // A link the code planted is not followed out of the workspace.
+    const ex = await s.runCode('import os\nif not os.path.lexists("/workspace/etc-link"): '
+        + 'os.symlink("/etc", "/workspace/etc-link")');
+    assert(!ex.error, `planting the link: ${ex.error && ex.error.value}`);
+    await mustThrow(() => s.files.read('/workspace/etc-link/passwd'), 'InvalidArgumentError',
+        'read through a symlink');
+    await mustThrow(() => s.files.write('/workspace/etc-link/x', 'x'), 'InvalidArgumentError',
+        'write through a symlink');
+    await mustThrow(() => s.files.list('/workspace/etc-link'), 'InvalidArgumentError',
+        'list through a symlink');
+    await mustThrow(() => s.files.makeDir('/workspace/etc-link/x'), 'InvalidArgumentError',
+        'makeDir through a symlink');
+    await mustThrow(() => s.files.exists('/workspace/etc-link/passwd'), 'InvalidArgumentError',
+        'exists through a symlink');
+    await s.files.remove('/workspace/etc-link'); // the link itself
+    assertEq(await s.files.exists('/workspace/etc-link'), false, 'the link is gone');
+}
+
+async function testCommandsRun() {
+    const s = await Sandbox.create();
+    const chunks = [];
+    const r = await s.commands.run('echo out; echo err >&2; pwd', {
+        onStdout: (d) => chunks.push(d),
+    });
+    assertEq([r.exitCode, r.stdout, r.stderr], [0, 'out\n/workspace\n', 'err\n'],
+        'exit code, stdout, stderr');
+    assertEq(chunks.join(''), 'out\n/workspace\n', 'onStdout sees the output');
+    const e = await mustThrow(() => s.commands.run('echo partial; echo bad >&2; exit 3'),
+        'CommandExitError', 'a non-zero exit');
+    assertEq([e.exitCode, e.stdout, e.stderr], [3, 'partial\n', 'bad\n'],
+        'the exit error carries the result');
+    const env = await s.commands.run('echo "$GREETING $HOME"', { envs: { GREETING: 'hi' } });
+    assertEq(env.stdout, 'hi /workspace\n', 'envs reach the command');
+    const cwd = await s.commands.run('pwd', { cwd: '/tmp' });
+    assertEq(cwd.stdout, '/tmp\n', 'cwd');
+    await s.commands.run('mkdir -p /workspace/cmd && echo made > /workspace/cmd/f.txt');
+    assertEq(await s.files.read('/home/user/cmd/f.txt'), 'made\n',
+        'files see what a command wrote');
+    const walls = await s.commands.run('id -un; (echo > /usr/x) 2>/dev/null || echo read-only');
+    assertEq(walls.stdout.trim().split('\n').pop(), 'read-only', 'the sandbox\'s root is read-only');
+    const t0 = Date.now();
+    await mustThrow(() => s.commands.run('sleep 30'), 'TimeoutError',
+        'a command past the server\'s cell timeout');
+    assert(Date.now() - t0 < (CELL_TIMEOUT + 5) * 1000, 'killed at the cell timeout');
+    // The commands left the interpreter's state alone.
+    const ex = await s.runCode('[n for n in globals() if n.startswith("_execbox")]');
+    assertEq(ex.text, '[]', 'no names of the command cells');
+    await s.commands.run('true');
+    const next = await s.runCode('2');
+    assertEq(next.executionCount, ex.executionCount + 1, 'commands are not counted as executions');
+}
+
+async function testBackgroundCommandKill() {
+    const s = await Sandbox.create();
+    const h = await s.commands.run('echo started; sleep 30', { background: true });
+    assert(typeof h.pid === 'number' && h.pid > 0, 'a pid');
+    await sleep(300);
+    await mustThrow(() => s.commands.run('true'), 'SandboxError',
+        'a second command while one runs (one cell at a time)');
+    assertEq(await h.kill(), true, 'kill');
+    const e = await mustThrow(() => h.wait(), 'CommandExitError', 'wait after kill');
+    assertEq(e.stdout, 'started\n', 'output before the kill');
+    assertEq(await s.commands.kill(h.pid), false, 'kill: no such process any more');
+    const bg = await s.commands.run('echo bg', { background: true });
+    assertEq((await bg.wait()).stdout, 'bg\n', 'wait for a background command');
+}
+
+async function testRunCodeEnvs() {
+    const s = await Sandbox.create();
+    const ctx = await s.createCodeContext();
+    const first = await s.runCode('1', { context: ctx });
+    const ex = await s.runCode('import os, subprocess\nprint(os.environ["GREETING"])\n'
+        + 'subprocess.run(["sh", "-c", "echo $GREETING"])\nos.environ["HOME"]',
+    { context: ctx, envs: { GREETING: 'hi there', HOME: '/elsewhere' } });
+    assertEq(ex.logs.stdout.join(''), 'hi there\nhi there\n', 'the cell and its children see envs');
+    assertEq(ex.text, '/elsewhere', 'an env var replaced for the cell');
+    assertEq(ex.executionCount, first.executionCount + 1, 'the count is of the client\'s cells');
+    const failed = await s.runCode('import os\nassert os.environ["X"] == "1"\nraise ValueError("v")',
+        { context: ctx, envs: { X: '1' } });
+    assertEq(failed.error && failed.error.name, 'ValueError', 'a failing cell with envs');
+    const after = await s.runCode('import os\n(os.environ.get("GREETING"), os.environ.get("X"), '
+        + 'os.environ["HOME"], [n for n in globals() if n.startswith("_execbox")])', { context: ctx });
+    assertEq(after.text, "(None, None, '/workspace', [])", 'envs are the cell\'s only');
+    assertEq(after.executionCount, first.executionCount + 3, 'counted once per runCode');
+    await mustThrow(() => s.runCode('1', { context: ctx, envs: { 'A=B': 'x' } }), 'SandboxError',
+        'a name with "="');
+    const dflt = await s.runCode('import os\nos.environ["ONLY"]', { envs: { ONLY: 'here' } });
+    assertEq(dflt.text, 'here', 'envs in the default context');
+    await s.removeCodeContext(ctx);
+}
+
+async function testEnvdRawWire() {
+    const post = (q, type, body) => fetch(serve.url(`/files${q}`), {
+        method: 'POST', headers: { 'Content-Type': type }, body,
+    });
+    let r = await post('?path=/workspace/raw/o.bin', 'application/octet-stream', 'octets');
+    assertEq([r.status, (await r.json())[0].path], [200, '/workspace/raw/o.bin'], 'octet-stream');
+    r = await fetch(serve.url('/files?path=%2Fworkspace%2Fraw%2Fo.bin'));
+    assertEq([r.status, await r.text()], [200, 'octets'], 'escapes in the query are decoded');
+    const bad = [
+        ['?path=/workspace/raw/x', 'multipart/form-data; boundary=XX', '--XX\r\nContent-Disposition: form-data; name="file"\r\n\r\nno end'],
+        ['?path=/workspace/raw/x', 'multipart/form-data', '--XX--\r\n'],
+        ['?path=/workspace/raw/x', 'text/plain', 'x'],
+        ['?path=%2Fworkspace%2F%00x', 'application/octet-stream', 'x'],
+        ['', 'application/octet-stream', 'x'],
+    ];
+    for (const [q, type, body] of bad) {
+        r = await post(q, type, body);
+        const j = await r.json();
+        assert(r.status === 400 || r.status === 415, `${type} ${q}: status ${r.status}`);
+        assert(typeof j.message === 'string' && j.code === r.status, `${type} ${q}: envd's error`);
+    }
+    r = await fetch(serve.url('/filesystem.Filesystem/Move'), {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}',
+    });
+    assertEq([r.status, (await r.json()).code], [501, 'unimplemented'], 'a method not served');
+    r = await fetch(serve.url('/process.Process/Start'), {
+        method: 'POST', headers: { 'Content-Type': 'application/connect+json' },
+        body: Buffer.from([0, 0, 0, 0, 9, 0x7b, 0x7d]),
+    });
+    const b = Buffer.from(await r.arrayBuffer());
+    assertEq([r.status, r.headers.get('content-type'), b[0]], [200, 'application/connect+json', 2],
+        'a bad envelope: the end of the stream');
+    assertEq(JSON.parse(b.subarray(5).toString()).error.code, 'invalid_argument', 'its error');
+    r = await fetch(serve.url('/filesystem.Filesystem/Remove'), {
+        method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ path: '/workspace' }),
+    });
+    assertEq([r.status, (await r.json()).code], [400, 'invalid_argument'],
+        'the workspace itself is not removed');
+}
+
 async function main() {
     const probe = spawnSync(EXECBOX, ['run', ...(process.env.EXECBOX_TEST_BACKEND
         ? ['--backend', process.env.EXECBOX_TEST_BACKEND] : []), '-c', 'print(1)'],
@@ -344,6 +554,12 @@ async function main() {
         testRestartAbortsARunningCell,
         testTokenRidesInThePath,
         testNdjsonWire,
+        testFilesWriteReadList,
+        testFilesOutsideTheWorkspaceAreRefused,
+        testCommandsRun,
+        testBackgroundCommandKill,
+        testRunCodeEnvs,
+        testEnvdRawWire,
     });
     const only = process.argv.slice(2);
     let passed = 0, failed = 0;
