@@ -17,21 +17,21 @@
 
 #include "common/io.h"
 #include "e2b_envd.h"
+#include "e2b_lines.h"
 #include "request.h"
 
 /* The working directory a context reports: the session's, /workspace. */
 #define E2B_CWD "/workspace"
 #define E2B_TEXT "text/plain; charset=utf-8"
-/* A partial output line waits for its end up to this size (or the cell's end). */
-#define E2B_LINE_MAX 4096
 
 struct e2b_ctx {
     char id[E2B_ID_SIZE];
-    char sess_id[SESS_ID_SIZE]; /* its session now; "" while starting */
-    const char *language;       /* canonical, static */
-    bool is_default;            /* the language's default context */
-    bool starting;              /* a worker is making its session */
-    uint64_t hidden;            /* cells of ours its session ran (env_vars, commands) */
+    char sess_id[SESS_ID_SIZE];     /* its session now; "" while starting */
+    const char *language;           /* canonical, static */
+    bool is_default;                /* the language's default context (of its owner) */
+    char owner[SESS_OWNER_MAX + 1]; /* the tenant whose it is ("" none) */
+    bool starting;                  /* a worker is making its session */
+    uint64_t hidden;                /* cells of ours its session ran (env_vars, commands) */
     struct e2b_ctx *next;
 };
 
@@ -263,12 +263,14 @@ static void unlink_ctx(struct e2b *e, struct e2b_ctx *c)
         }
 }
 
-static struct e2b_ctx *add_ctx(struct e2b *e, const char *language, bool is_default)
+static struct e2b_ctx *add_ctx(struct e2b *e, const struct e2b_call *call, const char *language,
+                               bool is_default)
 {
     struct e2b_ctx *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
     new_id(c->id);
+    snprintf(c->owner, sizeof(c->owner), "%s", call->owner);
     c->language = language;
     c->is_default = is_default;
     c->starting = true;
@@ -286,7 +288,7 @@ static bool ctx_live(struct e2b *e, struct e2b_ctx *c, struct sess **ret_sess)
 {
     if (c->starting)
         return true;
-    struct sess *s = sess_get(e->cfg.sessions, c->sess_id);
+    struct sess *s = sess_get_owned(e->cfg.sessions, c->sess_id, c->owner);
     if (!s) {
         unlink_ctx(e, c);
         return false;
@@ -298,20 +300,29 @@ static bool ctx_live(struct e2b *e, struct e2b_ctx *c, struct sess **ret_sess)
     return true;
 }
 
-static struct e2b_ctx *find_ctx(struct e2b *e, const char *id)
+/* The call's tenant's context of that id: another tenant's is as unknown as none. */
+static struct e2b_ctx *find_ctx(struct e2b *e, const struct e2b_call *call, const char *id)
 {
     for (struct e2b_ctx *c = e->head; c; c = c->next)
-        if (strcmp(c->id, id) == 0)
+        if (strcmp(c->id, id) == 0 && strcmp(c->owner, call->owner) == 0)
             return c;
     return NULL;
 }
 
-static struct e2b_ctx *find_default(struct e2b *e, const char *language)
+static struct e2b_ctx *find_default(struct e2b *e, const struct e2b_call *call,
+                                    const char *language)
 {
     for (struct e2b_ctx *c = e->head; c; c = c->next)
-        if (c->is_default && strcmp(c->language, language) == 0)
+        if (c->is_default && strcmp(c->language, language) == 0 &&
+            strcmp(c->owner, call->owner) == 0)
             return c;
     return NULL;
+}
+
+void e2b_call_owner(struct e2b_call *call, const char *owner, size_t owner_max)
+{
+    snprintf(call->owner, sizeof(call->owner), "%s", owner ? owner : "");
+    call->owner_max = owner_max;
 }
 
 /* Drops entries of sessions that are gone, so that the table holds no more than is live. */
@@ -339,7 +350,7 @@ int e2b_answer(struct e2b *e, struct e2b_call *call, struct e2b_answer *ret)
         pthread_mutex_lock(&e->lock);
         sweep(e);
         for (struct e2b_ctx *c = e->head; c && a; c = c->next)
-            if (json_array_append_new(a, ctx_json(c)) < 0) {
+            if (strcmp(c->owner, call->owner) == 0 && json_array_append_new(a, ctx_json(c)) < 0) {
                 json_decref(a);
                 a = NULL;
             }
@@ -350,7 +361,7 @@ int e2b_answer(struct e2b *e, struct e2b_call *call, struct e2b_answer *ret)
         return text_answer(ret, 404, "Not Found") < 0 ? -ENOMEM : 0;
     char sid[SESS_ID_SIZE] = "";
     pthread_mutex_lock(&e->lock);
-    struct e2b_ctx *c = find_ctx(e, call->id);
+    struct e2b_ctx *c = find_ctx(e, call, call->id);
     bool found = c && ctx_live(e, c, NULL);
     bool starting = found && c->starting;
     if (found && !starting) {
@@ -472,7 +483,7 @@ static int claim_context(struct e2b *e, struct e2b_call *call, const char *ctx_i
     pthread_mutex_lock(&e->lock);
     struct e2b_ctx *c = NULL;
     if (ctx_id) {
-        c = find_ctx(e, ctx_id);
+        c = find_ctx(e, call, ctx_id);
         if (c && !ctx_live(e, c, &call->sess))
             c = NULL;
         if (!c) {
@@ -480,13 +491,13 @@ static int claim_context(struct e2b *e, struct e2b_call *call, const char *ctx_i
             return text_answer(ret, 404, "Context %.64s not found", ctx_id);
         }
     } else {
-        c = find_default(e, language);
+        c = find_default(e, call, language);
         if (c && !ctx_live(e, c, &call->sess))
             c = NULL; /* expired: a new default context takes its place */
         if (!c) {
             if (e->n >= E2B_CONTEXTS_MAX)
                 sweep(e);
-            c = e->n < E2B_CONTEXTS_MAX ? add_ctx(e, language, true) : NULL;
+            c = e->n < E2B_CONTEXTS_MAX ? add_ctx(e, call, language, true) : NULL;
             if (!c) {
                 pthread_mutex_unlock(&e->lock);
                 return text_answer(ret, 429, "too many contexts");
@@ -529,7 +540,7 @@ static int prepare_create(struct e2b *e, struct e2b_call *call, json_t *o, struc
     pthread_mutex_lock(&e->lock);
     if (e->n >= E2B_CONTEXTS_MAX)
         sweep(e);
-    struct e2b_ctx *c = e->n < E2B_CONTEXTS_MAX ? add_ctx(e, language, false) : NULL;
+    struct e2b_ctx *c = e->n < E2B_CONTEXTS_MAX ? add_ctx(e, call, language, false) : NULL;
     pthread_mutex_unlock(&e->lock);
     if (!c)
         return text_answer(ret, 429, "too many contexts");
@@ -542,7 +553,7 @@ static int prepare_restart(struct e2b *e, struct e2b_call *call, struct e2b_answ
 {
     pthread_mutex_lock(&e->lock);
     /* A context whose session expired may still be restarted: it is only looked up. */
-    struct e2b_ctx *c = find_ctx(e, call->id);
+    struct e2b_ctx *c = find_ctx(e, call, call->id);
     int r = 0;
     if (!c) {
         r = text_answer(ret, 404, "Context %s not found", call->id);
@@ -589,7 +600,11 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
     /* The session replaced by a restart goes first, so that it does not count twice. */
     if (call->old_sess[0])
         sess_remove(e->cfg.sessions, call->old_sess, NULL, NULL);
-    struct sess_options so = {.language = c->language, .policy = e->cfg.policy, .surface = "e2b"};
+    struct sess_options so = {.language = c->language,
+                              .policy = e->cfg.policy,
+                              .surface = "e2b",
+                              .owner = c->owner,
+                              .owner_max = call->owner_max};
     struct sess *s = NULL;
     int r = sess_create(e->cfg.sessions, &so, &s, err);
     pthread_mutex_lock(&e->lock);
@@ -604,7 +619,7 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
     call->ctx = NULL;
     call->create = false;
     if (r < 0) {
-        if (r == -EAGAIN)
+        if (r == -EAGAIN || r == -EDQUOT)
             return 429;
         if (r == -ESHUTDOWN)
             return 503;
@@ -623,7 +638,7 @@ uint64_t e2b_hidden_cells(struct e2b *e, struct e2b_call *call, uint64_t n)
 {
     uint64_t v = 0;
     pthread_mutex_lock(&e->lock);
-    struct e2b_ctx *c = find_ctx(e, call->ctx_id);
+    struct e2b_ctx *c = find_ctx(e, call, call->ctx_id);
     if (c) {
         c->hidden += n;
         v = c->hidden;
@@ -647,228 +662,6 @@ int e2b_context_ready(struct e2b *e, struct e2b_call *call, bool cell, struct ex
         call->claimed = true;
     }
     return 0;
-}
-
-/* ---- lines ------------------------------------------------------------------------------- */
-
-struct stream {
-    e2b_push_fn push;
-    void *ud;
-    uint64_t limit;       /* bytes streamed per output stream: the policy's output_limit */
-    uint64_t streamed[2]; /* per stream */
-    uint64_t dropped;     /* bytes the client was too slow for */
-    bool capped[2];
-    char carry[2][4]; /* an incomplete UTF-8 sequence at the end of the last chunk */
-    size_t carry_len[2];
-    char pend[2][E2B_LINE_MAX]; /* the start of a line whose end has not come yet */
-    size_t pend_len[2];
-};
-
-/* Sends one object as a line; takes the reference. */
-static bool send_line(struct stream *st, json_t *o, bool force)
-{
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
-                                    JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS))
-                : NULL;
-    json_decref(o);
-    if (!s)
-        return false;
-    size_t n = strlen(s);
-    char *line = realloc(s, n + 2);
-    if (!line) {
-        free(s);
-        return false;
-    }
-    line[n] = '\n';
-    line[n + 1] = '\0';
-    bool kept = st->push(st->ud, line, n + 1, force);
-    if (!kept)
-        st->dropped += n + 1;
-    free(line);
-    return kept;
-}
-
-static void send_log(struct stream *st, int k, const char *text, size_t len, bool force)
-{
-    char t[48];
-    cli_iso_time(NULL, 6, t, sizeof(t));
-    send_line(st,
-              json_pack("{s:s, s:s%, s:s}", "type", k ? "stderr" : "stdout", "text", text, len,
-                        "timestamp", t),
-              force);
-}
-
-static void flush_pending(struct stream *st, int k)
-{
-    if (st->pend_len[k])
-        send_log(st, k, st->pend[k], st->pend_len[k], false);
-    st->pend_len[k] = 0;
-}
-
-/* Sends clean text as one message per line, as they end; a partial line waits in pend. Pieces
- * are cut only at newlines, so each message is whole UTF-8. */
-static void send_lines(struct stream *st, int k, const char *s, size_t n)
-{
-    while (n) {
-        const char *nl = memchr(s, '\n', n);
-        size_t take = nl ? (size_t)(nl - s) + 1 : n;
-        if (st->pend_len[k] + take <= E2B_LINE_MAX) {
-            memcpy(st->pend[k] + st->pend_len[k], s, take);
-            st->pend_len[k] += take;
-            if (nl)
-                flush_pending(st, k);
-        } else {
-            flush_pending(st, k);
-            if (nl || take > E2B_LINE_MAX) {
-                send_log(st, k, s, take, false);
-            } else {
-                memcpy(st->pend[k], s, take);
-                st->pend_len[k] = take;
-            }
-        }
-        s += take;
-        n -= take;
-    }
-}
-
-/* The cell's on_output: its output as stdout or stderr lines as each line ends, up to the
- * policy's output_limit per stream, invalid UTF-8 replaced and a sequence split between chunks
- * carried over whole. */
-static void on_output(void *ud, enum execbox_stream stream, const char *data, size_t len)
-{
-    struct stream *st = ud;
-    int k = stream == EXECBOX_STREAM_STDERR ? 1 : 0;
-    if (st->capped[k])
-        return;
-    if (st->streamed[k] + len > st->limit) {
-        len = (size_t)(st->limit - st->streamed[k]);
-        st->capped[k] = true;
-    }
-    st->streamed[k] += len;
-    size_t total = st->carry_len[k] + len;
-    char *joined = malloc(total ? total : 1);
-    if (!joined)
-        return;
-    memcpy(joined, st->carry[k], st->carry_len[k]);
-    if (len)
-        memcpy(joined + st->carry_len[k], data, len);
-    size_t keep = 0, clen = 0;
-    char *clean = execbox_utf8_sanitize(joined, total, &clen, &keep);
-    if (clean) {
-        memcpy(st->carry[k], joined + total - keep, keep);
-        st->carry_len[k] = keep;
-        send_lines(st, k, clean, clen);
-        execbox_free(clean);
-    }
-    free(joined);
-    if (st->capped[k]) {
-        flush_pending(st, k);
-        char note[160];
-        snprintf(note, sizeof(note),
-                 "\n[execbox: %s past the output_limit of %llu bytes is not streamed]\n",
-                 k ? "stderr" : "stdout", (unsigned long long)st->limit);
-        send_log(st, 1, note, strlen(note), true);
-    }
-}
-
-/* E2B's text/plain of a result drops the quotes of a string's repr. */
-static json_t *result_text(const char *text)
-{
-    size_t n = strlen(text);
-    if (n >= 2 && (text[0] == '\'' || text[0] == '"') && text[n - 1] == text[0])
-        return json_stringn(text + 1, n - 2);
-    return json_string(text);
-}
-
-static void send_result(struct stream *st, const struct execbox_rich *rich)
-{
-    json_t *o = json_pack("{s:s}", "type", "result");
-    if (!o)
-        return;
-    if (rich->text)
-        json_object_set_new(o, "text", result_text(rich->text));
-    const struct {
-        const char *key, *val;
-    } forms[] = {
-        {"html", rich->html},
-        {"markdown", rich->markdown},
-        {"svg", rich->svg},
-        {"png", rich->png},
-        {"jpeg", rich->jpeg},
-        {"latex", rich->latex},
-        {"javascript", rich->javascript},
-    };
-    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
-        if (forms[i].val)
-            json_object_set_new(o, forms[i].key, json_string(forms[i].val));
-    if (rich->json) {
-        /* E2B carries it parsed; text that is not JSON stays a string. */
-        json_t *j = json_loads(rich->json, JSON_DECODE_ANY, NULL);
-        json_object_set_new(o, "json", j ? j : json_string(rich->json));
-    }
-    json_object_set_new(o, "is_main_result", json_boolean(rich->is_main_result));
-    send_line(st, o, true);
-}
-
-static void send_error(struct stream *st, const char *name, const char *value,
-                       const char *traceback)
-{
-    send_line(st,
-              json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", name, "value",
-                        value ? value : "", "traceback", traceback ? traceback : ""),
-              true);
-}
-
-static void send_end(struct stream *st, uint64_t count, bool with_count)
-{
-    if (with_count)
-        send_line(st,
-                  json_pack("{s:s, s:I}", "type", "number_of_executions", "execution_count",
-                            (json_int_t)count),
-                  true);
-    send_line(st, json_pack("{s:s}", "type", "end_of_execution"), true);
-}
-
-/* The error execbox gives a run that ended badly without an exception ("Signal", "ExitStatus",
- * with no traceback): E2B names those itself below, as its SDKs know them. */
-static bool generic_error(const struct execbox_result *res)
-{
-    return (!res->error_traceback || !*res->error_traceback) &&
-           (strcmp(res->error_name, "Signal") == 0 || strcmp(res->error_name, "ExitStatus") == 0);
-}
-
-/* The error line of a cell that did not end normally, or none. */
-static void send_cell_error(struct stream *st, const struct execbox_result *res, double timeout)
-{
-    char value[256];
-    if (res->timed_out) {
-        snprintf(value, sizeof(value),
-                 "Execution timed out after %g s (the server's cell timeout); the context's state "
-                 "is as before the cell",
-                 timeout);
-        send_error(st, "TimeoutError", value, "");
-    } else if (res->killed_reason == EXECBOX_KILLED_CANCELLED) {
-        /* E2B's name for a cell its kernel did not finish. */
-        send_error(st, "ExecutionAborted",
-                   "the cell was cancelled: its context was restarted or removed, or the server "
-                   "is stopping",
-                   "");
-    } else if (res->error_name && !generic_error(res)) {
-        send_error(st, res->error_name, res->error_value, res->error_traceback);
-    } else if (res->oom_killed) {
-        send_error(st, "MemoryError",
-                   "the cell was killed at the memory limit; the context's state is as before the "
-                   "cell",
-                   "");
-    } else if (res->signal) {
-        snprintf(value, sizeof(value), "the cell was killed by signal %d%s", res->signal,
-                 res->rolled_back ? "; the context's state is as before the cell" : "");
-        send_error(st, "Killed", value, "");
-    } else if (res->exit_code != 0) {
-        snprintf(value, sizeof(value), "the cell ended with exit status %d%s", res->exit_code,
-                 res->rolled_back ? "; the context's state is as before the cell" : "");
-        send_error(st, "SystemExit", value, "");
-    }
 }
 
 /* Runs a cell of ours (env_vars' setup or restore) in the call's claimed cell, its output
@@ -896,15 +689,16 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
 {
     struct execbox_error err = {0};
     if (e2b_context_ready(e, call, true, &err)) {
-        send_error(st, "SandboxError", err.msg[0] ? err.msg : "the context could not start", "");
-        send_end(st, 0, false);
+        e2b_send_error(st, "SandboxError", err.msg[0] ? err.msg : "the context could not start",
+                       "");
+        e2b_send_end(st, 0, false);
         return;
     }
     if (call->env_setup && run_hidden(e, call, call->env_setup, cancel, &err) < 0) {
         sess_cell_end(call->sess, NULL);
         call->claimed = false;
-        send_error(st, "SandboxError", err.msg, "");
-        send_end(st, 0, false);
+        e2b_send_error(st, "SandboxError", err.msg, "");
+        e2b_send_end(st, 0, false);
         return;
     }
     const struct execbox_policy *pol = sess_policy(call->sess);
@@ -912,7 +706,7 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
     struct execbox_request req = {
         .code = call->code_len ? call->code : "\n",
         .code_len = call->code_len ? call->code_len : 1,
-        .on_output = on_output,
+        .on_output = e2b_on_output,
         .userdata = st,
         .cancel = cancel,
     };
@@ -926,12 +720,12 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
     }
     sess_cell_end(call->sess, r == 0 ? res : NULL);
     call->claimed = false;
-    flush_pending(st, 0);
-    flush_pending(st, 1);
+    e2b_flush_pending(st, 0);
+    e2b_flush_pending(st, 1);
     if (r < 0) {
-        send_error(st, r == -ESHUTDOWN || r == -ETIMEDOUT ? "ContextEnded" : "SandboxError",
-                   err.msg[0] ? err.msg : execbox_strerror(r), "");
-        send_end(st, 0, false);
+        e2b_send_error(st, r == -ESHUTDOWN || r == -ETIMEDOUT ? "ContextEnded" : "SandboxError",
+                       err.msg[0] ? err.msg : execbox_strerror(r), "");
+        e2b_send_end(st, 0, false);
         return;
     }
     *out = (struct e2b_outcome){
@@ -948,13 +742,13 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
                  "\n[execbox: %llu bytes of output were not streamed: the client read too "
                  "slowly]\n",
                  (unsigned long long)st->dropped);
-        send_log(st, 1, note, strlen(note), true);
+        e2b_send_log(st, 1, note, strlen(note), true);
     }
     for (size_t i = 0; i < res->n_results; i++)
-        send_result(st, &res->results[i]);
-    send_cell_error(st, res, pol->timeout > 0 ? pol->timeout : EXECBOX_DEFAULT_TIMEOUT);
+        e2b_send_result(st, &res->results[i]);
+    e2b_send_cell_error(st, res, pol->timeout > 0 ? pol->timeout : EXECBOX_DEFAULT_TIMEOUT);
     /* The count of the client's cells, not of ours. */
-    send_end(st, res->execution_count > hidden ? res->execution_count - hidden : 0, true);
+    e2b_send_end(st, res->execution_count > hidden ? res->execution_count - hidden : 0, true);
     execbox_result_free(res);
 }
 

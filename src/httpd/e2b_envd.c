@@ -2,7 +2,7 @@
 /* e2b_envd.c - envd's files and commands for E2B's SDK (see e2b_envd.h, docs/e2b.md): the
  * routes, the request bodies (a multipart upload, Connect's JSON messages and their stream
  * envelopes), and the work on the default context's session. */
-#include "e2b_envd.h"
+#include "e2b_envd_int.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -18,33 +18,6 @@
 #include <unistd.h>
 
 #include "request.h"
-
-/* The workspace as paths in answers say it; E2B's home directory is taken to mean it. */
-#define WS_ROOT "/workspace"
-#define WS_HOME "/home/user"
-#define JSON_CTYPE "application/json"
-/* Connect's stream envelope: a flags byte and a 32-bit big-endian length. */
-#define ENV_HDR 5
-#define ENV_END 0x02
-#define ENV_COMPRESSED 0x01
-
-struct part {
-    char *path; /* workspace path */
-    size_t off; /* of its bytes in body */
-    size_t len;
-};
-
-/* What an envd call's body asked for. */
-struct envd {
-    char path[EXECBOX_PATH_MAX]; /* workspace path; "" is the workspace itself */
-    unsigned depth;              /* ListDir */
-    char *body;                  /* an upload's bytes */
-    struct part parts[E2B_ENVD_PARTS_MAX];
-    size_t n_parts;
-    char *code; /* Start: the cell that runs the command */
-    int signal; /* SendSignal */
-    unsigned pid;
-};
 
 /* ---- routes ------------------------------------------------------------------------------ */
 
@@ -126,7 +99,7 @@ void e2b_envd_clear(struct e2b_call *call)
 
 /* ---- answers ----------------------------------------------------------------------------- */
 
-static int dump_answer(struct e2b_answer *a, int status, const char *ctype, json_t *o)
+int envd_dump_answer(struct e2b_answer *a, int status, const char *ctype, json_t *o)
 {
     *a = (struct e2b_answer){.status = status, .ctype = ctype};
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
@@ -138,7 +111,7 @@ static int dump_answer(struct e2b_answer *a, int status, const char *ctype, json
     return 0;
 }
 
-static json_t *clean_string(const char *s)
+json_t *envd_clean_string(const char *s)
 {
     char *c = execbox_utf8_sanitize(s, strlen(s), NULL, NULL);
     json_t *j = c ? json_string(c) : NULL;
@@ -146,19 +119,7 @@ static json_t *clean_string(const char *s)
     return j;
 }
 
-/* Connect's error codes, and the HTTP status of each (connectrpc.com/docs/protocol). */
-enum code {
-    C_INVALID = 0,
-    C_NOT_FOUND,
-    C_EXISTS,
-    C_PRECONDITION,
-    C_EXHAUSTED,
-    C_ABORTED,
-    C_UNIMPLEMENTED,
-    C_UNAVAILABLE,
-    C_DEADLINE,
-    C_INTERNAL,
-};
+/* The HTTP status and name of each of Connect's codes (connectrpc.com/docs/protocol). */
 static const struct {
     const char *name;
     int status;
@@ -170,7 +131,7 @@ static const struct {
     [C_DEADLINE] = {"deadline_exceeded", 504},   [C_INTERNAL] = {"internal", 500},
 };
 
-static enum code code_of_errno(int r)
+enum code envd_code_of_errno(int r)
 {
     switch (r) {
     case -ENOENT: return C_NOT_FOUND;
@@ -190,7 +151,7 @@ static enum code code_of_errno(int r)
     }
 }
 
-static enum code code_of_status(int status)
+enum code envd_code_of_status(int status)
 {
     switch (status) {
     case 400: return C_INVALID;
@@ -202,8 +163,8 @@ static enum code code_of_status(int status)
     }
 }
 
-/* One Connect stream envelope of o (taken); NULL without memory. */
-static char *envelope(unsigned flags, json_t *o, size_t *ret_len)
+/* One Connect stream envd_envelope of o (taken); NULL without memory. */
+char *envd_envelope(unsigned flags, json_t *o, size_t *ret_len)
 {
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
@@ -224,16 +185,15 @@ static char *envelope(unsigned flags, json_t *o, size_t *ret_len)
     return e;
 }
 
-static json_t *error_json(enum code c, const char *msg)
+json_t *envd_error_json(enum code c, const char *msg)
 {
-    return json_pack("{s:s, s:o}", "code", codes[c].name, "message", clean_string(msg));
+    return json_pack("{s:s, s:o}", "code", codes[c].name, "message", envd_clean_string(msg));
 }
 
 /* An error as the op's wire says it: envd's HTTP {"code", "message"}; a unary Connect error
  * (its status, {"code", "message"}); a Connect stream's end with the error. Returns 1 (the
  * call is answered), or -ENOMEM. */
-__attribute__((format(printf, 4, 5))) static int fail(struct e2b_answer *a, enum e2b_op op,
-                                                      int code_or_status, const char *fmt, ...)
+int envd_fail(struct e2b_answer *a, enum e2b_op op, int code_or_status, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -242,24 +202,24 @@ __attribute__((format(printf, 4, 5))) static int fail(struct e2b_answer *a, enum
     va_end(ap);
     int r;
     if (op == E2B_OP_FILES_GET || op == E2B_OP_FILES_POST) {
-        r = dump_answer(
+        r = envd_dump_answer(
             a, code_or_status, JSON_CTYPE,
-            json_pack("{s:i, s:o}", "code", code_or_status, "message", clean_string(msg)));
+            json_pack("{s:i, s:o}", "code", code_or_status, "message", envd_clean_string(msg)));
     } else if (op == E2B_OP_PROC_START) {
         *a = (struct e2b_answer){.status = 200, .ctype = E2B_CONNECT_STREAM_CTYPE};
-        a->body = envelope(ENV_END,
-                           json_pack("{s:o}", "error", error_json((enum code)code_or_status, msg)),
-                           &a->len);
+        a->body = envd_envelope(
+            ENV_END, json_pack("{s:o}", "error", envd_error_json((enum code)code_or_status, msg)),
+            &a->len);
         r = a->body ? 0 : -ENOMEM;
     } else {
         enum code c = (enum code)code_or_status;
-        r = dump_answer(a, codes[c].status, JSON_CTYPE, error_json(c, msg));
+        r = envd_dump_answer(a, codes[c].status, JSON_CTYPE, envd_error_json(c, msg));
     }
     return r < 0 ? r : 1;
 }
 
-/* fail() for an errno, with its message. */
-static int fail_errno(struct e2b_answer *a, enum e2b_op op, int r, const struct execbox_error *err)
+/* envd_fail() for an errno, with its message. */
+int envd_fail_errno(struct e2b_answer *a, enum e2b_op op, int r, const struct execbox_error *err)
 {
     const char *msg = err && err->msg[0] ? err->msg : execbox_strerror(r);
     if (op == E2B_OP_FILES_GET || op == E2B_OP_FILES_POST) {
@@ -269,9 +229,9 @@ static int fail_errno(struct e2b_answer *a, enum e2b_op op, int r, const struct 
                      : r == -ENOSPC                                  ? 507
                      : r == -ESHUTDOWN || r == -ETIMEDOUT            ? 503
                                                                      : 500;
-        return fail(a, op, status, "%s", msg);
+        return envd_fail(a, op, status, "%s", msg);
     }
-    return fail(a, op, code_of_errno(r), "%s", msg);
+    return envd_fail(a, op, envd_code_of_errno(r), "%s", msg);
 }
 
 /* Re-says an answer of e2b.c (plain text, an HTTP status) in the op's wire. */
@@ -284,8 +244,8 @@ static int rewrap(struct e2b_answer *a, enum e2b_op op)
     free(a->body);
     *a = (struct e2b_answer){0};
     if (op == E2B_OP_FILES_GET || op == E2B_OP_FILES_POST)
-        return fail(a, op, status, "%s", msg);
-    return fail(a, op, code_of_status(status), "%s", msg);
+        return envd_fail(a, op, status, "%s", msg);
+    return envd_fail(a, op, envd_code_of_status(status), "%s", msg);
 }
 
 /* ---- paths ------------------------------------------------------------------------------- */
@@ -344,11 +304,11 @@ static int ws_path(const char *in, bool root, char *out, size_t size, char *msg,
 }
 
 /* "/workspace/REL" for an answer. */
-static json_t *shown_path(const char *rel)
+json_t *envd_shown_path(const char *rel)
 {
     char buf[EXECBOX_PATH_MAX + sizeof(WS_ROOT) + 1];
     snprintf(buf, sizeof(buf), "%s%s%s", WS_ROOT, *rel ? "/" : "", rel);
-    return clean_string(buf);
+    return envd_clean_string(buf);
 }
 
 /* ---- bodies ------------------------------------------------------------------------------ */
@@ -361,29 +321,29 @@ static json_t *load_message(enum e2b_op op, const char *body, size_t len, struct
     json_t *o = json_loadb(len ? body : "{}", len ? len : 2, JSON_REJECT_DUPLICATES, &je);
     if (!o || !json_is_object(o)) {
         json_decref(o);
-        *rc = fail(ret, op, C_INVALID, "the message must be a JSON object%s%s", o ? "" : ": ",
-                   o ? "" : je.text);
+        *rc = envd_fail(ret, op, C_INVALID, "the message must be a JSON object%s%s", o ? "" : ": ",
+                        o ? "" : je.text);
         return NULL;
     }
     return o;
 }
 
-/* A Connect stream request: one envelope holding a JSON object. */
+/* A Connect stream request: one envd_envelope holding a JSON object. */
 static json_t *load_enveloped(enum e2b_op op, const char *body, size_t len, struct e2b_answer *ret,
                               int *rc)
 {
     if (len < ENV_HDR) {
-        *rc = fail(ret, op, C_INVALID, "the request must be one Connect envelope");
+        *rc = envd_fail(ret, op, C_INVALID, "the request must be one Connect envd_envelope");
         return NULL;
     }
     const unsigned char *u = (const unsigned char *)body;
     size_t n = (size_t)u[1] << 24 | (size_t)u[2] << 16 | (size_t)u[3] << 8 | (size_t)u[4];
     if (u[0] & ENV_COMPRESSED) {
-        *rc = fail(ret, op, C_UNIMPLEMENTED, "compressed messages are not supported");
+        *rc = envd_fail(ret, op, C_UNIMPLEMENTED, "compressed messages are not supported");
         return NULL;
     }
     if (n != len - ENV_HDR) {
-        *rc = fail(ret, op, C_INVALID, "the envelope's length is not the body's");
+        *rc = envd_fail(ret, op, C_INVALID, "the envd_envelope's length is not the body's");
         return NULL;
     }
     return load_message(op, body + ENV_HDR, n, ret, rc);
@@ -446,9 +406,9 @@ static int add_part(struct envd *d, const char *given, size_t off, size_t len,
 {
     char msg[400], path[EXECBOX_PATH_MAX];
     if (d->n_parts == E2B_ENVD_PARTS_MAX)
-        return fail(ret, op, 400, "more than %d files in one upload", E2B_ENVD_PARTS_MAX);
+        return envd_fail(ret, op, 400, "more than %d files in one upload", E2B_ENVD_PARTS_MAX);
     if (ws_path(given, false, path, sizeof(path), msg, sizeof(msg)) < 0)
-        return fail(ret, op, 400, "%s", msg);
+        return envd_fail(ret, op, 400, "%s", msg);
     struct part *p = &d->parts[d->n_parts];
     if (!(p->path = strdup(path)))
         return -ENOMEM;
@@ -466,35 +426,36 @@ static int parse_multipart(struct envd *d, size_t len, const char *query_path, c
     char boundary[256];
     const char *b = strcasestr(ctype, "boundary=");
     if (!b)
-        return fail(ret, op, 400, "multipart/form-data without a boundary");
+        return envd_fail(ret, op, 400, "multipart/form-data without a boundary");
     b += 9;
     size_t bl = *b == '"' ? strcspn(b + 1, "\"") : strcspn(b, "; \t");
     if (*b == '"')
         b++;
     if (bl == 0 || bl + 5 > sizeof(boundary))
-        return fail(ret, op, 400, "multipart/form-data: a bad boundary");
+        return envd_fail(ret, op, 400, "multipart/form-data: a bad boundary");
     /* "\r\n--BOUNDARY": the delimiter; the body starts with it without the CRLF. */
     snprintf(boundary, sizeof(boundary), "\r\n--%.*s", (int)bl, b);
     size_t dl = bl + 4;
     const char *body = d->body;
     if (len < dl - 2 || memcmp(body, boundary + 2, dl - 2) != 0)
-        return fail(ret, op, 400, "multipart/form-data: the body does not start with the boundary");
+        return envd_fail(ret, op, 400,
+                         "multipart/form-data: the body does not start with the boundary");
     size_t pos = dl - 2;
     while (true) {
         if (len - pos >= 2 && body[pos] == '-' && body[pos + 1] == '-')
             break; /* the close delimiter */
         if (len - pos < 2 || body[pos] != '\r' || body[pos + 1] != '\n')
-            return fail(ret, op, 400, "multipart/form-data: a malformed delimiter");
+            return envd_fail(ret, op, 400, "multipart/form-data: a malformed delimiter");
         pos += 2;
         const char *hend = find_bytes(body + pos, len - pos, "\r\n\r\n", 4);
         if (!hend)
-            return fail(ret, op, 400, "multipart/form-data: a part without its headers' end");
+            return envd_fail(ret, op, 400, "multipart/form-data: a part without its headers' end");
         size_t hl = (size_t)(hend - (body + pos));
         const char *h = body + pos;
         size_t data = pos + hl + 4;
         const char *next = find_bytes(body + data, len - data, boundary, dl);
         if (!next)
-            return fail(ret, op, 400, "multipart/form-data: a part without its end");
+            return envd_fail(ret, op, 400, "multipart/form-data: a part without its end");
         size_t dlen = (size_t)(next - (body + data));
         char name[64] = "", filename[EXECBOX_PATH_MAX + 16] = "";
         const char *cd = find_nocase(h, hl, "content-disposition:");
@@ -512,9 +473,9 @@ static int parse_multipart(struct envd *d, size_t len, const char *query_path, c
         pos = (size_t)(next - body) + dl;
     }
     if (d->n_parts == 0)
-        return fail(ret, op, 400, "the upload holds no part named \"file\"");
+        return envd_fail(ret, op, 400, "the upload holds no part named \"file\"");
     if (query_path && *query_path && d->n_parts > 1)
-        return fail(ret, op, 400, "path: one file only when the query names the path");
+        return envd_fail(ret, op, 400, "path: one file only when the query names the path");
     return 0;
 }
 
@@ -527,8 +488,8 @@ static int prepare_upload(struct envd *d, struct e2b_call *call, const char *bod
     bool multipart = strncasecmp(ct, "multipart/form-data", 19) == 0;
     bool octet = strncasecmp(ct, "application/octet-stream", 24) == 0;
     if (!multipart && !octet)
-        return fail(ret, op, 415,
-                    "the body must be multipart/form-data or application/octet-stream");
+        return envd_fail(ret, op, 415,
+                         "the body must be multipart/form-data or application/octet-stream");
     if (!(d->body = malloc(len ? len : 1)))
         return -ENOMEM;
     if (len)
@@ -635,22 +596,22 @@ static int prepare_start(struct envd *d, struct e2b_call *call, json_t *o, struc
     enum e2b_op op = call->op;
     json_t *proc = json_object_get(o, "process");
     if (!json_is_object(proc))
-        return fail(ret, op, C_INVALID, "process: required, an object");
+        return envd_fail(ret, op, C_INVALID, "process: required, an object");
     json_t *pty = json_object_get(o, "pty");
     if (pty && !json_is_null(pty))
-        return fail(ret, op, C_UNIMPLEMENTED, "pty: not supported by execbox");
+        return envd_fail(ret, op, C_UNIMPLEMENTED, "pty: not supported by execbox");
     json_t *stdin_v = json_object_get(o, "stdin");
     if (json_is_true(stdin_v))
-        return fail(ret, op, C_UNIMPLEMENTED,
-                    "stdin: not supported by execbox (the command's stdin is empty)");
+        return envd_fail(ret, op, C_UNIMPLEMENTED,
+                         "stdin: not supported by execbox (the command's stdin is empty)");
     const char *cmd = opt_str(proc, "cmd");
     if (!cmd || !*cmd)
-        return fail(ret, op, C_INVALID, "process.cmd: required, a string");
+        return envd_fail(ret, op, C_INVALID, "process.cmd: required, a string");
     json_t *args = json_object_get(proc, "args"), *envs = json_object_get(proc, "envs");
     if (args && !json_is_null(args) && !json_is_array(args))
-        return fail(ret, op, C_INVALID, "process.args: expected a list of strings");
+        return envd_fail(ret, op, C_INVALID, "process.args: expected a list of strings");
     if (envs && !json_is_null(envs) && !json_is_object(envs))
-        return fail(ret, op, C_INVALID, "process.envs: expected a map of strings");
+        return envd_fail(ret, op, C_INVALID, "process.envs: expected a map of strings");
     json_t *a = json_pack("{s:s, s:[], s:{}, s:s}", "cmd", cmd, "args", "envs", "cwd", WS_ROOT);
     if (!a)
         return -ENOMEM;
@@ -659,7 +620,7 @@ static int prepare_start(struct envd *d, struct e2b_call *call, json_t *o, struc
     int r = 0;
     json_array_foreach (json_is_array(args) ? args : NULL, i, v) {
         if (!json_is_string(v)) {
-            r = fail(ret, op, C_INVALID, "process.args: expected a list of strings");
+            r = envd_fail(ret, op, C_INVALID, "process.args: expected a list of strings");
             break;
         }
         json_array_append(json_object_get(a, "args"), v);
@@ -667,7 +628,7 @@ static int prepare_start(struct envd *d, struct e2b_call *call, json_t *o, struc
     char why[128];
     if (!r && json_is_object(envs)) {
         if (env_ok(envs, why, sizeof(why)) < 0)
-            r = fail(ret, op, C_INVALID, "process.envs: %s", why);
+            r = envd_fail(ret, op, C_INVALID, "process.envs: %s", why);
         else
             json_object_update(json_object_get(a, "envs"), envs);
     }
@@ -689,7 +650,7 @@ static int prepare_start(struct envd *d, struct e2b_call *call, json_t *o, struc
     }
     d->code = call_cell(cmd_head, a, cmd_tail);
     json_decref(a);
-    return d->code ? 0 : fail(ret, op, C_INVALID, "the command is larger than 16 MiB");
+    return d->code ? 0 : envd_fail(ret, op, C_INVALID, "the command is larger than 16 MiB");
 }
 
 int e2b_envd_prepare(struct e2b *e, struct e2b_call *call, const char *body, size_t len,
@@ -697,14 +658,15 @@ int e2b_envd_prepare(struct e2b *e, struct e2b_call *call, const char *body, siz
 {
     enum e2b_op op = call->op;
     if (op == E2B_OP_RPC_OTHER)
-        return fail(ret, op, C_UNIMPLEMENTED,
-                    "not supported by execbox: only files (read, write, list, exists, getInfo, "
-                    "makeDir, remove) and commands.run are");
+        return envd_fail(
+            ret, op, C_UNIMPLEMENTED,
+            "not supported by execbox: only files (read, write, list, exists, getInfo, "
+            "makeDir, remove) and commands.run are");
     if (op == E2B_OP_PROC_START) {
         const char *ct = call->ctype ? call->ctype : "";
         if (strncasecmp(ct, E2B_CONNECT_STREAM_CTYPE, strlen(E2B_CONNECT_STREAM_CTYPE)) != 0)
-            return fail(ret, op, C_INVALID, "the request must be sent as %s",
-                        E2B_CONNECT_STREAM_CTYPE);
+            return envd_fail(ret, op, C_INVALID, "the request must be sent as %s",
+                             E2B_CONNECT_STREAM_CTYPE);
     }
     struct envd *d = calloc(1, sizeof(*d));
     if (!d)
@@ -713,10 +675,10 @@ int e2b_envd_prepare(struct e2b *e, struct e2b_call *call, const char *body, siz
     char msg[400];
     int r = 0;
     if (call->query_bad)
-        return fail(ret, op, 400, "path: a malformed escape or a NUL byte");
+        return envd_fail(ret, op, 400, "path: a malformed escape or a NUL byte");
     if (op == E2B_OP_FILES_GET) {
         if (ws_path(call->query_path, false, d->path, sizeof(d->path), msg, sizeof(msg)) < 0)
-            return fail(ret, op, 400, "%s", msg);
+            return envd_fail(ret, op, 400, "%s", msg);
     } else if (op == E2B_OP_FILES_POST) {
         r = prepare_upload(d, call, body, len, ret);
     } else {
@@ -736,16 +698,16 @@ int e2b_envd_prepare(struct e2b *e, struct e2b_call *call, const char *body, siz
                             : strcmp(json_string_value(sig), "SIGNAL_SIGTERM") == 0 ? 15
                                                                                     : 0;
             if (!d->pid)
-                r = fail(ret, op, C_INVALID, "process.pid: required");
+                r = envd_fail(ret, op, C_INVALID, "process.pid: required");
             else if (d->signal != 9 && d->signal != 15)
-                r = fail(ret, op, C_INVALID, "signal: SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+                r = envd_fail(ret, op, C_INVALID, "signal: SIGNAL_SIGKILL or SIGNAL_SIGTERM");
         } else {
             json_t *depth = json_object_get(o, "depth");
             bool root = op == E2B_OP_FS_STAT || op == E2B_OP_FS_LIST;
             if (ws_path(opt_str(o, "path"), root, d->path, sizeof(d->path), msg, sizeof(msg)) < 0)
-                r = fail(ret, op, C_INVALID, "%s", msg);
+                r = envd_fail(ret, op, C_INVALID, "%s", msg);
             else if (depth && !json_is_null(depth) && !json_is_integer(depth))
-                r = fail(ret, op, C_INVALID, "depth: expected an integer");
+                r = envd_fail(ret, op, C_INVALID, "depth: expected an integer");
             d->depth = json_is_integer(depth) && json_integer_value(depth) > 0
                            ? (unsigned)(json_integer_value(depth) > E2B_ENVD_DEPTH_MAX
                                             ? E2B_ENVD_DEPTH_MAX
@@ -758,414 +720,4 @@ int e2b_envd_prepare(struct e2b *e, struct e2b_call *call, const char *body, siz
         return r;
     r = e2b_default_context(e, call, op == E2B_OP_PROC_START, ret);
     return r > 0 ? rewrap(ret, op) : r;
-}
-
-/* ---- files ------------------------------------------------------------------------------- */
-
-static size_t file_cap(const struct execbox_policy *p)
-{
-    uint64_t v = p->file_size ? p->file_size : EXECBOX_DEFAULT_FILE_SIZE;
-    return v > SIZE_MAX ? SIZE_MAX : (size_t)v;
-}
-
-static const char *type_name(enum execbox_dirent_type t)
-{
-    switch (t) {
-    case EXECBOX_DIRENT_FILE: return "FILE_TYPE_FILE";
-    case EXECBOX_DIRENT_DIR: return "FILE_TYPE_DIRECTORY";
-    case EXECBOX_DIRENT_SYMLINK: return "FILE_TYPE_SYMLINK";
-    default: return "FILE_TYPE_UNSPECIFIED";
-    }
-}
-
-/* envd's EntryInfo of the entry at the workspace path rel. */
-static json_t *entry_json(const struct execbox_dirent *d, const char *rel)
-{
-    char perm[11] = "----------";
-    const char *rwx = "rwxrwxrwx";
-    perm[0] = d->type == EXECBOX_DIRENT_DIR ? 'd' : d->type == EXECBOX_DIRENT_SYMLINK ? 'l' : '-';
-    for (int i = 0; i < 9; i++)
-        if (d->mode & (1u << (8 - i)))
-            perm[i + 1] = rwx[i];
-    char t[64];
-    time_t sec = (time_t)(d->mtime_ns / 1000000000LL);
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    size_t n = strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(t + n, sizeof(t) - n, ".%09lldZ", (long long)(d->mtime_ns % 1000000000LL));
-    const char *slash = strrchr(rel, '/');
-    const char *name = *rel ? (slash ? slash + 1 : rel) : "workspace";
-    return json_pack("{s:o, s:s, s:o, s:I, s:i, s:s, s:s}", "name", clean_string(name), "type",
-                     type_name(d->type), "path", shown_path(rel), "size", (json_int_t)d->size,
-                     "mode", (int)(d->mode & 07777), "permissions", perm, "modifiedTime", t);
-}
-
-static int join(char *out, size_t size, const char *dir, const char *name)
-{
-    int n = snprintf(out, size, "%s%s%s", dir, *dir ? "/" : "", name);
-    return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
-/* Appends dir's entries (and, depth > 1, theirs) to a. */
-static int list_into(struct execbox_session *es, const char *dir, unsigned depth, json_t *a,
-                     struct execbox_error *err)
-{
-    struct execbox_dirent *v = NULL;
-    size_t n = 0, room = E2B_ENVD_LIST_MAX - json_array_size(a);
-    int r = execbox_session_list_dir(es, dir, room, &v, &n, err);
-    for (size_t i = 0; r == 0 && i < n; i++) {
-        char rel[EXECBOX_PATH_MAX];
-        if (join(rel, sizeof(rel), dir, v[i].name) < 0)
-            continue;
-        json_t *e = entry_json(&v[i], rel);
-        if (!e || json_array_append_new(a, e) < 0)
-            r = -ENOMEM;
-        else if (depth > 1 && v[i].type == EXECBOX_DIRENT_DIR)
-            r = list_into(es, rel, depth - 1, a, err);
-    }
-    free(v);
-    return r;
-}
-
-/* Removes what is at rel, a directory with all it holds (at most *budget entries). */
-static int remove_tree(struct execbox_session *es, const char *rel, size_t *budget, int level,
-                       struct execbox_error *err)
-{
-    struct execbox_dirent st;
-    int r = execbox_session_stat(es, rel, &st, err);
-    if (r < 0)
-        return r;
-    if (st.type == EXECBOX_DIRENT_DIR) {
-        if (level > 64) {
-            snprintf(err->msg, sizeof(err->msg), "remove '%.200s': nested too deep", rel);
-            return -E2BIG;
-        }
-        struct execbox_dirent *v = NULL;
-        size_t n = 0;
-        r = execbox_session_list_dir(es, rel, *budget, &v, &n, err);
-        for (size_t i = 0; r == 0 && i < n; i++) {
-            char sub[EXECBOX_PATH_MAX];
-            if (join(sub, sizeof(sub), rel, v[i].name) < 0)
-                r = -ENAMETOOLONG;
-            else
-                r = remove_tree(es, sub, budget, level + 1, err);
-        }
-        free(v);
-        if (r < 0)
-            return r;
-    }
-    if (*budget == 0) {
-        snprintf(err->msg, sizeof(err->msg), "remove: more than %d entries", E2B_ENVD_REMOVE_MAX);
-        return -E2BIG;
-    }
-    (*budget)--;
-    return execbox_session_remove_file(es, rel, err);
-}
-
-static void run_files(struct e2b_call *call, struct e2b_answer *ret)
-{
-    struct envd *d = call->envd;
-    enum e2b_op op = call->op;
-    struct execbox_session *es = sess_session(call->sess);
-    struct execbox_error err = {0};
-    int r = 0;
-    switch (op) {
-    case E2B_OP_FILES_GET: {
-        int fd = -1;
-        uint64_t size = 0;
-        r = execbox_session_open_file(es, d->path, file_cap(sess_policy(call->sess)), &fd, &size,
-                                      &err);
-        if (r < 0)
-            break;
-        *ret = (struct e2b_answer){
-            .status = 200, .ctype = "application/octet-stream", .body = strdup("")};
-        if (size == 0 || !ret->body) {
-            close(fd);
-            if (!ret->body)
-                fail(ret, op, 503, "out of memory");
-            return;
-        }
-        ret->has_fd = true;
-        ret->fd = fd;
-        ret->fd_size = size;
-        return;
-    }
-    case E2B_OP_FILES_POST: {
-        json_t *a = json_array();
-        for (size_t i = 0; r == 0 && i < d->n_parts; i++) {
-            const struct part *p = &d->parts[i];
-            r = execbox_session_write_file(es, p->path, d->body + p->off, p->len, &err);
-            if (r == 0) {
-                const char *slash = strrchr(p->path, '/');
-                json_array_append_new(a, json_pack("{s:o, s:s, s:o}", "name",
-                                                   clean_string(slash ? slash + 1 : p->path),
-                                                   "type", "file", "path", shown_path(p->path)));
-            }
-        }
-        if (r == 0) {
-            if (dump_answer(ret, 200, JSON_CTYPE, a) < 0)
-                fail(ret, op, 503, "out of memory");
-            return;
-        }
-        json_decref(a);
-        break;
-    }
-    case E2B_OP_FS_STAT:
-    case E2B_OP_FS_MKDIR: {
-        if (op == E2B_OP_FS_MKDIR && (r = execbox_session_make_dir(es, d->path, &err)) < 0)
-            break;
-        struct execbox_dirent st;
-        r = execbox_session_stat(es, d->path, &st, &err);
-        if (r < 0)
-            break;
-        if (dump_answer(ret, 200, JSON_CTYPE,
-                        json_pack("{s:o}", "entry", entry_json(&st, d->path))) < 0)
-            fail(ret, op, C_INTERNAL, "out of memory");
-        return;
-    }
-    case E2B_OP_FS_LIST: {
-        struct execbox_dirent st;
-        r = execbox_session_stat(es, d->path, &st, &err);
-        if (r == 0 && st.type != EXECBOX_DIRENT_DIR) {
-            fail(ret, op, C_INVALID, "path '%.200s' is not a directory", d->path);
-            return;
-        }
-        json_t *a = json_array();
-        if (r == 0)
-            r = a ? list_into(es, d->path, d->depth, a, &err) : -ENOMEM;
-        if (r == 0) {
-            if (dump_answer(ret, 200, JSON_CTYPE, json_pack("{s:o}", "entries", a)) < 0)
-                fail(ret, op, C_INTERNAL, "out of memory");
-            return;
-        }
-        json_decref(a);
-        break;
-    }
-    case E2B_OP_FS_REMOVE: {
-        size_t budget = E2B_ENVD_REMOVE_MAX;
-        r = remove_tree(es, d->path, &budget, 0, &err);
-        if (r == 0) {
-            if (dump_answer(ret, 200, JSON_CTYPE, json_object()) < 0)
-                fail(ret, op, C_INTERNAL, "out of memory");
-            return;
-        }
-        break;
-    }
-    default: r = -EINVAL; break;
-    }
-    fail_errno(ret, op, r, &err);
-}
-
-/* ---- commands ---------------------------------------------------------------------------- */
-
-/* The commands that run now, by the pid their start event gave: SendSignal cancels one. */
-static pthread_mutex_t procs_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    unsigned pid;
-    struct execbox_cancel *cancel;
-} procs[E2B_ENVD_PROCS_MAX];
-static unsigned next_pid = 1000;
-
-static unsigned proc_add(struct execbox_cancel *cancel)
-{
-    pthread_mutex_lock(&procs_lock);
-    unsigned pid = 0;
-    for (size_t i = 0; i < E2B_ENVD_PROCS_MAX && !pid; i++)
-        if (!procs[i].pid) {
-            if (++next_pid == 0 || next_pid > 4000000)
-                next_pid = 1001;
-            pid = next_pid;
-            procs[i].pid = pid;
-            procs[i].cancel = cancel;
-        }
-    pthread_mutex_unlock(&procs_lock);
-    return pid;
-}
-
-static void proc_remove(unsigned pid)
-{
-    pthread_mutex_lock(&procs_lock);
-    for (size_t i = 0; i < E2B_ENVD_PROCS_MAX; i++)
-        if (procs[i].pid == pid)
-            procs[i].pid = 0;
-    pthread_mutex_unlock(&procs_lock);
-}
-
-static bool proc_kill(unsigned pid)
-{
-    bool found = false;
-    pthread_mutex_lock(&procs_lock);
-    for (size_t i = 0; i < E2B_ENVD_PROCS_MAX; i++)
-        if (procs[i].pid == pid && procs[i].cancel) {
-            execbox_cancel_fire(procs[i].cancel);
-            found = true;
-        }
-    pthread_mutex_unlock(&procs_lock);
-    return found;
-}
-
-struct cmd_stream {
-    e2b_push_fn push;
-    void *ud;
-    uint64_t limit;
-    uint64_t streamed[2];
-    uint64_t dropped;
-    bool capped[2];
-};
-
-static bool send_msg(struct cmd_stream *st, unsigned flags, json_t *o, bool force)
-{
-    size_t n = 0;
-    char *e = envelope(flags, o, &n);
-    if (!e)
-        return false;
-    bool kept = st->push(st->ud, e, n, force);
-    if (!kept)
-        st->dropped += n;
-    free(e);
-    return kept;
-}
-
-static void send_data(struct cmd_stream *st, int k, const char *data, size_t len, bool force)
-{
-    char *b = execbox_base64(data, len);
-    if (!b)
-        return;
-    send_msg(st, 0, json_pack("{s:{s:{s:s}}}", "event", "data", k ? "stderr" : "stdout", b), force);
-    execbox_free(b);
-}
-
-/* The cell's output, raw bytes as envd sends them, up to the policy's output_limit per stream. */
-static void cmd_output(void *ud, enum execbox_stream stream, const char *data, size_t len)
-{
-    struct cmd_stream *st = ud;
-    int k = stream == EXECBOX_STREAM_STDERR ? 1 : 0;
-    if (st->capped[k] || len == 0)
-        return;
-    if (st->streamed[k] + len > st->limit) {
-        len = (size_t)(st->limit - st->streamed[k]);
-        st->capped[k] = true;
-    }
-    st->streamed[k] += len;
-    if (len)
-        send_data(st, k, data, len, false);
-    if (st->capped[k]) {
-        char note[160];
-        snprintf(note, sizeof(note),
-                 "\n[execbox: %s past the output_limit of %llu bytes is not streamed]\n",
-                 k ? "stderr" : "stdout", (unsigned long long)st->limit);
-        send_data(st, 1, note, strlen(note), true);
-    }
-}
-
-static void send_end_stream(struct cmd_stream *st, enum code c, const char *msg)
-{
-    json_t *o = msg ? json_pack("{s:o}", "error", error_json(c, msg)) : json_object();
-    send_msg(st, ENV_END, o, true);
-}
-
-static void run_start(struct e2b *e, struct e2b_call *call, struct execbox_cancel *cancel,
-                      struct cmd_stream *st, struct e2b_outcome *out)
-{
-    struct envd *d = call->envd;
-    struct execbox_error err = {0};
-    if (e2b_context_ready(e, call, true, &err)) {
-        send_end_stream(st, C_UNAVAILABLE, err.msg[0] ? err.msg : "the context could not start");
-        return;
-    }
-    unsigned pid = proc_add(cancel);
-    if (!pid) {
-        sess_cell_end(call->sess, NULL);
-        call->claimed = false;
-        send_end_stream(st, C_EXHAUSTED, "too many commands running");
-        return;
-    }
-    send_msg(st, 0, json_pack("{s:{s:{s:I}}}", "event", "start", "pid", (json_int_t)pid), true);
-    const struct execbox_policy *pol = sess_policy(call->sess);
-    st->limit = pol->output_limit ? pol->output_limit : EXECBOX_DEFAULT_OUTPUT_LIMIT;
-    struct execbox_request req = {
-        .code = d->code,
-        .code_len = strlen(d->code),
-        .on_output = cmd_output,
-        .userdata = st,
-        .cancel = cancel,
-    };
-    struct execbox_result *res = NULL;
-    int r = execbox_session_run(sess_session(call->sess), &req, &res, &err);
-    proc_remove(pid);
-    if (r == 0)
-        e2b_hidden_cells(e, call, 1);
-    sess_cell_end(call->sess, r == 0 ? res : NULL);
-    call->claimed = false;
-    if (r < 0) {
-        send_end_stream(st, code_of_errno(r), err.msg[0] ? err.msg : execbox_strerror(r));
-        return;
-    }
-    *out = (struct e2b_outcome){
-        .ran = true,
-        .timed_out = res->timed_out,
-        .oom_killed = res->oom_killed,
-        .cancelled = res->killed_reason == EXECBOX_KILLED_CANCELLED,
-        .failed = res->exit_code != 0,
-        .exit_code = res->exit_code,
-    };
-    if (st->dropped) {
-        char note[160];
-        snprintf(note, sizeof(note),
-                 "\n[execbox: %llu bytes of output were not streamed: the client read too "
-                 "slowly]\n",
-                 (unsigned long long)st->dropped);
-        send_data(st, 1, note, strlen(note), true);
-    }
-    if (res->timed_out) {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "the command timed out after %g s (the server's cell timeout)",
-                 pol->timeout > 0 ? pol->timeout : EXECBOX_DEFAULT_TIMEOUT);
-        send_end_stream(st, C_DEADLINE, msg);
-    } else {
-        bool killed =
-            res->oom_killed || res->signal || res->killed_reason == EXECBOX_KILLED_CANCELLED;
-        char status[64];
-        snprintf(status, sizeof(status), killed ? "signal: killed" : "exit status %d",
-                 res->exit_code);
-        json_t *end = json_pack("{s:i, s:b, s:s}", "exitCode", killed ? -1 : res->exit_code,
-                                "exited", !killed, "status", status);
-        if (end && (killed || res->exit_code != 0))
-            json_object_set_new(
-                end, "error", json_string(res->oom_killed ? "killed at the memory limit" : status));
-        send_msg(st, 0, json_pack("{s:{s:o}}", "event", "end", end), true);
-        send_end_stream(st, C_INTERNAL, NULL);
-    }
-    execbox_result_free(res);
-}
-
-void e2b_envd_run(struct e2b *e, struct e2b_call *call, struct execbox_cancel *cancel,
-                  e2b_push_fn push, void *ud, struct e2b_answer *ret, struct e2b_outcome *out)
-{
-    if (call->op == E2B_OP_PROC_START) {
-        struct cmd_stream st = {.push = push, .ud = ud};
-        run_start(e, call, cancel, &st, out);
-        return;
-    }
-    if (call->op == E2B_OP_PROC_SIGNAL) {
-        struct envd *d = call->envd;
-        if (proc_kill(d->pid)) {
-            if (dump_answer(ret, 200, JSON_CTYPE, json_object()) < 0)
-                fail(ret, call->op, C_INTERNAL, "out of memory");
-        } else {
-            fail(ret, call->op, C_NOT_FOUND, "process %u not found", d->pid);
-        }
-        return;
-    }
-    struct execbox_error err = {0};
-    int status = e2b_context_ready(e, call, false, &err);
-    if (status) {
-        const char *msg = err.msg[0] ? err.msg : "the context could not start";
-        if (call->op == E2B_OP_FILES_GET || call->op == E2B_OP_FILES_POST)
-            fail(ret, call->op, status, "%s", msg);
-        else
-            fail(ret, call->op, code_of_status(status), "%s", msg);
-        return;
-    }
-    run_files(call, ret);
 }
