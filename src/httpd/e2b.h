@@ -83,7 +83,11 @@ struct e2b_call {
     char old_sess[SESS_ID_SIZE]; /* restart: the session it replaces */
     char *code;
     size_t code_len;
-    char ctx_id[E2B_ID_SIZE];      /* the context it works in */
+    char ctx_id[E2B_ID_SIZE]; /* the context it works in */
+    /* The tenant the call is of ("" none): it finds, lists and makes that tenant's contexts
+     * only, at most owner_max sessions of them (0: no cap). Set with e2b_call_owner. */
+    char owner[SESS_OWNER_MAX + 1];
+    size_t owner_max;
     char *env_setup, *env_restore; /* execute's env_vars: the cells around the code's */
     /* envd: the request's ?path= (NULL without one) and Content-Type (e2b_call_request), and
      * what its body asked for (private to e2b_envd.c) */
@@ -96,6 +100,9 @@ struct e2b_call {
 /* Keeps what an envd route needs of the request besides its body: the query's path (as sent,
  * percent-escaped) and the Content-Type (either may be NULL). 0, or -ENOMEM. */
 int e2b_call_request(struct e2b_call *call, const char *query_path, const char *ctype);
+
+/* Makes the call one of owner's (a tenant's name; NULL: none), with its session cap. */
+void e2b_call_owner(struct e2b_call *call, const char *owner, size_t owner_max);
 
 /* Whether the op's body must be application/json (the contexts, execute, Connect's unary
  * calls) rather than what the route checks itself (a file's upload, a Connect stream). */

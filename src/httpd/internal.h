@@ -167,6 +167,7 @@ struct job {
     struct tenant tenant; /* who sent it (has_tenant), copied at authentication */
     bool has_tenant;
     bool run_counted; /* __atomic: counted in the tenant's max_runs until the run ends */
+    int run_refused;  /* why tenants_run_begin refused it (-EDQUOT: the quota) */
     int status;       /* the HTTP status of what was queued with libmicrohttpd */
     struct job_answer answer;
     struct job_stream stream;

@@ -197,6 +197,8 @@ static bool check_method(struct srv *s, struct job *j, struct MHD_Connection *c,
                    "missing or wrong token: with a token, the E2B routes are under /e2b/TOKEN/", 0);
             return false;
         }
+        /* A tenant's calls find and make that tenant's contexts only. */
+        e2b_call_owner(&j->e2b, srv_owner(j), j->has_tenant ? j->tenant.max_sessions : 0);
         int r = e2b_route(j->req.method, e2b_sub, &j->e2b, &j->req.allow);
         if (r == 0 &&
             e2b_call_request(
@@ -425,6 +427,31 @@ static enum MHD_Result upload(struct srv *s, struct job *j, const char *data, si
     return MHD_YES;
 }
 
+/* Counts the job's run in its tenant's max_runs from now until the run ends (job.c). False:
+ * not counted (at the quota, or no memory: quota_answer says which). */
+static bool count_run(struct srv *s, struct job *j)
+{
+    if (!j->has_tenant)
+        return true;
+    const char *quota = NULL;
+    j->run_refused = tenants_run_begin(s->cfg.tenants, &j->tenant, &quota);
+    if (j->run_refused < 0)
+        return false;
+    __atomic_store_n(&j->run_counted, true, __ATOMIC_RELEASE);
+    return true;
+}
+
+/* The answer to a run count_run refused: 429 at the tenant's max_runs. */
+static enum MHD_Result quota_answer(struct job *j, struct MHD_Connection *c)
+{
+    if (j->run_refused != -EDQUOT)
+        return srv_respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s has %u runs going, its max_runs (retry when one ends)",
+             j->tenant.name, j->tenant.max_runs);
+    return srv_respond_quota(j, c, "max_runs", msg, 1);
+}
+
 /* An E2B call's body is in: prepare it, and queue it unless that answered it. */
 static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Connection *c)
 {
@@ -439,6 +466,9 @@ static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Conne
     struct execbox_error err = {0};
     if (runner_job_init(&j->rj, &err) < 0)
         return srv_respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
+    /* Code an E2B call runs (an execute, a command) counts in the tenant's max_runs. */
+    if (e2b_op_streams(j->e2b.op) && !count_run(s, j))
+        return quota_answer(j, c);
     return job_queue(s, j, c);
 }
 
@@ -466,20 +496,8 @@ static enum MHD_Result submit(struct srv *s, struct job *j, struct MHD_Connectio
     struct execbox_error err = {0};
     if (runner_job_init(&j->rj, &err) < 0)
         return srv_respond_error(j, c, 503, "unavailable", err.msg, NULL, 1);
-    if ((j->req.op == OP_RUN || j->req.op == OP_CELL) && j->has_tenant) {
-        /* The tenant's concurrent runs, counted from now until the run ends (job.c). */
-        const char *quota = NULL;
-        int r = tenants_run_begin(s->cfg.tenants, &j->tenant, &quota);
-        if (r == -EDQUOT) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "%s has %u runs going, its %s (retry when one ends)",
-                     j->tenant.name, j->tenant.max_runs, quota);
-            return srv_respond_quota(j, c, quota, msg, 1);
-        }
-        if (r < 0)
-            return srv_respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1);
-        __atomic_store_n(&j->run_counted, true, __ATOMIC_RELEASE);
-    }
+    if ((j->req.op == OP_RUN || j->req.op == OP_CELL) && !count_run(s, j))
+        return quota_answer(j, c);
     if (j->req.op == OP_CELL) {
         /* One cell at a time, decided now rather than when a worker takes it. */
         int r = sess_cell_begin(j->sess);

@@ -93,6 +93,50 @@ class TenantTests(Tests):
         finally:
             self.cleanup()
 
+    def test_e2b_contexts_are_per_tenant(self):
+        self.setUp()
+        try:
+            srv, _ = self.server(f"alice {A_TOKEN}\nbob {B_TOKEN}\n")
+            with srv:
+                def e2b(tok, method, path, body=None):
+                    st, _, data = srv.request(method, f"/e2b/{tok}{path}", body)
+                    return st, data.decode()
+
+                def lines(data):
+                    return [json.loads(x) for x in data.splitlines() if x.strip()]
+
+                # The default context is each tenant's own.
+                st, data = e2b(A_TOKEN, "POST", "/execute", {"code": "secret = 41"})
+                assert st == 200, (st, data)
+                st, data = e2b(B_TOKEN, "POST", "/execute", {"code": "print(secret)"})
+                assert st == 200 and any(x.get("type") == "error" and x.get("name") == "NameError"
+                                         for x in lines(data)), data
+                st, data = e2b(A_TOKEN, "POST", "/execute", {"code": "print(secret + 1)"})
+                assert any(x.get("type") == "stdout" and x.get("text") == "42\n"
+                           for x in lines(data)), data
+                # A made context: listed, run in and deleted by its tenant only.
+                st, data = e2b(A_TOKEN, "POST", "/contexts", {"language": "python"})
+                assert st == 200, (st, data)
+                cid = json.loads(data)["id"]
+                st, data = e2b(B_TOKEN, "GET", "/contexts")
+                assert st == 200 and cid not in data, data
+                st, data = e2b(A_TOKEN, "GET", "/contexts")
+                assert cid in data, data
+                st, data = e2b(B_TOKEN, "POST", "/execute", {"code": "1", "context_id": cid})
+                assert st == 404, (st, data)
+                assert e2b(B_TOKEN, "DELETE", f"/contexts/{cid}")[0] == 404
+                assert e2b(B_TOKEN, "POST", f"/contexts/{cid}/restart")[0] == 404
+                st, data = e2b(A_TOKEN, "POST", "/execute", {"code": "7", "context_id": cid})
+                assert st == 200 and any(x.get("type") == "result" for x in lines(data)), data
+                assert e2b(A_TOKEN, "DELETE", f"/contexts/{cid}")[0] == 204
+                # A wrong token in the path is 401, and never reaches the log.
+                bad = "zz-not-a-token-0123456789"
+                assert e2b(bad, "POST", "/execute", {"code": "1"})[0] == 401
+                log = open(srv.logf.name, encoding="utf-8").read()
+                assert bad not in log and A_TOKEN not in log and B_TOKEN not in log
+        finally:
+            self.cleanup()
+
     def test_ceilings(self):
         self.setUp()
         try:
