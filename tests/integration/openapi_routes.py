@@ -28,6 +28,13 @@ SERVED = {
     "/e2b/contexts": {"get", "post"},
     "/e2b/contexts/{context_id}": {"delete"},
     "/e2b/contexts/{context_id}/restart": {"post"},
+    "/e2b/files": {"get", "post"},
+    "/e2b/filesystem.Filesystem/Stat": {"post"},
+    "/e2b/filesystem.Filesystem/ListDir": {"post"},
+    "/e2b/filesystem.Filesystem/MakeDir": {"post"},
+    "/e2b/filesystem.Filesystem/Remove": {"post"},
+    "/e2b/process.Process/Start": {"post"},
+    "/e2b/process.Process/SendSignal": {"post"},
 }
 METHODS = {"get", "post", "put", "delete"}
 
