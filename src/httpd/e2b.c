@@ -738,10 +738,7 @@ static void run_execute(struct e2b *e, struct e2b_call *call, struct execbox_can
     };
     if (st->dropped) {
         char note[160];
-        snprintf(note, sizeof(note),
-                 "\n[execbox: %llu bytes of output were not streamed: the client read too "
-                 "slowly]\n",
-                 (unsigned long long)st->dropped);
+        e2b_slow_note(note, sizeof(note), st->dropped);
         e2b_send_log(st, 1, note, strlen(note), true);
     }
     for (size_t i = 0; i < res->n_results; i++)

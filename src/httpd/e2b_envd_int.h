@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "e2b_envd.h"
+#include "e2b_lines.h"
 
 /* The workspace as paths in answers say it; E2B's home directory is taken to mean it. */
 #define WS_ROOT "/workspace"

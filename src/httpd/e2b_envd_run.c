@@ -371,10 +371,7 @@ static void run_start(struct e2b *e, struct e2b_call *call, struct execbox_cance
     };
     if (st->dropped) {
         char note[160];
-        snprintf(note, sizeof(note),
-                 "\n[execbox: %llu bytes of output were not streamed: the client read too "
-                 "slowly]\n",
-                 (unsigned long long)st->dropped);
+        e2b_slow_note(note, sizeof(note), st->dropped);
         send_data(st, 1, note, strlen(note), true);
     }
     if (res->timed_out) {

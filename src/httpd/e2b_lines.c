@@ -217,3 +217,11 @@ void e2b_send_cell_error(struct stream *st, const struct execbox_result *res, do
         e2b_send_error(st, "SystemExit", value, "");
     }
 }
+
+void e2b_slow_note(char *buf, size_t n, uint64_t dropped)
+{
+    snprintf(buf, n,
+             "\n[execbox: %llu bytes of output were not streamed: the client read too "
+             "slowly]\n",
+             (unsigned long long)dropped);
+}

@@ -50,4 +50,7 @@ void e2b_send_end(struct stream *st, uint64_t count, bool with_count);
 /* The error line of a cell that did not end normally, or none. */
 void e2b_send_cell_error(struct stream *st, const struct execbox_result *res, double timeout);
 
+/* The stderr note of a stream that left out dropped bytes for a client too slow to read them. */
+void e2b_slow_note(char *buf, size_t n, uint64_t dropped);
+
 #endif
