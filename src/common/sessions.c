@@ -370,7 +370,6 @@ int sess_create(struct sess_registry *r, const struct sess_options *o, struct se
     }
     pthread_mutex_unlock(&r->lock);
     if (e < 0) {
-        free(s);
         if (err && e == -EDQUOT)
             snprintf(err->msg, sizeof(err->msg),
                      "%s holds %zu sessions, its max_sessions (close one first)", s->owner, held);
@@ -381,6 +380,7 @@ int sess_create(struct sess_registry *r, const struct sess_options *o, struct se
             snprintf(err->msg, sizeof(err->msg), "the server is shutting down");
         if (err)
             err->code = e;
+        free(s);
         return e;
     }
 
