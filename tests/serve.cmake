@@ -50,7 +50,8 @@ eb_integration_test(openapi_routes)
 
 # The tenants file (`serve --tokens FILE`): parsing, token hashes, ceilings, quotas, reload.
 pkg_check_modules(GNUTLS REQUIRED IMPORTED_TARGET gnutls)
-eb_unit_test(tenants ${PROJECT_SOURCE_DIR}/src/httpd/tenants.c)
+eb_unit_test(tenants ${PROJECT_SOURCE_DIR}/src/httpd/tenants.c
+             ${PROJECT_SOURCE_DIR}/src/common/io.c)
 target_include_directories(test_tenants PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(test_tenants PRIVATE PkgConfig::GNUTLS)
 eb_integration_test(tenants)

@@ -203,6 +203,10 @@ const char *srv_owner(const struct job *j);
 
 /* ---- log.c ---- */
 
+/* in into out (cut to size), with the segment after every "/e2b/" (where a path carries a
+ * token) replaced by three asterisks. */
+void srv_mask_e2b_paths(const char *in, char *out, size_t size);
+
 /* Writes o (stolen) with a "time" member as one line on stderr, in one write(2). */
 void srv_log_object(json_t *o);
 

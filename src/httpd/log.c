@@ -59,18 +59,20 @@ static void redact_token(char *msg, const char *token)
     }
 }
 
-/* Replaces what follows every "/e2b/" up to the next '/' (a tenant's token, when a path carries
- * one) with "***". */
-static void redact_e2b_paths(char *msg)
+void srv_mask_e2b_paths(const char *in, char *out, size_t size)
 {
-    for (char *p = msg; (p = strstr(p, "/e2b/"));) {
-        p += 5;
-        size_t n = strcspn(p, "/ ?\"'");
-        if (n >= 3) {
-            memcpy(p, "***", 3);
-            memmove(p + 3, p + n, strlen(p + n) + 1);
+    size_t o = 0;
+    while (*in && o + 1 < size) {
+        if (strncmp(in, "/e2b/", 5) == 0) {
+            size_t seg = strcspn(in + 5, "/ ?\"'");
+            int k = snprintf(out + o, size - o, "/e2b/%s", seg ? "***" : "");
+            o += k > 0 ? (size_t)k : 0;
+            in += 5 + seg;
+            continue;
         }
+        out[o++] = *in++;
     }
+    out[o < size ? o : size - 1] = '\0';
 }
 
 __attribute__((format(printf, 2, 0))) void srv_mhd_logger(void *cls, const char *fmt, va_list ap)
@@ -87,10 +89,11 @@ __attribute__((format(printf, 2, 0))) void srv_mhd_logger(void *cls, const char 
     if (vasprintf(&full, fmt, ap) < 0)
         return;
     redact_token(full, s->cfg.token);
-    if (s->cfg.tenants)
-        redact_e2b_paths(full);
     char msg[512];
-    snprintf(msg, sizeof(msg), "%s", full);
+    if (s->cfg.tenants)
+        srv_mask_e2b_paths(full, msg, sizeof(msg));
+    else
+        snprintf(msg, sizeof(msg), "%s", full);
     free(full);
     size_t n = strlen(msg);
     while (n && msg[n - 1] == '\n')

@@ -52,13 +52,10 @@ static void front_refused(void *ud, int status, const char *method, const char *
     /* An E2B path carries the token (/e2b/TOKEN/...), maybe cut short by the front door:
      * whatever stands where a token would, never into the log. */
     char shown[128];
-    snprintf(shown, sizeof(shown), "%s", path);
-    if (s->cfg.tenants && strncmp(shown, "/e2b/", 5) == 0) {
-        const char *rest = strchr(shown + 5, '/');
-        char tail[128];
-        snprintf(tail, sizeof(tail), "%s", rest ? rest : "");
-        snprintf(shown + 5, sizeof(shown) - 5, "***%s", tail);
-    }
+    if (s->cfg.tenants)
+        srv_mask_e2b_paths(path, shown, sizeof(shown));
+    else
+        snprintf(shown, sizeof(shown), "%s", path);
     json_t *o = srv_access_object(id, remote, method, shown, status, 0);
     if (o)
         srv_log_object(o);

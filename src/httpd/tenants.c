@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/io.h"
+
 #define HASH_LEN 32
 
 struct entry {
@@ -183,34 +185,14 @@ static int read_entries(const char *path, const struct execbox_policy *server, s
                     "tokens",
                     path, (unsigned)(st.st_mode & 0777));
     }
-    char *buf = malloc(TENANTS_FILE_MAX + 1);
-    if (!buf) {
-        close(fd);
-        return fail(err, -ENOMEM, "out of memory");
-    }
+    char *buf = NULL;
     size_t len = 0;
-    for (;;) {
-        ssize_t k = read(fd, buf + len, TENANTS_FILE_MAX + 1 - len);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0) {
-            int e = errno;
-            close(fd);
-            free(buf);
-            return fail(err, -e, "tokens file %s: %s", path, strerror(e));
-        }
-        if (k == 0)
-            break;
-        len += (size_t)k;
-        if (len > TENANTS_FILE_MAX) {
-            close(fd);
-            free(buf);
-            return fail(err, -EFBIG, "tokens file %s: larger than %d bytes", path,
-                        TENANTS_FILE_MAX);
-        }
-    }
+    int rr = cli_read_fd(fd, TENANTS_FILE_MAX, &buf, &len);
     close(fd);
-    buf[len] = '\0';
+    if (rr == -EFBIG)
+        return fail(err, rr, "tokens file %s: larger than %d bytes", path, TENANTS_FILE_MAX);
+    if (rr < 0)
+        return fail(err, rr, "tokens file %s: %s", path, strerror(-rr));
     if (memchr(buf, '\0', len)) {
         free(buf);
         return fail(err, -EINVAL, "tokens file %s: holds a NUL byte", path);
@@ -375,12 +357,21 @@ bool tenants_auth(struct tenants *t, const char *presented, struct tenant *ret)
     return found != SIZE_MAX;
 }
 
-/* The usage record of name, made when new; NULL on no memory. Called with the lock held. */
-static struct usage *usage_of(struct tenants *t, const char *name)
+/* The usage record of name, or NULL. Called with the lock held. */
+static struct usage *usage_find(struct tenants *t, const char *name)
 {
     for (size_t i = 0; i < t->nu; i++)
         if (strcmp(t->u[i].name, name) == 0)
             return &t->u[i];
+    return NULL;
+}
+
+/* The usage record of name, made when new; NULL on no memory. Called with the lock held. */
+static struct usage *usage_of(struct tenants *t, const char *name)
+{
+    struct usage *found = usage_find(t, name);
+    if (found)
+        return found;
     if (t->nu == t->cap_u) {
         size_t cap = t->cap_u ? t->cap_u * 2 : 16;
         struct usage *u = realloc(t->u, cap * sizeof(*u));
@@ -417,7 +408,7 @@ int tenants_run_begin(struct tenants *t, const struct tenant *who, const char **
 void tenants_run_end(struct tenants *t, const char *name)
 {
     pthread_mutex_lock(&t->mu);
-    struct usage *u = usage_of(t, name);
+    struct usage *u = usage_find(t, name);
     if (u && u->running)
         u->running--;
     pthread_mutex_unlock(&t->mu);
@@ -438,7 +429,7 @@ size_t tenants_stats(struct tenants *t, struct tenant_stats *ret, size_t n)
     pthread_mutex_lock(&t->mu);
     /* Every tenant of the file, then names that hold something but left the file. */
     for (size_t i = 0; i < t->n && k < n; i++) {
-        struct usage *u = usage_of(t, t->e[i].t.name);
+        const struct usage *u = usage_find(t, t->e[i].t.name);
         memset(&ret[k], 0, sizeof(ret[k]));
         snprintf(ret[k].name, sizeof(ret[k].name), "%s", t->e[i].t.name);
         if (u) {
