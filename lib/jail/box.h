@@ -56,7 +56,7 @@ struct jail {
     char *mpl_data;             /* its prebuilt contents, copied into each run's /tmp */
     size_t mpl_len;
     /* Templates (tplclient.h; lib/core/template.c keeps them): what every one is handed, made
-     * once (tplclient.c). */
+     * once under tpl_start_lock (tplclient.c). */
     pthread_mutex_t tpl_start_lock;
     int tpl_blob_fds[4]; /* sealed memfds: helper module, init program, seccomp, font list */
 };

@@ -44,8 +44,10 @@ static int sealed_memfd(const char *name, const void *data, size_t len, struct e
     return fd;
 }
 
-/* The four memfds every template is handed, made once per executor (j->tpl_blob_fds). */
-static int tpl_blobs(struct jail *j, struct execbox_error *err)
+/* The four memfds every template is handed, made once per executor (j->tpl_blob_fds) under
+ * j->tpl_start_lock: the core starts one template at a time per executor today, but the backend
+ * does not count on it (two first starts would each make a set and leak one). */
+static int tpl_blobs_locked(struct jail *j, struct execbox_error *err)
 {
     if (j->tpl_blob_fds[0] >= 0)
         return 0;
@@ -72,6 +74,14 @@ static int tpl_blobs(struct jail *j, struct execbox_error *err)
     }
     memcpy(j->tpl_blob_fds, fds, sizeof(fds));
     return 0;
+}
+
+static int tpl_blobs(struct jail *j, struct execbox_error *err)
+{
+    pthread_mutex_lock(&j->tpl_start_lock);
+    int r = tpl_blobs_locked(j, err);
+    pthread_mutex_unlock(&j->tpl_start_lock);
+    return r;
 }
 
 /* Waits up to timeout_ms for one answer from t (and its pidfd when ret_fd), 0 or -errno. */
