@@ -2,9 +2,13 @@
 /* cliopts.c - shared backend and policy flags. */
 #include "cliopts.h"
 
+#include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "io.h"
 
 void cli_sandbox_init(struct cli_sandbox *s)
 {
@@ -121,14 +125,88 @@ int cli_sandbox_option(struct cli_sandbox *s, int opt, const char *arg)
     }
 }
 
-int cli_sandbox_policy(const struct cli_sandbox *s, struct execbox_policy *ret)
+/* A policy file's "tokens" taken out of its JSON (a path made relative to the file's directory)
+ * and the rest merged by the library, which names any other field at fault. */
+static int load_with_tokens(const char *path, json_t *doc, struct execbox_policy *ret,
+                            char **ret_tokens)
+{
+    json_t *v = json_object_get(doc, "tokens");
+    const char *t = json_string_value(v);
+    if (!ret_tokens) {
+        fprintf(stderr,
+                "execbox: policy file '%s': tokens: only 'execbox serve' reads a tokens "
+                "file\n",
+                path);
+        return -1;
+    }
+    if (!t || !*t || strlen(t) >= PATH_MAX || memchr(t, '\0', json_string_length(v))) {
+        fprintf(stderr,
+                "execbox: policy file '%s': tokens: must be the path of the tokens "
+                "file, a string\n",
+                path);
+        return -1;
+    }
+    const char *slash = strrchr(path, '/');
+    int dir = t[0] == '/' || !slash ? 0 : (int)(slash - path + 1);
+    if (asprintf(ret_tokens, "%.*s%s", dir, path, t) < 0) {
+        *ret_tokens = NULL;
+        fprintf(stderr, "execbox: out of memory\n");
+        return -1;
+    }
+    if (strlen(*ret_tokens) >= PATH_MAX) {
+        fprintf(stderr, "execbox: policy file '%s': tokens: the path is too long\n", path);
+        free(*ret_tokens);
+        *ret_tokens = NULL;
+        return -1;
+    }
+    json_object_del(doc, "tokens");
+    char *rest = json_dumps(doc, JSON_COMPACT);
+    struct execbox_error err = {0};
+    int r = rest ? execbox_policy_merge_json(ret, rest, 0, &err) : -1;
+    if (r < 0) {
+        fprintf(stderr, "execbox: policy file '%s': %s\n", path, rest ? err.msg : "out of memory");
+        free(rest);
+        free(*ret_tokens);
+        *ret_tokens = NULL;
+        return -1;
+    }
+    free(rest);
+    return 0;
+}
+
+/* The library's limit on a policy file (docs/policy.md: at most 1 MiB). */
+#define CLI_POLICY_FILE_MAX (1U << 20)
+
+/* The policy file into ret: through the library, unless its JSON names "tokens". */
+static int load_policy_file(const char *path, struct execbox_policy *ret, char **ret_tokens)
+{
+    char *text = NULL;
+    size_t len = 0;
+    json_t *doc = NULL;
+    int r = -1;
+    /* A file that cannot be read or parsed here goes to the library, which says why. */
+    if (strcmp(path, "-") != 0 && cli_read_path(path, CLI_POLICY_FILE_MAX, &text, &len) == 0)
+        doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+    if (json_is_object(doc) && json_object_get(doc, "tokens")) {
+        r = load_with_tokens(path, doc, ret, ret_tokens);
+    } else {
+        struct execbox_error err = {0};
+        r = execbox_policy_load_file(ret, path, &err);
+        if (r < 0)
+            fprintf(stderr, "execbox: %s\n", err.msg);
+    }
+    json_decref(doc);
+    free(text);
+    return r < 0 ? -1 : 0;
+}
+
+static int sandbox_policy(const struct cli_sandbox *s, struct execbox_policy *ret,
+                          char **ret_tokens)
 {
     struct execbox_error err = {0};
     execbox_policy_init(ret);
-    if (s->policy_file && execbox_policy_load_file(ret, s->policy_file, &err) < 0) {
-        fprintf(stderr, "execbox: %s\n", err.msg);
+    if (s->policy_file && load_policy_file(s->policy_file, ret, ret_tokens) < 0)
         return -1;
-    }
     for (int i = 0; i < s->n_flags; i++)
         if (execbox_policy_set(ret, s->flags[i].key, s->flags[i].value, &err) < 0) {
             fprintf(stderr, "execbox: --%s: %s\n", s->flags[i].key, err.msg);
@@ -140,6 +218,23 @@ int cli_sandbox_policy(const struct cli_sandbox *s, struct execbox_policy *ret)
         return -1;
     }
     return 0;
+}
+
+int cli_sandbox_policy(const struct cli_sandbox *s, struct execbox_policy *ret)
+{
+    return sandbox_policy(s, ret, NULL);
+}
+
+int cli_sandbox_policy_tokens(const struct cli_sandbox *s, struct execbox_policy *ret,
+                              char **ret_tokens)
+{
+    *ret_tokens = NULL;
+    int r = sandbox_policy(s, ret, ret_tokens);
+    if (r < 0) {
+        free(*ret_tokens);
+        *ret_tokens = NULL;
+    }
+    return r;
 }
 
 int cli_sandbox_executor(const struct cli_sandbox *s, struct execbox_executor **ret)

@@ -140,8 +140,15 @@ void cli_sandbox_init(struct cli_sandbox *s);
  * (message printed to stderr). */
 int cli_sandbox_option(struct cli_sandbox *s, int opt, const char *arg);
 
-/* Builds the policy: defaults, then the file, then the flags. -1 with a message on error. */
+/* Builds the policy: defaults, then the file, then the flags. -1 with a message on error. A
+ * policy file's "tokens" field (serve's tenants file) is refused here: only serve reads it. */
 int cli_sandbox_policy(const struct cli_sandbox *s, struct execbox_policy *ret);
+
+/* As cli_sandbox_policy, for serve: a policy file may also name the tenants file with
+ * "tokens": "PATH" (relative to the policy file's directory). *ret_tokens is that path
+ * (malloc'd, the caller frees) or NULL when the file names none. */
+int cli_sandbox_policy_tokens(const struct cli_sandbox *s, struct execbox_policy *ret,
+                              char **ret_tokens);
 
 /* Opens the executor and warns once when the backend isolates nothing. -1 with a message. */
 int cli_sandbox_executor(const struct cli_sandbox *s, struct execbox_executor **ret);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -48,7 +49,8 @@ static void help(FILE *f)
             "$EXECBOX_TOKEN)\n"
             "      --tokens FILE        tenants: one per line, a name, a token (or sha256:HEX)\n"
             "                           and quotas; each sees only its own sessions; SIGHUP\n"
-            "                           reads the file again (docs/tenants.md)\n"
+            "                           reads the file again; a --policy file may name it\n"
+            "                           instead: \"tokens\": \"FILE\" (docs/tenants.md)\n"
             "      --insecure           allow listening beyond loopback without a token\n"
             "      --workers N          concurrent sandboxes (default: number of cores)\n"
             "      --queue N            requests that may wait for a worker (default 64); more\n"
@@ -257,6 +259,7 @@ static const struct option longopts[] = {
 struct serve_opts {
     struct cli_sandbox sb;
     const char *listen_addr, *token, *tokens_file;
+    char policy_tokens[PATH_MAX]; /* the tokens file a policy file names, or "" */
     bool insecure;
     size_t workers, queue, max_body;
     double drain_timeout, drain_grace;
@@ -416,8 +419,24 @@ static int set_up(struct serve_opts *o, struct srv_config *cfg, char *shown, siz
                                .max_sessions = o->max_sessions,
                                .session_idle_max = (double)o->idle_max,
                                .session_lifetime = (double)o->lifetime};
-    if (cli_sandbox_policy(&o->sb, &cfg->policy) < 0)
+    char *named = NULL;
+    if (cli_sandbox_policy_tokens(&o->sb, &cfg->policy, &named) < 0)
         return -1;
+    if (named) {
+        snprintf(o->policy_tokens, sizeof(o->policy_tokens), "%s", named); /* < PATH_MAX */
+        free(named);
+    }
+    if (o->policy_tokens[0] && (o->token || o->tokens_file)) {
+        fprintf(stderr,
+                "execbox serve: the policy file names a tokens file, and %s is given too: "
+                "give one\n",
+                o->token ? "--token (or EXECBOX_TOKEN)" : "--tokens");
+        return -1;
+    }
+    if (o->policy_tokens[0]) {
+        o->tokens_file = o->policy_tokens;
+        cfg->check_host = false; /* every request carries a tenant's token */
+    }
     struct execbox_error terr = {0};
     if ((o->tokens_file && tenants_load(o->tokens_file, &cfg->policy, &cfg->tenants, &terr) < 0) ||
         (o->token && tenants_single(o->token, &cfg->policy, &cfg->tenants, &terr) < 0)) {

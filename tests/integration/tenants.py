@@ -255,6 +255,44 @@ class TenantTests(Tests):
         finally:
             os.unlink(path)
 
+    def test_tokens_named_by_policy_file(self):
+        d = tempfile.mkdtemp(prefix="tenants-policy-")
+        tok = os.path.join(d, "tokens")
+        pol = os.path.join(d, "serve.json")
+        try:
+            with open(tok, "w") as f:
+                f.write(f"alice {A_TOKEN}\n")
+            os.chmod(tok, 0o600)
+            with open(pol, "w") as f:
+                json.dump({"tokens": "tokens", "timeout": 7}, f)  # relative to the policy file
+            with Server("--policy", pol) as srv:
+                assert Client(srv, A_TOKEN).req("GET", "/v1/sessions")[0] == 200
+                assert Client(srv, None).req("GET", "/v1/sessions")[0] == 401
+                assert Client(srv, B_TOKEN).req("GET", "/v1/sessions")[0] == 401
+                # The rest of the file is the policy: a longer timeout is over the ceiling.
+                st, _, data = Client(srv, A_TOKEN).req(
+                    "POST", "/v1/execute", {"code": "pass", "timeout": 8})
+                assert st == 400 and b"timeout" in data, (st, data)
+            # Only serve reads a tokens file; the other commands say so and run nothing.
+            r = run(["run", "--policy", pol, "-c", "print('ran')"])
+            assert r.returncode == 125 and "tokens" in r.stderr and "ran" not in r.stdout, r
+            # Two sources of tokens at once are refused.
+            for extra in (["--tokens", tok], ["--token", "y" * 24]):
+                srv = Server("--policy", pol, *extra, expect_start=False)
+                with srv:
+                    assert srv.proc.wait(30) != 0
+                    assert "give one" in open(srv.logf.name).read()
+            # The file's mode is checked as for --tokens.
+            os.chmod(tok, 0o644)
+            srv = Server("--policy", pol, expect_start=False)
+            with srv:
+                assert srv.proc.wait(30) != 0
+                assert "chmod 600" in open(srv.logf.name).read()
+        finally:
+            for p in (tok, pol):
+                os.unlink(p)
+            os.rmdir(d)
+
 
 if __name__ == "__main__":
     if os.geteuid() != 0:
