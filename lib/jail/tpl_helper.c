@@ -9,8 +9,10 @@
  * One run, all of it ahead of the request:
  *   template T (Python; uid 1000 of the template's user namespace, CAP_SYS_ADMIN and CAP_SETPCAP
  *   there and nowhere else)
- *     --clone(CLONE_VM|CLONE_VFORK, new pid/mount/ipc/uts/net namespaces)--> R
- *   R shares T's memory and T waits: it joins the run's cgroup (fds the library opened), takes a
+ *     --clone(CLONE_VM|CLONE_VFORK, a new user namespace, child of T's, and new pid/mount/ipc/
+ *             uts/net namespaces owned by it)--> R
+ *   R shares T's memory and T waits: it maps T's ids into its user namespace and caps the
+ *   run's inotify counts there (r_userns), joins the run's cgroup (fds the library opened), takes a
  *   cgroup namespace, mounts the run's own /tmp, /dev/shm, /workspace, /code and /proc, forks G
  *   (the only copy of T's memory a run costs), drops every privilege and execs the init program
  *   (pid 1 of the run), which ends the vfork.
@@ -53,6 +55,8 @@
 #define R_STACK_SIZE (256U << 10)
 #define BPF_MAX_BYTES (4096U * 8U)
 #define MPL_MAX_BYTES (8U << 20)
+/* Each run gets this fraction of the template's per-user inotify budget (see tpl_limits). */
+#define FORK_SHARE 8
 
 /* CPython's fork hooks, found in the running interpreter (we are loaded into it). */
 typedef void (*py_fork_fn)(void);
@@ -71,6 +75,8 @@ struct tpl {
     int n_fds;
     char tmp_opts[160], shm_opts[96];
     char guest_pid[16], n_leave[16];
+    /* the run's own user namespace: T's ids mapped to themselves, and its inotify shares */
+    char uid_map[32], gid_map[32], inotify_instances[24], inotify_watches[24];
     pid_t self_pid, guest; /* T's pid (in T's pid namespace); the pid G must get in the run's */
     sigset_t saved_mask;
     jmp_buf jb;
@@ -119,11 +125,60 @@ static int write_file_at(const char *path, const char *data, size_t len)
     return r;
 }
 
+/* Writes s to a /proc file that exists (no O_CREAT); 0 or -errno. */
+static int write_proc(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    int r = eb_write_all(fd, s, strlen(s));
+    close(fd);
+    return r;
+}
+
+/* The run's user namespace, a child of the template's, exists so that the kernel's per-user
+ * counts have a level of the run's own: inotify instances and watches are charged to (the
+ * run's namespace, uid) before (the template's, uid) and the host's, and the run's level is
+ * capped at a share of the template's (tpl_limits); pending signals, message-queue bytes and
+ * processes likewise count at the run's level against its own rlimits. Without it every fork
+ * of one template shared one count, and one run holding every inotify instance made
+ * inotify_init1 fail in its siblings. T's own uid and gid map to themselves (a process may map
+ * its own ids into a namespace it made without any privilege outside it); setgroups stays
+ * denied, as the guest could not call it anyway. */
+static int r_userns(struct tpl *t)
+{
+    int r;
+    /* R shares T's memory, and with it the dumpable flag an earlier run's R cleared before it
+     * execed (r_main's end): a process that is not dumpable has its /proc/self files owned by
+     * root, which R may not write. Dumpable again until this R clears it at its end; T is
+     * stopped meanwhile (CLONE_VFORK) and no guest can see T's pid. */
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+        return -errno;
+    if ((r = write_proc("/proc/self/setgroups", "deny")) < 0 ||
+        (r = write_proc("/proc/self/uid_map", t->uid_map)) < 0 ||
+        (r = write_proc("/proc/self/gid_map", t->gid_map)) < 0)
+        return r;
+    return 0;
+}
+
+/* The run's inotify shares, set in its own namespace's table (/proc/sys/user/ shows the
+ * reader's user namespace) while R still holds CAP_SYS_RESOURCE there; the guest, with no
+ * capability, cannot raise them. A kernel without inotify has no such files. */
+static int r_limits(struct tpl *t)
+{
+    int r = write_proc("/proc/sys/user/max_inotify_instances", t->inotify_instances);
+    if (r == 0 || r == -ENOENT)
+        r = write_proc("/proc/sys/user/max_inotify_watches", t->inotify_watches);
+    return r == -ENOENT ? 0 : r;
+}
+
 static int r_main(void *arg)
 {
     struct tpl *t = arg;
     int *fd = t->fds;
     int r;
+    if ((r = r_userns(t)) < 0)
+        r_fail(t, r, "map the run's user namespace");
     /* Limits before anything can allocate in the run's name: the run's own cgroup. The fds were
      * opened by the library (root), and the kernel checks the opener's rights. */
     int n_cg = t->n_fds - (int)t->req.n_leave;
@@ -153,6 +208,8 @@ static int r_main(void *arg)
     /* Shows only the run's own pid namespace. */
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         r_fail(t, -errno, "mount /proc");
+    if ((r = r_limits(t)) < 0)
+        r_fail(t, r, "set the run's inotify limits");
     if (sethostname("execbox", 7) < 0)
         r_fail(t, -errno, "sethostname");
     /* A new session: no controlling terminal to inject into or signal. */
@@ -395,6 +452,36 @@ static int recv_req(int sock, struct tpl *t)
     return 0;
 }
 
+/* Reads a number from a sysctl file; def when it cannot. */
+static long read_sysctl(const char *path, long def)
+{
+    char buf[32];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return def;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return def;
+    buf[n] = '\0';
+    char *end;
+    long v = strtol(buf, &end, 10);
+    return end == buf || v <= 0 ? def : v;
+}
+
+/* What r_userns and r_limits write, formatted once: T's ids, and each run's share of the host's
+ * per-user inotify limits (the template's uid is charged for all of its runs at the host's
+ * level): 1/FORK_SHARE each, so that one run can take no more than that from its siblings. */
+static void tpl_limits(struct tpl *t)
+{
+    snprintf(t->uid_map, sizeof(t->uid_map), "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
+    snprintf(t->gid_map, sizeof(t->gid_map), "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
+    long inst = read_sysctl("/proc/sys/fs/inotify/max_user_instances", 128) / FORK_SHARE;
+    long watch = read_sysctl("/proc/sys/fs/inotify/max_user_watches", 8192) / FORK_SHARE;
+    snprintf(t->inotify_instances, sizeof(t->inotify_instances), "%ld", inst > 0 ? inst : 1);
+    snprintf(t->inotify_watches, sizeof(t->inotify_watches), "%ld", watch > 0 ? watch : 1);
+}
+
 /* Entry point, called from the template's bootstrap with the GIL held (ctypes.PyDLL). sock: the
  * library's socket; init_fd: the run init program; bpf_fd: the seccomp program (struct
  * sock_filter array, may be empty); mpl_fd, mpl_name: matplotlib's font list for each run's
@@ -440,6 +527,7 @@ int eb_tpl_serve(int sock, int init_fd, int bpf_fd, int mpl_fd, const char *mpl_
         snprintf(t->mpl_dir, sizeof(t->mpl_dir), "/tmp/.matplotlib");
         snprintf(t->mpl_file, sizeof(t->mpl_file), "/tmp/.matplotlib/%s", mpl_name);
     }
+    tpl_limits(t);
     /* Runs' inits are ours to reap, and we never wait for one: the kernel reaps them. Each
      * guest puts SIGCHLD back to the default. */
     signal(SIGCHLD, SIG_IGN);
@@ -476,12 +564,13 @@ int eb_tpl_serve(int sock, int init_fd, int bpf_fd, int mpl_fd, const char *mpl_
         sigprocmask(SIG_BLOCK, &all, &t->saved_mask);
         t->before();
         int pidfd = -1;
-        /* New pid, mount, ipc, uts and network namespaces for the run, owned by the template's
-         * user namespace (the only one where we hold CAP_SYS_ADMIN). CLONE_VM|CLONE_VFORK: no
-         * copy of T's memory for R, and T waits until R has execed the init. */
+        /* A user namespace of the run's own, a child of the template's (r_userns says why),
+         * and new pid, mount, ipc, uts and network namespaces owned by it: R holds every
+         * capability there and none in the template's namespace or above. CLONE_VM|CLONE_VFORK:
+         * no copy of T's memory for R, and T waits until R has execed the init. */
         int pid = clone(r_main, r_stack + sizeof(r_stack),
-                        CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_NEWPID | CLONE_NEWNS |
-                            CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | SIGCHLD,
+                        CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_NEWUSER | CLONE_NEWPID |
+                            CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | SIGCHLD,
                         t, &pidfd);
         int cerr = errno;
         t->after_parent();

@@ -2,7 +2,9 @@
 """Each jail sandbox has a host uid of its own (root mode; lib/jail/uidpool.h): per-user kernel
 counts are not shared. The attack for real: a session cell holds as many inotify instances as
 fs.inotify.max_user_instances allows (130 asked), and another cold run, another session and a
-warm run still get one (before, all were nobody outside and got EMFILE). Two concurrent
+warm run still get one (before, all were nobody outside and got EMFILE); and within one server,
+where sessions and pooled runs are forks of one template, a session holding all it can takes
+only its share and its siblings still get theirs. Two concurrent
 sandboxes have different host uids in execbox's range (read from /proc/<pid>/status on the
 host); a slot is unlocked once its run ends and after its owner is SIGKILLed; a host workspace's
 new files still belong to the directory's owner; a range overlapping a real user is refused."""
@@ -15,6 +17,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import EXECBOX, SKIP, Tests  # noqa: E402
+from serve import Server  # noqa: E402
+from sessions import Client  # noqa: E402
 
 BASE, COUNT = 0x7e000000, 65536
 LOCK = "/run/execbox/uids.lock"
@@ -108,12 +112,20 @@ def locked_slots():
     return out
 
 
-def hold(seconds, *extra):
-    """A sandbox holding inotify instances; returns (process, its host uid)."""
+def fork_share():
+    """What one fork of a template may hold: 1/8 of the host's per-user inotify instances."""
+    with open("/proc/sys/fs/inotify/max_user_instances") as f:
+        return int(f.read()) // 8
+
+
+def hold(seconds, *extra, at_least=100):
+    """A sandbox holding inotify instances, at least at_least of them (a cold sandbox gets nearly
+    all of the host's per-user 128; a session, a fork of a template, exactly its share);
+    returns (process, its host uid)."""
     p = subprocess.Popen([EXECBOX, "run", "-b", "jail", *extra, "-c", HOLD % seconds],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     uids = wait_for(lambda: [u for u in host_uids(p.pid)
-                             if any(inotify_count(k) >= 100 for k in descendants(p.pid))],
+                             if any(inotify_count(k) >= at_least for k in descendants(p.pid))],
                     "the holder holds its inotify instances")
     return p, uids[0]
 
@@ -131,25 +143,53 @@ def uid_alive(u):
 
 
 def end(p):
+    """Ends p; its stdout."""
     if p.poll() is None:
         p.kill()
-    p.communicate(timeout=60)
+    return p.communicate(timeout=60)[0]
 
 
 class UidTests(Tests):
     def test_inotify_instances_not_shared(self):
-        holder, uid = hold(20, "--rich")  # a session cell
-        try:
-            for what, args in (("cold run", []), ("session", ["--rich"]), ("warm run", ["--warm"])):
-                r = ex("run", "-b", "jail", *args, "-c", PROBE)
-                print(f"  {what} while a session holds the instances: {r.stdout.strip()}")
-                assert r.returncode == 0 and r.stdout.strip() == "ok", (what, r.stdout, r.stderr)
-        finally:
-            end(holder)
+        # A cold run holds nearly every instance its own uid may; a session cell (a fork of its
+        # executor's template) holds its share. Neither leaves another sandbox without one.
+        for kind, extra, at_least in (("cold run", [], 100), ("session", ["--rich"], fork_share())):
+            holder, uid = hold(20, *extra, at_least=at_least)
+            try:
+                for what, args in (("cold run", []), ("session", ["--rich"]),
+                                   ("warm run", ["--warm"])):
+                    r = ex("run", "-b", "jail", *args, "-c", PROBE)
+                    print(f"  {what} while a {kind} holds its instances: {r.stdout.strip()}")
+                    assert r.returncode == 0 and r.stdout.strip() == "ok", (what, r.stdout,
+                                                                            r.stderr)
+            finally:
+                out = end(holder)
+            if kind == "session":
+                assert out.split()[0] == str(at_least), (out, at_least)
+
+    def test_forks_of_one_template_take_only_their_share(self):
+        share = fork_share()
+        hold_cell = HOLD.replace("time.sleep(%d)\n", "")
+        with Server("--pool", "2") as srv:
+            c = Client(srv)
+            a, b, d = c.create()["id"], c.create()["id"], c.create()["id"]
+            # Two sessions (forks of the server's template) each hold every instance they can.
+            for sid in (a, b):
+                got = int(c.ok(sid, hold_cell)["stdout"])
+                print(f"  a session holding inotify instances got {got} (share {share})")
+                assert got == share, (got, share)
+            # A third session and pooled one-shot runs, forks of the same template, still get one.
+            assert c.ok(d, PROBE)["stdout"].strip() == "ok"
+            for _ in range(3):
+                st, r = c.jreq("POST", "/v1/execute", {"code": PROBE})
+                assert st == 200 and r["stdout"].strip() == "ok", (st, r)
+            m = srv.metrics()
+            assert m['execbox_pool_runs_total{sandbox="warm"}'] >= 1, m
+            assert m["execbox_sessions_open"] == 3 and m["execbox_templates"] >= 1, m
 
     def test_concurrent_sandboxes_have_their_own_uids_freed_after(self):
         a, ua = hold(15)
-        b, ub = hold(15, "--rich")
+        b, ub = hold(15, "--rich", at_least=fork_share())
         try:
             print(f"  host uids: {ua:#x} {ub:#x}")
             assert ua != ub, (ua, ub)
