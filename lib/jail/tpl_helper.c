@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -77,6 +78,8 @@ struct tpl {
     char guest_pid[16], n_leave[16];
     /* the run's own user namespace: T's ids mapped to themselves, and its inotify shares */
     char uid_map[32], gid_map[32], inotify_instances[24], inotify_watches[24];
+    /* each run's share of the per-user rlimits its namespace counts first (tpl_limits) */
+    struct rlimit sigpending, msgqueue;
     pid_t self_pid, guest; /* T's pid (in T's pid namespace); the pid G must get in the run's */
     sigset_t saved_mask;
     jmp_buf jb;
@@ -327,6 +330,13 @@ static int guest_setup(struct tpl *t)
     if ((r = eb_child_rlimits(t->req.file_size, t->req.cpu_seconds, t->req.memory_rlimit,
                               t->req.memory)) < 0)
         goto fail;
+    /* Pending signals and message-queue bytes are counted per user at the run's own level
+     * (r_userns) against these, hard and soft alike: the guest may not raise them. */
+    if (setrlimit(RLIMIT_SIGPENDING, &t->sigpending) < 0 ||
+        setrlimit(RLIMIT_MSGQUEUE, &t->msgqueue) < 0) {
+        r = -errno;
+        goto fail;
+    }
     what = "drop capabilities";
     if ((r = eb_drop_privileges()) < 0)
         goto fail;
@@ -469,6 +479,20 @@ static long read_sysctl(const char *path, long def)
     return end == buf || v <= 0 ? def : v;
 }
 
+/* 1/FORK_SHARE of T's own soft limit of res, hard and soft; T's own limits when it has no
+ * finite one (nothing above the run bounds it then either). */
+static void share_rlimit(int res, struct rlimit *ret)
+{
+    if (getrlimit(res, ret) < 0) {
+        ret->rlim_cur = ret->rlim_max = 0; /* not seen to happen; the guest then queues none */
+        return;
+    }
+    if (ret->rlim_cur == RLIM_INFINITY)
+        return;
+    rlim_t v = ret->rlim_cur / FORK_SHARE;
+    ret->rlim_cur = ret->rlim_max = v > 0 ? v : 1;
+}
+
 /* What r_userns and r_limits write, formatted once: T's ids, and each run's share of the host's
  * per-user inotify limits (the template's uid is charged for all of its runs at the host's
  * level): 1/FORK_SHARE each, so that one run can take no more than that from its siblings. */
@@ -480,6 +504,8 @@ static void tpl_limits(struct tpl *t)
     long watch = read_sysctl("/proc/sys/fs/inotify/max_user_watches", 8192) / FORK_SHARE;
     snprintf(t->inotify_instances, sizeof(t->inotify_instances), "%ld", inst > 0 ? inst : 1);
     snprintf(t->inotify_watches, sizeof(t->inotify_watches), "%ld", watch > 0 ? watch : 1);
+    share_rlimit(RLIMIT_SIGPENDING, &t->sigpending);
+    share_rlimit(RLIMIT_MSGQUEUE, &t->msgqueue);
 }
 
 /* Entry point, called from the template's bootstrap with the GIL held (ctypes.PyDLL). sock: the

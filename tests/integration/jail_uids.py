@@ -9,6 +9,7 @@ sandboxes have different host uids in execbox's range (read from /proc/<pid>/sta
 host); a slot is unlocked once its run ends and after its owner is SIGKILLed; a host workspace's
 new files still belong to the directory's owner; a range overlapping a real user is refused."""
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -118,6 +119,12 @@ def fork_share():
         return int(f.read()) // 8
 
 
+def self_rlimit_share(name):
+    """A template fork's share of one of this process's per-user rlimits (the server inherits
+    them): 1/8 of the soft limit."""
+    return resource.getrlimit(getattr(resource, name))[0] // 8
+
+
 def hold(seconds, *extra, at_least=100):
     """A sandbox holding inotify instances, at least at_least of them (a cold sandbox gets nearly
     all of the host's per-user 128; a session, a fork of a template, exactly its share);
@@ -186,6 +193,31 @@ class UidTests(Tests):
             m = srv.metrics()
             assert m['execbox_pool_runs_total{sandbox="warm"}'] >= 1, m
             assert m["execbox_sessions_open"] == 3 and m["execbox_templates"] >= 1, m
+
+    def test_forks_of_one_template_share_pending_signals_fairly(self):
+        # RLIMIT_SIGPENDING counts per user: a fork queueing every real-time signal it can (to
+        # itself, blocked, so they stay pending in the session's state) takes only its share.
+        share = self_rlimit_share("RLIMIT_SIGPENDING")
+        fill = ("import ctypes, signal, os\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGRTMIN})\n"
+                "n = 0\n"
+                "while libc.sigqueue(os.getpid(), int(signal.SIGRTMIN), 0) == 0: n += 1\n"
+                "print(n, ctypes.get_errno())\n")
+        probe = ("import ctypes, signal, os\n"
+                 "libc = ctypes.CDLL(None, use_errno=True)\n"
+                 "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGRTMIN})\n"
+                 "r = libc.sigqueue(os.getpid(), int(signal.SIGRTMIN), 0)\n"
+                 "print('ok' if r == 0 else 'errno %d' % ctypes.get_errno())\n")
+        with Server("--pool", "2") as srv:
+            c = Client(srv)
+            a, b = c.create()["id"], c.create()["id"]
+            got, err = c.ok(a, fill)["stdout"].split()
+            print(f"  a session queued {got} signals (share {share}), then errno {err}")
+            assert int(got) == share and int(err) == 11, (got, err, share)  # EAGAIN
+            assert c.ok(b, probe)["stdout"].strip() == "ok"
+            st, r = c.jreq("POST", "/v1/execute", {"code": probe})
+            assert st == 200 and r["stdout"].strip() == "ok", (st, r)
 
     def test_concurrent_sandboxes_have_their_own_uids_freed_after(self):
         a, ua = hold(15)
