@@ -138,7 +138,9 @@ struct eb_backend_ops {
     /* Optional templates (lib/core/template.c): template_start makes one for (policy, language,
      * preload), ready to fork sandboxes from (start with s->tpl); template_stop kills it (the
      * executor calls it once no sandbox of it is left); template_alive says whether it can
-     * still fork; template_memory is what it holds (bytes, for /metrics and `execbox check`). */
+     * still fork; template_memory is what it holds (bytes, for /metrics and `execbox check`).
+     * template_start's -ENOTSUP means there can never be a template for this policy and language
+     * here (the executor then starts without one); any other error is a failure of this start. */
     int (*template_start)(void *state, const struct execbox_policy *policy,
                           const struct eb_language *lang, const char *preload,
                           struct eb_tplproc **ret, struct execbox_error *err);

@@ -16,24 +16,31 @@ int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, stru
     struct eb_start st = *s;
     ret->box = NULL;
     ret->tpl = NULL;
+    ret->never = false;
     if (!st.preload)
         st.preload = "";
-    if (!st.run && !lc->ops->warm)
+    if (!st.run && !lc->ops->warm) {
+        ret->never = true;
         return eb_error_set(err, -ENOTSUP, "the %s backend has no warm starts", lc->ops->name);
+    }
     if (!st.run && lc->tpls && st.lang->template_bootstrap) {
         struct execbox_error terr = {0, ""};
-        ret->tpl = eb_template_acquire(lc->tpls, st.policy, st.lang, st.preload, &terr);
-        if (!ret->tpl && terr.code != -ENOTSUP) {
+        bool none = false;
+        ret->tpl = eb_template_acquire(lc->tpls, st.policy, st.lang, st.preload, &none, &terr);
+        if (!ret->tpl && !none) {
             if (err)
                 *err = terr;
             return terr.code < 0 ? terr.code : -EIO;
         }
-        /* -ENOTSUP: no template for this policy here; the backend's own warm start says
-         * whether it can start one from nothing. */
+        /* none: there can be no template for this policy here; the backend's own warm start
+         * says whether it can start one from nothing. */
         st.tpl = ret->tpl ? eb_template_box(ret->tpl) : NULL;
     }
     int r = lc->ops->start(lc->state, &st, &ret->box, err);
     if (r < 0) {
+        /* The backend's contract (backend.h): -ENOTSUP from start is "never this kind of start
+         * for this policy"; read here once, and named. */
+        ret->never = r == -ENOTSUP;
         ret->box = NULL;
         /* A template that died or fell out of step forks no more (a fork the policy does not
          * allow, say with pids 1, leaves it as it is). */

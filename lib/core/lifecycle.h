@@ -27,11 +27,15 @@ struct eb_lifecycle {
 struct eb_lease {
     struct eb_box *box;
     struct eb_template *tpl;
+    /* Set when a start failed because the backend can never make this kind of start for this
+     * policy (a warm start with a host workspace, say): callers decide on this, not on errno. */
+    bool never;
 };
 
 /* Starts a sandbox through lc's backend: a warm start (s->run NULL) forks it from the template
  * of (policy, language, preload) when the backend and the language have templates and lc keeps
- * them. 0, or -errno with err set. */
+ * them, and starts without one when there can be none for it here. 0, or -errno with err set
+ * (and ret->never as above). */
 int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
                    struct execbox_error *err);
 

@@ -183,16 +183,25 @@ int eb_finish(const struct eb_lifecycle *lc, const struct eb_language *lang, int
 }
 
 int eb_deliver_and_wait(const struct eb_backend_ops *ops, void *state, struct eb_box *box,
-                        const struct eb_run *run, struct execbox_result *res,
+                        const struct eb_run *run, struct execbox_result *res, bool *ret_lost,
                         struct execbox_error *err)
 {
     struct eb_wait w;
     eb_wait_init(&w);
+    bool lost = false;
     int r = ops->deliver(state, box, run, err);
+    /* The backend's contract (backend.h): -EPIPE from deliver is "gone before it got the
+     * code"; read here once, and named. */
+    if (r == -EPIPE)
+        lost = true;
     if (r == 0)
         r = ops->wait(state, box, run, res, &w, err);
-    if (r == 0 && w.lost)
-        r = -EPIPE;
+    if (r == 0 && w.lost) {
+        lost = true;
+        r = eb_error_set(err, -EPIPE, "the sandbox was gone before the run began");
+    }
+    if (ret_lost)
+        *ret_lost = lost;
     if (r == 0)
         r = eb_wait_to_result(run->policy, run->req, &w, res);
     else
@@ -207,7 +216,7 @@ int eb_backend_run_cold(const struct eb_backend_ops *ops, void *state, const str
     struct eb_box *box = NULL;
     int r = ops->start(state, &st, &box, err);
     if (r == 0) {
-        r = eb_deliver_and_wait(ops, state, box, run, res, err);
+        r = eb_deliver_and_wait(ops, state, box, run, res, NULL, err);
         ops->destroy(state, box);
     }
     return r;

@@ -57,9 +57,10 @@ int eb_finish(const struct eb_lifecycle *lc, const struct eb_language *lang, int
               struct execbox_error *err);
 
 /* Delivers the run to a started sandbox and waits for its end, mapped (eb_wait_to_result); the
- * caller destroys the sandbox. -EPIPE: the sandbox was gone before anything ran. */
+ * caller destroys the sandbox. *ret_lost (when given) is set when the sandbox was gone before
+ * anything ran (deliver's -EPIPE, or wait's lost): the caller may then run the request again. */
 int eb_deliver_and_wait(const struct eb_backend_ops *ops, void *state, struct eb_box *box,
-                        const struct eb_run *run, struct execbox_result *res,
+                        const struct eb_run *run, struct execbox_result *res, bool *ret_lost,
                         struct execbox_error *err);
 
 /* One cold run straight through a backend's lifecycle (start with the run, deliver, wait, the

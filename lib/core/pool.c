@@ -162,9 +162,9 @@ static void *pool_thread(void *arg)
             fill->starting--;
             if (r < 0) {
                 p->st.failed++;
-                /* -ENOTSUP: this pair can never start warm (a host workspace, say): its runs
-                 * go cold and the pool stops trying. */
-                fill->retry_at = r == -ENOTSUP ? UINT64_MAX : eb_now_ns() + POOL_RETRY_NS;
+                /* This pair can never start warm (a host workspace, say): its runs go cold and
+                 * the pool stops trying. Any other failure is tried again later. */
+                fill->retry_at = w.never ? UINT64_MAX : eb_now_ns() + POOL_RETRY_NS;
             } else if (fill->gen != gen || !fill->used || fill->n >= POOL_MAX || p->stop) {
                 pthread_mutex_unlock(&p->mu);
                 eb_lease_end(p->lc, &w);

@@ -31,9 +31,10 @@ static int acquire_and_run(const struct eb_lifecycle *lc, struct eb_pool *pool,
     if (pool && run->lang->warm_bootstrap)
         pooled = eb_pool_take(pool, policy, run->lang, &sb);
     if (pooled) {
-        int r = eb_deliver_and_wait(ops, lc->state, sb.box, run, *res, berr);
+        bool lost = false;
+        int r = eb_deliver_and_wait(ops, lc->state, sb.box, run, *res, &lost, berr);
         eb_lease_end(lc, &sb);
-        if (r != -EPIPE)
+        if (!lost)
             return r;
         execbox_result_free(*res);
         *res = eb_result_new(ops->name, run->lang->name);
@@ -44,7 +45,7 @@ static int acquire_and_run(const struct eb_lifecycle *lc, struct eb_pool *pool,
     struct eb_start st = {.policy = policy, .lang = run->lang, .run = run};
     int r = eb_lease_start(lc, &st, &sb, berr);
     if (r == 0) {
-        r = eb_deliver_and_wait(ops, lc->state, sb.box, run, *res, berr);
+        r = eb_deliver_and_wait(ops, lc->state, sb.box, run, *res, NULL, berr);
         eb_lease_end(lc, &sb);
     }
     return r;

@@ -150,8 +150,9 @@ static struct eb_template *find_locked(struct eb_templates *ts, const struct exe
 struct eb_template *eb_template_acquire(struct eb_templates *ts,
                                         const struct execbox_policy *policy,
                                         const struct eb_language *lang, const char *preload,
-                                        struct execbox_error *err)
+                                        bool *ret_none, struct execbox_error *err)
 {
+    *ret_none = false;
     preload = preload ? preload : "";
     if (strlen(preload) >= sizeof(((struct eb_template *)0)->preload)) {
         eb_error_set(err, -EINVAL, "preload list too long");
@@ -180,6 +181,9 @@ struct eb_template *eb_template_acquire(struct eb_templates *ts,
         int r = t ? ts->ops->template_start(ts->state, policy, lang, preload, &t->box, err)
                   : eb_error_set(err, -ENOMEM, "out of memory");
         if (r < 0) {
+            /* The backend's contract (backend.h): -ENOTSUP from template_start is "no template
+             * for this kind of policy, ever"; read here once, and named. */
+            *ret_none = r == -ENOTSUP;
             free(t);
             t = NULL;
         } else {

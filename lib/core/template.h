@@ -20,11 +20,13 @@ void eb_templates_free(struct eb_templates *ts);
 
 /* A reference to the live template for the key, counted as one run: the listed one, or one
  * started now when there is none, it died, or its generation is over (the old one is retired:
- * it forks no more and ends with its last sandbox). NULL with err set when none can be had. */
+ * it forks no more and ends with its last sandbox). NULL with err set when none can be had, and
+ * *ret_none set when none can ever be had for this policy and language here (the backend's
+ * template start refused the kind, not a failure of this one). */
 struct eb_template *eb_template_acquire(struct eb_templates *ts,
                                         const struct execbox_policy *policy,
                                         const struct eb_language *lang, const char *preload,
-                                        struct execbox_error *err);
+                                        bool *ret_none, struct execbox_error *err);
 
 /* The backend's template to fork from. */
 struct eb_tplproc *eb_template_box(struct eb_template *t);
