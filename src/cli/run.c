@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "common/cliopts.h"
+#include "common/errmap.h"
 #include "common/io.h"
 #include "execbox/execbox.h"
 #include "repl/cell.h"
@@ -405,8 +406,10 @@ int cmd_run(int argc, char **argv)
         req.code_len = 1;
     }
     struct execbox_result *res = NULL;
-    if (execbox_executor_run(ex, &req, &res, &err) < 0) {
+    int rr = execbox_executor_run(ex, &req, &res, &err);
+    if (rr < 0) {
         cli_error("run", &err);
+        status = errmap_answer(ERRMAP_SCOPE_RUN, rr, &err)->exit_code;
         goto out;
     }
     status = report(&o, res, &policy, &pt, ex);

@@ -3,6 +3,8 @@
  * worker (the runner's run() and done()), and freed with its last reference. */
 #include "internal.h"
 
+#include "common/errmap.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -256,13 +258,11 @@ enum MHD_Result job_queue(struct srv *s, struct job *j, struct MHD_Connection *c
         j->cell_claimed = false;
         sess_cell_end(j->sess, NULL);
     }
-    if (r == -EAGAIN) {
-        ret =
-            srv_respond_error(j, c, 429, "queue_full", "all workers are busy and the queue is full",
-                              NULL, srv_retry_after(s));
-    } else if (r < 0) {
-        ret = srv_respond_error(j, c, 503, "draining", "the server is shutting down", NULL,
-                                srv_retry_after(s));
+    if (r < 0) {
+        /* -EAGAIN: full; -ESHUTDOWN: draining (the one table, src/common/errmap.c). */
+        const struct errmap_answer *a = errmap_answer(ERRMAP_SCOPE_QUEUE, r, NULL);
+        ret = srv_respond_error(j, c, a->http_status, a->http_code, a->http_msg, NULL,
+                                a->retry ? srv_retry_after(s) : 0);
     } else if (j->req.sse) {
         /* Queued below, outside the job's lock, which the stream's reader takes. */
     } else {

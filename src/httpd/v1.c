@@ -3,6 +3,8 @@
  * the answers the polling thread gives at once (health, metrics, sessions, DELETE). */
 #include "internal.h"
 
+#include "common/errmap.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,41 +54,18 @@ static void set_error_answer(struct job *j, int status, const char *code, const 
     job_set_answer(j, status, body, body ? strlen(body) : 0, NULL, free);
 }
 
-/* The HTTP answer to an API error of a session call, from its code, kind and field (never from
- * its message). */
-static void set_api_error(struct job *j, int r, const struct execbox_error *e)
+/* The HTTP answer to an API error from its code, kind and field (never from its message), as
+ * the one table (src/common/errmap.c) says for scope. field_hint: the field to name when the
+ * error names none and the table takes the error's own (or NULL). */
+static void set_api_error(struct job *j, enum errmap_scope scope, int r,
+                          const struct execbox_error *e, const char *field_hint)
 {
-    const char *field = e->field[0] ? e->field : NULL;
-    switch (r) {
-    case -EINVAL:
-    case -EPERM:
-    case -EISDIR:
-    case -ENOTDIR:
-    case -ENAMETOOLONG: set_error_answer(j, 400, "bad_request", e->msg, field); return;
-    case -ENOENT: set_error_answer(j, 404, "file_not_found", e->msg, "path"); return;
-    case -ETIMEDOUT:
-        set_error_answer(j, 404, "session_expired", "the session expired (idle or lifetime)", NULL);
-        return;
-    case -ESHUTDOWN:
-        set_error_answer(j, 404, "session_ended", "the session has ended", NULL);
-        return;
-    case -EBUSY:
-        set_error_answer(j, 409, "session_busy", "a cell is already running in this session", NULL);
-        return;
-    case -ENOTEMPTY: set_error_answer(j, 409, "not_empty", e->msg, "path"); return;
-    case -EAGAIN: set_error_answer(j, 429, "too_many_sessions", e->msg, NULL); return;
-    case -EFBIG: set_error_answer(j, 413, "payload_too_large", e->msg, field); return;
-    case -ENOSPC: set_error_answer(j, 507, "insufficient_storage", e->msg, NULL); return;
-    case -ENOTSUP:
-        /* A field at fault is the request's; without one, this server cannot have sessions. */
-        if (field)
-            set_error_answer(j, 400, "bad_request", e->msg, field);
-        else
-            set_error_answer(j, 501, "not_implemented", e->msg, NULL);
-        return;
-    case -ENOMEM: set_error_answer(j, 503, "unavailable", "out of memory", NULL); return;
-    default: set_error_answer(j, 500, "internal", e->msg[0] ? e->msg : "internal error", NULL);
-    }
+    const struct errmap_answer *a = errmap_answer(scope, r, e);
+    const char *msg, *field;
+    errmap_http_text(a, e, &msg, &field);
+    if (!field && !a->http_field)
+        field = field_hint;
+    set_error_answer(j, a->http_status, a->http_code, msg, field);
 }
 
 /* A finished run or cell: counts it and answers with its record. */
@@ -136,13 +115,9 @@ void v1_run(struct srv *s, struct job *j)
     int r = execbox_executor_run(s->cfg.exec, &req, &res, &err);
     j->answer.run_s = (double)(srv_now_ns() - t) / 1e9;
     if (r < 0) {
-        if (r == -ENOMEM)
-            set_error_answer(j, 503, "unavailable", err.msg, NULL);
-        else
-            set_error_answer(j, 400, "bad_request", err.msg,
-                             err.field[0]                            ? err.field
-                             : r == -ENOTSUP && j->spec.rich_results ? "rich_results"
-                                                                     : NULL);
+        /* A backend without rich results refuses them naming no field: the request's is it. */
+        set_api_error(j, ERRMAP_SCOPE_RUN, r, &err,
+                      r == -ENOTSUP && j->spec.rich_results ? "rich_results" : NULL);
         return;
     }
     set_result_answer(s, j, res);
@@ -160,7 +135,7 @@ void v1_cell(struct srv *s, struct job *j)
     j->cell_claimed = false;
     sess_cell_end(j->sess, r == 0 ? res : NULL);
     if (r < 0) {
-        set_api_error(j, r, &err);
+        set_api_error(j, ERRMAP_SCOPE_SESSION, r, &err, NULL);
         return;
     }
     set_result_answer(s, j, res);
@@ -197,7 +172,7 @@ void v1_create(struct srv *s, struct job *j)
     struct sess *ss = NULL;
     struct execbox_error err = {0};
     int r = sess_create(s->sessions, &o, &ss, &err);
-    if (r == -EDQUOT) {
+    if (r < 0 && errmap_answer(ERRMAP_SCOPE_SESSION, r, &err)->cls == ERRMAP_QUOTA) {
         tenants_rejected(s->cfg.tenants, j->tenant.name);
         char *body = srv_quota_json("max_sessions", err.msg);
         job_set_answer(j, 429, body, body ? strlen(body) : 0, NULL, free);
@@ -205,7 +180,7 @@ void v1_create(struct srv *s, struct job *j)
         return;
     }
     if (r < 0) {
-        set_api_error(j, r, &err);
+        set_api_error(j, ERRMAP_SCOPE_SESSION, r, &err, NULL);
         return;
     }
     if (__atomic_load_n(&j->client_gone, __ATOMIC_RELAXED)) {
@@ -299,7 +274,7 @@ void v1_file_op(struct job *j)
         return;
     default: r = -EINVAL; break;
     }
-    set_api_error(j, r, &err);
+    set_api_error(j, ERRMAP_SCOPE_SESSION, r, &err, NULL);
 }
 
 static void fill_gauges(struct srv *s, struct srv_gauges *g)
@@ -486,7 +461,11 @@ bool v1_parse_body(struct srv *s, struct job *j, struct MHD_Connection *c, enum 
     }
     if (r == 0)
         return true;
-    *ret = r == -ENOMEM ? srv_respond_error(j, c, 503, "unavailable", "out of memory", NULL, 1)
-                        : srv_respond_error(j, c, 400, "bad_request", err.msg, field, 0);
+    const struct errmap_answer *a = errmap_answer(ERRMAP_SCOPE_REQUEST, r, &err);
+    const char *msg, *efield;
+    errmap_http_text(a, &err, &msg, &efield);
+    /* The parser names the field at fault in field, not in err. */
+    *ret = srv_respond_error(j, c, a->http_status, a->http_code, msg,
+                             a->http_field ? efield : field, a->retry ? 1 : 0);
     return false;
 }

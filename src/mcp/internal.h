@@ -14,6 +14,7 @@
 
 #include "common/cliopts.h"
 #include "common/jsonrpc.h"
+#include "common/onesession.h"
 #include "common/runner.h"
 #include "execbox/execbox.h"
 #include "mcp.h"
@@ -87,14 +88,13 @@ struct server {
 
     /* --stateful: the one session of this connection (stdio has one connection per process).
      * Session calls (cells and resets) take turns in arrival order through session_queue,
-     * whatever worker runs them; session and lost belong to the job at its head. */
+     * whatever worker runs them; one and sent belong to the job at its head. */
     bool stateful;
-    double session_idle;             /* --session-idle; 0: the library's default */
-    pthread_mutex_t session_lock;    /* guards session_queue and each queued job's skip */
-    pthread_cond_t session_turn;     /* the head of session_queue changed */
-    struct job *session_queue;       /* session calls not yet done, oldest first */
-    struct execbox_session *session; /* NULL before the first cell and after a reset */
-    char lost[160];       /* why the last session ended unasked; told by the next cell, then "" */
+    double session_idle;          /* --session-idle; 0: the library's default */
+    pthread_mutex_t session_lock; /* guards session_queue and each queued job's skip */
+    pthread_cond_t session_turn;  /* the head of session_queue changed */
+    struct job *session_queue;    /* session calls not yet done, oldest first */
+    struct onesession one;        /* the session: none before the first cell and after a reset */
     struct mcp_sent sent; /* the session's images already attached (its workspace persists) */
 };
 /* ---- server.c ---- */
@@ -169,6 +169,9 @@ bool mcp_session_wait_turn(struct server *s, struct job *j);
 
 /* Marks a waiting session call with this id as cancelled. */
 void mcp_session_skip(struct server *s, json_t *id);
+
+/* Sets up the session's holder (s->ex, s->policy and s->session_idle set); opens nothing. */
+void mcp_session_setup(struct server *s);
 
 /* Ends the session (if any) and forgets it and the images its replies attached. */
 void mcp_session_end(struct server *s, const char *why);

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "common/errmap.h"
 #include "execbox/execbox.h"
 
 /* The CallToolResult for one finished run: a compact text rendering (exit code, stdout and
@@ -61,5 +62,11 @@ json_t *mcp_render_cell(const struct execbox_result *res, const struct mcp_rende
 /* A tool execution error: {content: [{type: text, text: message}], isError: true}. The model
  * reads it and can correct its call. NULL when out of memory. */
 json_t *mcp_tool_error(const char *message);
+
+/* The tool result for a library error of a call (scope and code as errmap_answer takes them):
+ * what the one table says MCP does with it, a tool execution error "execbox could not <what>:
+ * <message>" for every library error of a run or a session. NULL when out of memory. */
+json_t *mcp_api_error(enum errmap_scope scope, int code, const struct execbox_error *err,
+                      const char *what);
 
 #endif

@@ -539,3 +539,15 @@ json_t *mcp_tool_error(const char *message)
     return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", message, "isError",
                      1);
 }
+
+json_t *mcp_api_error(enum errmap_scope scope, int code, const struct execbox_error *err,
+                      const char *what)
+{
+    /* Only the queue's refusals are JSON-RPC errors (tools.c); a library error of a run or a
+     * session is the call's, a tool error the model reads. */
+    if (errmap_answer(scope, code, err)->mcp == ERRMAP_MCP_RPC_BUSY)
+        return mcp_tool_error("server busy: too many calls in progress; retry later");
+    char msg[400];
+    snprintf(msg, sizeof(msg), "execbox could not %s: %s", what, err->msg);
+    return mcp_tool_error(msg);
+}

@@ -194,6 +194,7 @@ static int run(struct server *s)
     pthread_mutex_init(&s->write_lock, NULL);
     pthread_mutex_init(&s->session_lock, NULL);
     pthread_cond_init(&s->session_turn, NULL);
+    mcp_session_setup(s);
     struct runner_config rc = {
         .workers = s->n_workers, .queue = MCP_MAX_PENDING, .max_cost = MCP_CODE_BYTES_MAX};
     struct execbox_error rerr = {0};

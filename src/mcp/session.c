@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Appends a session call to the queue of turns; before runner_submit, so that its worker can
  * never wait for a job the queue does not hold. */
@@ -62,38 +61,52 @@ void mcp_session_skip(struct server *s, json_t *id)
     pthread_mutex_unlock(&s->session_lock);
 }
 
-static double wall_now(void)
+/* A lost state in words for the model (and the log). */
+static void lost_text(const struct onesession_lost *l, char *out, size_t n)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    switch (l->why) {
+    case ONESESSION_IDLE:
+        snprintf(out, n, "the session expired after %g s without a call", l->idle);
+        return;
+    case ONESESSION_LIFETIME: snprintf(out, n, "the session reached its maximum lifetime"); return;
+    case ONESESSION_PROCESS: snprintf(out, n, "the session's state process ended"); return;
+    case ONESESSION_PREVIOUS: snprintf(out, n, "the session ended with the previous call"); return;
+    case ONESESSION_PREVIOUS_OOM:
+        snprintf(out, n, "the session ended with the previous call, which ran out of memory");
+        return;
+    case ONESESSION_NOT_LOST: break;
+    }
+    if (n)
+        out[0] = '\0';
 }
 
-/* Why a session that is no longer alive ended, in words for the model. */
-static void session_gone_why(struct server *s, char *out, size_t n)
+/* The holder's events: a forgotten session and its images, and a started one, in the log. */
+static void on_session_event(void *ud, enum onesession_event ev, const struct onesession_lost *l)
 {
-    struct execbox_session_info si;
-    execbox_session_info(s->session, &si);
-    double now = wall_now();
-    double idle = s->session_idle > 0 ? s->session_idle : EXECBOX_SESSION_IDLE_DEFAULT;
-    if (si.expires_at > 0 && now >= si.expires_at) {
-        if (now >= si.last_used_at + idle)
-            snprintf(out, n, "the session expired after %g s without a call", idle);
-        else
-            snprintf(out, n, "the session reached its maximum lifetime");
-    } else {
-        snprintf(out, n, "the session's state process ended");
+    struct server *s = ud;
+    char why[160];
+    if (ev == ONESESSION_FORGOTTEN) {
+        mcp_sent_clear(&s->sent);
+        lost_text(l, why, sizeof(why));
+        mcp_log("session ended: %s", why);
+    } else if (ev == ONESESSION_STARTED) {
+        mcp_log("session started");
     }
 }
 
-/* Ends the session (if any) and forgets it, and the images its replies attached. */
+void mcp_session_setup(struct server *s)
+{
+    struct execbox_session_options so = {.policy = &s->policy, .idle_timeout = s->session_idle};
+    onesession_init(&s->one, s->ex, &so, NULL);
+    s->one.on_event = on_session_event;
+    s->one.ud = s;
+}
+
 void mcp_session_end(struct server *s, const char *why)
 {
     mcp_sent_clear(&s->sent);
-    if (!s->session)
-        return;
-    s->session = execbox_session_free(s->session);
-    mcp_log("session ended: %s", why);
+    if (onesession_close(&s->one))
+        mcp_log("session ended: %s", why);
 }
 
 /* One cell: in the session, started first when there is none; when the session turns out to
@@ -101,58 +114,29 @@ void mcp_session_end(struct server *s, const char *why)
  * that the state was lost. */
 json_t *mcp_session_cell(struct server *s, struct job *j, const struct execbox_request *req)
 {
-    char lost[160] = "";
-    snprintf(lost, sizeof(lost), "%s", s->lost);
-    s->lost[0] = '\0';
-    if (s->session) {
-        struct execbox_session_info si;
-        execbox_session_info(s->session, &si);
-        if (!si.alive) {
-            session_gone_why(s, lost, sizeof(lost));
-            mcp_session_end(s, lost);
-        }
-    }
     struct execbox_result *res = NULL;
     struct execbox_error err = {0};
-    char msg[400];
-    for (int attempt = 0;; attempt++) {
-        if (!s->session) {
-            struct execbox_session_options so = {.policy = &s->policy,
-                                                 .idle_timeout = s->session_idle};
-            if (execbox_session_new(s->ex, &so, &s->session, &err) < 0) {
-                mcp_log("cannot start a session: %s", err.msg);
-                snprintf(msg, sizeof(msg), "execbox could not start a Python session: %s", err.msg);
-                if (lost[0]) /* still to be told */
-                    snprintf(s->lost, sizeof(s->lost), "%s", lost);
-                return mcp_tool_error(msg);
-            }
-            mcp_log("session started");
-        }
-        int r = execbox_session_run(s->session, req, &res, &err);
-        if ((r == -ESHUTDOWN || r == -ETIMEDOUT) && attempt == 0) {
-            /* It ended between the check above and this cell. */
-            session_gone_why(s, lost, sizeof(lost));
-            mcp_session_end(s, lost);
-            continue;
-        }
-        if (r < 0) {
-            snprintf(msg, sizeof(msg), "execbox could not run the code: %s", err.msg);
-            return mcp_tool_error(msg);
-        }
-        break;
+    struct onesession_cell cell;
+    int r = onesession_run(&s->one, req, &res, &cell, &err);
+    if (r < 0 && cell.start_failed) {
+        mcp_log("cannot start a session: %s", err.msg);
+        return mcp_api_error(ERRMAP_SCOPE_SESSION, r, &err, "start a Python session");
     }
-    struct execbox_session_info si;
-    execbox_session_info(s->session, &si);
+    if (r < 0)
+        return mcp_api_error(ERRMAP_SCOPE_SESSION, r, &err, "run the code");
+    char lost[160];
+    lost_text(&cell.lost, lost, sizeof(lost));
     struct mcp_render o = {.timeout = j->policy.timeout,
                            .images_budget = MCP_IMAGES_BUDGET,
                            .lost = lost[0] ? lost : NULL,
-                           .ended = !si.alive,
+                           .ended = cell.ended,
                            .sent = &s->sent};
     json_t *out = mcp_render_cell(res, &o);
-    if (!si.alive) {
-        snprintf(s->lost, sizeof(s->lost), "the session ended with the previous call%s",
-                 res->oom_killed ? ", which ran out of memory" : "");
-        mcp_session_end(s, s->lost);
+    if (cell.ended) {
+        /* The holder has forgotten it; its images go too. */
+        mcp_sent_clear(&s->sent);
+        lost_text(&s->one.pending, lost, sizeof(lost));
+        mcp_log("session ended: %s", lost);
     }
     execbox_result_free(res);
     return out;
@@ -161,9 +145,8 @@ json_t *mcp_session_cell(struct server *s, struct job *j, const struct execbox_r
 /* reset_session: ends the session; the next cell starts a new one. */
 json_t *mcp_session_reset(struct server *s)
 {
-    bool had = s->session != NULL;
+    bool had = s->one.session != NULL;
     mcp_session_end(s, "reset_session");
-    s->lost[0] = '\0';
     return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
                      had ? "The session was reset: its variables, imports, definitions and "
                            "/workspace files are gone. The next call starts in a fresh session."

@@ -70,10 +70,9 @@ static bool mcp_run(struct runner_job *rj, void *ud)
     if (s->verbose)
         mcp_log("call %s: running %zu bytes of %s", idt, j->code_len,
                 j->language ? j->language : "python");
-    if (execbox_executor_run(s->ex, &req, &res, &err) < 0) {
-        char msg[320];
-        snprintf(msg, sizeof(msg), "execbox could not run the code: %s", err.msg);
-        j->result = mcp_tool_error(msg);
+    int r = execbox_executor_run(s->ex, &req, &res, &err);
+    if (r < 0) {
+        j->result = mcp_api_error(ERRMAP_SCOPE_RUN, r, &err, "run the code");
     } else {
         j->result = mcp_render_result(res, j->policy.timeout, MCP_IMAGES_BUDGET);
         if (s->verbose)
@@ -258,11 +257,16 @@ json_t *mcp_tools_call(struct server *s, json_t *id, json_t *params, struct batc
     if (j->kind != TOOL_RUN)
         mcp_session_dequeue(s, j);
     mcp_job_free(j);
-    if (r2 == -EEXIST)
+    if (r2 == -EEXIST) /* JSON-RPC's own rule, not a library error */
         return jrpc_error_new(id, JRPC_INVALID_REQUEST,
                               "invalid request: the id is in use by a call in progress", NULL);
-    return jrpc_error_new(id, JRPC_SERVER_BUSY,
-                          "server busy: too many calls in progress; retry later", NULL);
+    /* Full or stopping: as the one table (src/common/errmap.c) says, a JSON-RPC "server busy"
+     * for both, or a tool error with the table's words for a refusal it treats otherwise. */
+    const struct errmap_answer *a = errmap_answer(ERRMAP_SCOPE_QUEUE, r2, NULL);
+    if (a->mcp == ERRMAP_MCP_RPC_BUSY)
+        return jrpc_error_new(id, JRPC_SERVER_BUSY,
+                              "server busy: too many calls in progress; retry later", NULL);
+    return jrpc_result_new(id, mcp_tool_error(a->http_msg ? a->http_msg : "the call was refused"));
 }
 
 /* Adds a tool by its definition (stolen). */

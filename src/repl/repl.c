@@ -25,6 +25,7 @@
 #include "cell.h"
 #include "common/cliopts.h"
 #include "common/io.h"
+#include "common/onesession.h"
 #include "common/surface.h"
 #include "execbox/execbox.h"
 
@@ -125,9 +126,8 @@ struct repl {
     struct execbox_executor *ex;
     struct execbox_policy policy;
     struct execbox_session_options so;
-    struct execbox_session *session;
-    char lost[160]; /* why the last session ended unasked; told before the next cell */
-    bool tty;       /* stdin is a terminal: prompts and line editing */
+    struct onesession one; /* the session, and why the last one ended unasked */
+    bool tty;              /* stdin is a terminal: prompts and line editing */
     int sig_rd;
     FILE *in; /* stdin without a terminal */
 };
@@ -377,29 +377,55 @@ static void show(const struct execbox_result *res, const struct stream *st, doub
 static int session_start(struct repl *r)
 {
     struct execbox_error err = {0};
-    if (execbox_session_new(r->ex, &r->so, &r->session, &err) < 0) {
+    if (onesession_open(&r->one, &err) < 0) {
         fprintf(stderr, "execbox repl: cannot start a session: %s\n", err.msg);
         return -1;
     }
     return 0;
 }
 
-/* Why a session that is no longer alive ended. */
-static void gone_why(struct repl *r, char *out, size_t n)
+/* Why an earlier session's state was lost, in words for the user. */
+static void lost_text(const struct onesession_lost *l, char *out, size_t n)
 {
-    struct execbox_session_info si;
-    execbox_session_info(r->session, &si);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-    double idle = r->so.idle_timeout > 0 ? r->so.idle_timeout : EXECBOX_SESSION_IDLE_DEFAULT;
-    if (si.expires_at > 0 && now >= si.expires_at)
-        snprintf(out, n,
-                 now >= si.last_used_at + idle ? "it expired after %g s without a cell"
-                                               : "it reached its maximum lifetime",
-                 idle);
-    else
-        snprintf(out, n, "its state process ended");
+    switch (l->why) {
+    case ONESESSION_IDLE: snprintf(out, n, "it expired after %g s without a cell", l->idle); return;
+    case ONESESSION_LIFETIME: snprintf(out, n, "it reached its maximum lifetime"); return;
+    case ONESESSION_PROCESS: snprintf(out, n, "its state process ended"); return;
+    case ONESESSION_PREVIOUS: snprintf(out, n, "the session ended with the previous cell"); return;
+    case ONESESSION_PREVIOUS_OOM:
+        snprintf(out, n, "the session ended with the previous cell, which ran out of memory");
+        return;
+    case ONESESSION_NOT_LOST: break;
+    }
+    if (n)
+        out[0] = '\0';
+}
+
+/* One attempt of a cell: its output streams from here, and Ctrl-C cancels it. */
+struct attempt {
+    struct repl *r;
+    struct stream *st;
+    struct execbox_cancel *cancel;
+};
+
+/* The holder's events: a lost state told, the cell armed before each attempt. */
+static void on_session_event(void *ud, enum onesession_event ev, const struct onesession_lost *l)
+{
+    struct attempt *a = ud;
+    if (ev == ONESESSION_ATTEMPT) {
+        if (l) {
+            char why[160];
+            lost_text(l, why, sizeof(why));
+            fprintf(stderr, "(the session's state was lost: %s; this cell runs in a new session)\n",
+                    why);
+        }
+        drain_fd(a->r->sig_rd);
+        a->st->deadline_ns =
+            cli_now_ns() + (uint64_t)(a->r->policy.timeout * 1e9) + REPL_STALL_GRACE_NS;
+        cell_token = a->cancel;
+    } else if (ev == ONESESSION_RAN) {
+        cell_token = NULL;
+    }
 }
 
 /* How a cell ended, for the loop: whether it failed, and whether its code asked to leave. */
@@ -414,17 +440,6 @@ struct cell_end {
 static int run_cell(struct repl *r, const char *code, size_t len, struct cell_end *end)
 {
     *end = (struct cell_end){.failed = true};
-    char lost[160];
-    snprintf(lost, sizeof(lost), "%s", r->lost);
-    r->lost[0] = '\0';
-    struct execbox_session_info si;
-    if (r->session) {
-        execbox_session_info(r->session, &si);
-        if (!si.alive) {
-            gone_why(r, lost, sizeof(lost));
-            r->session = execbox_session_free(r->session);
-        }
-    }
     struct execbox_cancel *cancel = NULL;
     struct execbox_error err = {0};
     if (execbox_cancel_new(&cancel, &err) < 0) {
@@ -440,33 +455,21 @@ static int run_cell(struct repl *r, const char *code, size_t len, struct cell_en
         .userdata = &st,
         .cancel = cancel,
     };
+    struct attempt at = {.r = r, .st = &st, .cancel = cancel};
+    r->one.on_event = on_session_event;
+    r->one.ud = &at;
     struct execbox_result *res = NULL;
+    struct onesession_cell cell;
     int ret = 0;
-    for (int attempt = 0;; attempt++) {
-        if (!r->session && session_start(r) < 0) {
-            ret = -1;
-            break;
-        }
-        if (lost[0]) {
-            fprintf(stderr, "(the session's state was lost: %s; this cell runs in a new session)\n",
-                    lost);
-            lost[0] = '\0';
-        }
-        drain_fd(r->sig_rd);
-        st.deadline_ns = cli_now_ns() + (uint64_t)(r->policy.timeout * 1e9) + REPL_STALL_GRACE_NS;
-        cell_token = cancel;
-        int rr = execbox_session_run(r->session, &req, &res, &err);
-        cell_token = NULL;
-        if ((rr == -ESHUTDOWN || rr == -ETIMEDOUT) && attempt == 0) {
-            gone_why(r, lost, sizeof(lost)); /* it ended just now: once more, in a new one */
-            r->session = execbox_session_free(r->session);
-            continue;
-        }
-        if (rr < 0)
-            fprintf(stderr, "execbox repl: %s\n", err.msg);
-        break;
+    int rr = onesession_run(&r->one, &req, &res, &cell, &err);
+    r->one.on_event = NULL;
+    if (rr < 0 && cell.start_failed) {
+        fprintf(stderr, "execbox repl: cannot start a session: %s\n", err.msg);
+        ret = -1;
+    } else if (rr < 0) {
+        fprintf(stderr, "execbox repl: %s\n", err.msg);
     }
-    if (res) {
+    if (rr == 0) {
         show(res, &st, r->policy.timeout);
         end->failed = res->exit_code != 0 || res->error_name || res->timed_out || res->oom_killed ||
                       res->signal || res->killed_reason != EXECBOX_KILLED_NONE;
@@ -474,13 +477,8 @@ static int run_cell(struct repl *r, const char *code, size_t len, struct cell_en
          * only a cell that is nothing but the call counts then. */
         end->leave = exited(res) || (!end->failed && repl_cell_is_exit(code, len));
         end->status = res->exit_code;
-        execbox_session_info(r->session, &si);
-        if (!si.alive) {
-            snprintf(r->lost, sizeof(r->lost), "the session ended with the previous cell%s",
-                     res->oom_killed ? ", which ran out of memory" : "");
+        if (cell.ended)
             fprintf(stderr, "(the session ended; the next cell starts a new one)\n");
-            r->session = execbox_session_free(r->session);
-        }
         execbox_result_free(res);
     }
     execbox_cancel_free(cancel);
@@ -535,8 +533,7 @@ static int loop(struct repl *r)
                     break;
                 }
                 if (n == 6 && strncmp(p, "%reset", 6) == 0 && rest_blank) {
-                    r->session = execbox_session_free(r->session);
-                    r->lost[0] = '\0';
+                    onesession_close(&r->one);
                     if (session_start(r) < 0) {
                         free(line);
                         status = EXIT_EXECBOX;
@@ -663,7 +660,10 @@ int cmd_repl(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int status = EXIT_EXECBOX;
-    if (cli_sandbox_executor(&sb, &r.ex) < 0 || session_start(&r) < 0)
+    if (cli_sandbox_executor(&sb, &r.ex) < 0)
+        goto out;
+    onesession_init(&r.one, r.ex, &r.so, NULL);
+    if (session_start(&r) < 0)
         goto out;
     if (r.tty) {
         /* Our handler, not libedit's, owns SIGINT; and no ~/.editrc surprises in tests. */
@@ -680,7 +680,7 @@ int cmd_repl(int argc, char **argv)
     }
     status = loop(&r);
 out:
-    r.session = execbox_session_free(r.session);
+    onesession_close(&r.one);
     execbox_executor_free(r.ex);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
