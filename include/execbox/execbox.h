@@ -126,6 +126,28 @@ void execbox_policy_init(struct execbox_policy *p);
 int execbox_policy_set(struct execbox_policy *p, const char *key, const char *value,
                        struct execbox_error *err);
 
+/* Typed setters: one field by its name from a value of its own type, with the checks, the
+ * error kinds and the field of execbox_policy_set() and no text in between. _int and _real take
+ * numbers (timeout and cpus in seconds and cores, sizes in bytes, pids); _string takes a
+ * field's string form (a size such as "256M", "none" or "allow", a path, a host, or a
+ * comma-separated list for allow_hosts and allow_ports) and refuses it for timeout, cpus and
+ * pids, as a JSON policy does. A value of a type the field does not take is -EINVAL
+ * (EXECBOX_ERROR_INVALID_VALUE). On failure *p is unchanged. */
+int execbox_policy_set_int(struct execbox_policy *p, const char *key, int64_t value,
+                           struct execbox_error *err);
+int execbox_policy_set_real(struct execbox_policy *p, const char *key, double value,
+                            struct execbox_error *err);
+int execbox_policy_set_string(struct execbox_policy *p, const char *key, const char *value,
+                              struct execbox_error *err);
+
+/* One field from a jansson value (a program that holds the request as jansson JSON): a string,
+ * an integer or a real as the typed setters take them, an array of strings (allow_hosts) or of
+ * integers (allow_ports) replacing the list, null unsetting a path. The same rules as a field of
+ * execbox_policy_merge_json(). */
+struct json_t;
+int execbox_policy_set_json(struct execbox_policy *p, const char *key, const struct json_t *value,
+                            struct execbox_error *err);
+
 /* Merges a JSON object of the same field names into *p (numbers or strings; sizes may be
  * "256M"). Unknown fields, wrong types and bad values are -EINVAL naming the field; on failure
  * *p is unchanged. len may be 0 when json is NUL-terminated. */

@@ -94,8 +94,8 @@ int execbox_parse_size(const char *s, uint64_t *ret_bytes, struct execbox_error 
     return 0;
 }
 
-static int parse_double(const char *key, const char *s, double min, double max, double *ret,
-                        struct execbox_error *err)
+/* A decimal number from text (the whole text, spaces after it allowed). */
+static int parse_double(const char *key, const char *s, double *ret, struct execbox_error *err)
 {
     char *end;
     errno = 0;
@@ -104,11 +104,6 @@ static int parse_double(const char *key, const char *s, double min, double max, 
         end++;
     if (!*s || errno || *end || !isfinite(v))
         return eb_error_set(err, -EINVAL, "%s: '%s' is not a number", key, s);
-    if (v < min || v > max) {
-        eb_error_set(err, -EINVAL, "%s: %s is out of range (%g to %g)", key, s, min, max);
-        return eb_error_about(
-            err, -EINVAL, v > max ? EXECBOX_ERROR_OVER_MAXIMUM : EXECBOX_ERROR_INVALID_VALUE, key);
-    }
     *ret = v;
     return 0;
 }
@@ -172,13 +167,13 @@ static int add_host(struct execbox_policy *p, const char *entry, struct execbox_
     return 0;
 }
 
-static int add_port(struct execbox_policy *p, const char *text, struct execbox_error *err)
+/* Appends one allow_ports entry (a repeat is not added twice); shown is v as the caller wrote
+ * it, for the message. */
+static int add_port_number(struct execbox_policy *p, int64_t v, const char *shown,
+                           struct execbox_error *err)
 {
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(text, &end, 10);
-    if (!isdigit((unsigned char)text[0]) || errno || *end || v == 0 || v > 65535)
-        return eb_error_set(err, -EINVAL, "allow_ports: '%.16s' is not a port (1 to 65535)", text);
+    if (v <= 0 || v > 65535)
+        return eb_error_set(err, -EINVAL, "allow_ports: '%.16s' is not a port (1 to 65535)", shown);
     size_t i = 0;
     for (; i < EXECBOX_ALLOW_PORTS_MAX && p->allow_ports[i]; i++)
         if (p->allow_ports[i] == v)
@@ -188,6 +183,16 @@ static int add_port(struct execbox_policy *p, const char *text, struct execbox_e
                             EXECBOX_ALLOW_PORTS_MAX);
     p->allow_ports[i] = (uint16_t)v;
     return 0;
+}
+
+static int add_port(struct execbox_policy *p, const char *text, struct execbox_error *err)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (!isdigit((unsigned char)text[0]) || errno || *end || v > 65535)
+        return eb_error_set(err, -EINVAL, "allow_ports: '%.16s' is not a port (1 to 65535)", text);
+    return add_port_number(p, (int64_t)v, text, err);
 }
 
 /* Calls fn for each item of a comma-separated list (spaces around items ignored). */
@@ -215,42 +220,79 @@ static int for_each_item(const char *list, struct execbox_policy *p,
     return 0;
 }
 
+/* ---- the typed core: text, JSON and the typed setters all end in these two ---- */
+
+/* Stores seconds (timeout) or cores (cpus) after the range check. shown is the value as the
+ * caller wrote it, for the message. */
+static int put_real(struct execbox_policy *p, const struct field *f, double v, const char *shown,
+                    struct execbox_error *err)
+{
+    double min = f->kind == K_SECONDS ? EB_TIMEOUT_MIN : 0.01;
+    double max = f->kind == K_SECONDS ? EB_TIMEOUT_MAX : EB_CPUS_MAX;
+    if (!isfinite(v))
+        return eb_error_set(err, -EINVAL, "%s: '%s' is not a number", f->name, shown);
+    if (v < min || v > max) {
+        eb_error_set(err, -EINVAL, "%s: %s is out of range (%g to %g)", f->name, shown, min, max);
+        return eb_error_about(err, -EINVAL,
+                              v > max ? EXECBOX_ERROR_OVER_MAXIMUM : EXECBOX_ERROR_INVALID_VALUE,
+                              f->name);
+    }
+    *(double *)((char *)p + f->off) = v;
+    return 0;
+}
+
+/* Stores a size in bytes or a count (pids) after its range check; shown as for put_real. */
+static int put_uint(struct execbox_policy *p, const struct field *f, uint64_t v, const char *shown,
+                    struct execbox_error *err)
+{
+    char *base = (char *)p;
+    if (f->kind == K_SIZE) {
+        if (v > EB_SIZE_MAX)
+            return eb_error_set(err, -ERANGE, "%s: size '%s' is too large", f->name, shown);
+        if (v < f->min)
+            return eb_error_set(err, -EINVAL, "%s: '%s' is below the minimum of %" PRIu64 " bytes",
+                                f->name, shown, f->min);
+        if (f->off == offsetof(struct execbox_policy, output_limit) && v > EB_OUTPUT_LIMIT_MAX) {
+            eb_error_set(err, -EINVAL, "output_limit: '%s' is above the maximum 1G", shown);
+            return eb_error_about(err, -EINVAL, EXECBOX_ERROR_OVER_MAXIMUM, f->name);
+        }
+        *(uint64_t *)(base + f->off) = v;
+        return 0;
+    }
+    if (v < f->min || v > EB_PIDS_MAX) {
+        eb_error_set(err, -EINVAL, "%s: %s is out of range (1 to %u)", f->name, shown, EB_PIDS_MAX);
+        return eb_error_about(
+            err, -EINVAL,
+            v > EB_PIDS_MAX ? EXECBOX_ERROR_OVER_MAXIMUM : EXECBOX_ERROR_INVALID_VALUE, f->name);
+    }
+    *(uint32_t *)(base + f->off) = (uint32_t)v;
+    return 0;
+}
+
+/* Fields whose value is a number (a JSON number; text parsed as one). */
+static bool is_number_kind(const struct field *f)
+{
+    return f->kind == K_SECONDS || f->kind == K_CPUS || f->kind == K_SIZE || f->kind == K_COUNT;
+}
+
 static int set_field_text(struct execbox_policy *p, const struct field *f, const char *value,
                           struct execbox_error *err)
 {
     char *base = (char *)p;
     int r;
     switch (f->kind) {
-    case K_SECONDS: {
-        double v;
-        r = parse_double(f->name, value, EB_TIMEOUT_MIN, EB_TIMEOUT_MAX, &v, err);
-        if (r < 0)
-            return r;
-        *(double *)(base + f->off) = v;
-        return 0;
-    }
+    case K_SECONDS:
     case K_CPUS: {
-        double v;
-        r = parse_double(f->name, value, 0.01, EB_CPUS_MAX, &v, err);
-        if (r < 0)
-            return r;
-        *(double *)(base + f->off) = v;
-        return 0;
+        double v = 0;
+        r = parse_double(f->name, value, &v, err);
+        return r < 0 ? r : put_real(p, f, v, value, err);
     }
     case K_SIZE: {
-        uint64_t v;
+        uint64_t v = 0;
         r = execbox_parse_size(value, &v, err);
         if (r < 0)
             return eb_error_prefix(err, r, "%s", f->name);
-        if (v < f->min)
-            return eb_error_set(err, -EINVAL, "%s: '%s' is below the minimum of %" PRIu64 " bytes",
-                                f->name, value, f->min);
-        if (f->off == offsetof(struct execbox_policy, output_limit) && v > EB_OUTPUT_LIMIT_MAX) {
-            eb_error_set(err, -EINVAL, "output_limit: '%s' is above the maximum 1G", value);
-            return eb_error_about(err, -EINVAL, EXECBOX_ERROR_OVER_MAXIMUM, f->name);
-        }
-        *(uint64_t *)(base + f->off) = v;
-        return 0;
+        return put_uint(p, f, v, value, err);
     }
     case K_COUNT: {
         char *end;
@@ -258,16 +300,7 @@ static int set_field_text(struct execbox_policy *p, const struct field *f, const
         unsigned long long v = strtoull(value, &end, 10);
         if (!isdigit((unsigned char)value[0]) || errno || *end)
             return eb_error_set(err, -EINVAL, "%s: '%s' is not a whole number", f->name, value);
-        if (v < f->min || v > EB_PIDS_MAX) {
-            eb_error_set(err, -EINVAL, "%s: %s is out of range (1 to %u)", f->name, value,
-                         EB_PIDS_MAX);
-            return eb_error_about(err, -EINVAL,
-                                  v > EB_PIDS_MAX ? EXECBOX_ERROR_OVER_MAXIMUM
-                                                  : EXECBOX_ERROR_INVALID_VALUE,
-                                  f->name);
-        }
-        *(uint32_t *)(base + f->off) = (uint32_t)v;
-        return 0;
+        return put_uint(p, f, v, value, err);
     }
     case K_NETWORK:
         if (strcmp(value, "none") == 0)
@@ -389,10 +422,7 @@ int eb_policy_merge_object(struct execbox_policy *p, const json_t *obj, struct e
     const char *key;
     json_t *v;
     json_object_foreach ((json_t *)obj, key, v) {
-        const struct field *f = find_field(key);
-        if (!f)
-            return unknown_field(key, err);
-        int r = eb_policy_set_json_value(&tmp, key, v, err);
+        int r = execbox_policy_set_json(&tmp, key, v, err);
         if (r < 0)
             return r;
     }
@@ -400,84 +430,153 @@ int eb_policy_merge_object(struct execbox_policy *p, const json_t *obj, struct e
     return 0;
 }
 
-static int set_json_value(struct execbox_policy *p, const char *key, const json_t *v,
-                          struct execbox_error *err);
-
-int eb_policy_set_json_value(struct execbox_policy *p, const char *key, const json_t *v,
-                             struct execbox_error *err)
+/* The error for a value of a type the field does not take (as a JSON policy words it). */
+static int wrong_type(const struct field *f, struct execbox_error *err)
 {
-    int r = set_json_value(p, key, v, err);
-    if (r < 0 && (!err || err->kind != EXECBOX_ERROR_UNKNOWN_FIELD))
-        return eb_error_about(err, r, EXECBOX_ERROR_INVALID_VALUE, key);
-    return r;
-}
-
-static int set_json_value(struct execbox_policy *p, const char *key, const json_t *v,
-                          struct execbox_error *err)
-{
-    const struct field *f = find_field(key);
-    if (!f)
-        return unknown_field(key, err);
-    char text[64];
-    if (f->kind == K_HOSTS || f->kind == K_PORTS) {
-        if (json_is_string(v))
-            return set_field(p, f, json_string_value(v), err);
-        if (!json_is_array(v))
-            return eb_error_set(err, -EINVAL, "%s: expected an array of %s", f->name,
-                                f->kind == K_HOSTS ? "strings" : "port numbers");
-        struct execbox_policy tmp = *p;
-        if (f->kind == K_HOSTS)
-            memset(tmp.allow_hosts, 0, sizeof(tmp.allow_hosts));
-        else
-            memset(tmp.allow_ports, 0, sizeof(tmp.allow_ports));
-        size_t i;
-        json_t *item;
-        json_array_foreach (v, i, item) {
-            int r;
-            if (f->kind == K_HOSTS && json_is_string(item)) {
-                r = add_host(&tmp, json_string_value(item), err);
-            } else if (f->kind == K_PORTS && json_is_integer(item)) {
-                snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(item));
-                r = add_port(&tmp, text, err);
-            } else {
-                r = eb_error_set(err, -EINVAL, "%s: item %zu is not a %s", f->name, i,
-                                 f->kind == K_HOSTS ? "string" : "port number");
-            }
-            if (r < 0)
-                return r;
-        }
-        *p = tmp;
-        return 0;
-    }
-    if (json_is_string(v)) {
-        if (f->kind != K_PATH && f->kind != K_NETWORK && f->kind != K_SIZE && f->kind != K_HOST)
-            return eb_error_set(err, -EINVAL, "%s: expected a number, got a string", f->name);
-        return set_field(p, f, json_string_value(v), err);
-    }
-    if (f->kind == K_PATH && json_is_null(v)) {
-        /* null is "unset", as execbox_policy_to_json writes it: the round trip must hold. */
-        ((char *)p)[f->off] = '\0';
-        return 0;
-    }
-    if (f->kind == K_PATH || f->kind == K_NETWORK || f->kind == K_HOST)
+    if (f->kind == K_HOSTS || f->kind == K_PORTS)
+        return eb_error_set(err, -EINVAL, "%s: expected an array of %s", f->name,
+                            f->kind == K_HOSTS ? "strings" : "port numbers");
+    if (!is_number_kind(f))
         return eb_error_set(err, -EINVAL, "%s: expected a string", f->name);
-    if (json_is_integer(v)) {
-        json_int_t i = json_integer_value(v);
-        if (i < 0)
-            return eb_error_set(err, -EINVAL, "%s: %" JSON_INTEGER_FORMAT " is negative", f->name,
-                                i);
-        snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, i);
-        return set_field(p, f, text, err);
-    }
-    if (json_is_real(v)) {
-        double d = json_real_value(v);
-        if ((f->kind == K_COUNT || f->kind == K_SIZE) && d != floor(d))
-            return eb_error_set(err, -EINVAL, "%s: %g is not a whole number", f->name, d);
-        snprintf(text, sizeof(text), "%.17g", d);
-        return set_field(p, f, text, err);
-    }
     return eb_error_set(err, -EINVAL, "%s: expected a %s", f->name,
                         f->kind == K_SIZE ? "size (number of bytes or \"256M\")" : "number");
+}
+
+/* The typed setters without the field lookup and the error's field. */
+static int set_int(struct execbox_policy *p, const struct field *f, int64_t v,
+                   struct execbox_error *err)
+{
+    if (!is_number_kind(f))
+        return wrong_type(f, err);
+    char shown[32];
+    snprintf(shown, sizeof(shown), "%" PRId64, v);
+    if (v < 0)
+        return eb_error_set(err, -EINVAL, "%s: %s is negative", f->name, shown);
+    if (f->kind == K_SECONDS || f->kind == K_CPUS)
+        return put_real(p, f, (double)v, shown, err);
+    return put_uint(p, f, (uint64_t)v, shown, err);
+}
+
+static int set_real(struct execbox_policy *p, const struct field *f, double v,
+                    struct execbox_error *err)
+{
+    if (!is_number_kind(f))
+        return wrong_type(f, err);
+    char shown[32];
+    snprintf(shown, sizeof(shown), "%g", v);
+    if (f->kind == K_SECONDS || f->kind == K_CPUS)
+        return put_real(p, f, v, shown, err);
+    if (!isfinite(v) || v != floor(v))
+        return eb_error_set(err, -EINVAL, "%s: %s is not a whole number", f->name, shown);
+    if (v < 0)
+        return eb_error_set(err, -EINVAL, "%s: %s is negative", f->name, shown);
+    /* 2^64 and above: past every maximum, which put_uint then names. */
+    return put_uint(p, f, v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v, shown, err);
+}
+
+static int set_string(struct execbox_policy *p, const struct field *f, const char *v,
+                      struct execbox_error *err)
+{
+    if (!v)
+        return eb_error_set(err, -EINVAL, "%s: value missing", f->name);
+    if (f->kind == K_SECONDS || f->kind == K_CPUS || f->kind == K_COUNT)
+        return eb_error_set(err, -EINVAL, "%s: expected a number, got a string", f->name);
+    return set_field_text(p, f, v, err);
+}
+
+/* A JSON array for allow_hosts (strings) or allow_ports (integers): replaces the list. */
+static int set_json_list(struct execbox_policy *p, const struct field *f, const json_t *v,
+                         struct execbox_error *err)
+{
+    struct execbox_policy tmp = *p;
+    if (f->kind == K_HOSTS)
+        memset(tmp.allow_hosts, 0, sizeof(tmp.allow_hosts));
+    else
+        memset(tmp.allow_ports, 0, sizeof(tmp.allow_ports));
+    size_t i;
+    json_t *item;
+    json_array_foreach ((json_t *)v, i, item) {
+        int r;
+        if (f->kind == K_HOSTS && json_is_string(item)) {
+            r = add_host(&tmp, json_string_value(item), err);
+        } else if (f->kind == K_PORTS && json_is_integer(item)) {
+            char shown[32];
+            snprintf(shown, sizeof(shown), "%" JSON_INTEGER_FORMAT, json_integer_value(item));
+            r = add_port_number(&tmp, json_integer_value(item), shown, err);
+        } else {
+            r = eb_error_set(err, -EINVAL, "%s: item %zu is not a %s", f->name, i,
+                             f->kind == K_HOSTS ? "string" : "port number");
+        }
+        if (r < 0)
+            return r;
+    }
+    *p = tmp;
+    return 0;
+}
+
+/* One field from a JSON value, by its type: straight to the typed setters, no text between. */
+static int set_json(struct execbox_policy *p, const struct field *f, const json_t *v,
+                    struct execbox_error *err)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING: return set_string(p, f, json_string_value(v), err);
+    case JSON_INTEGER: return set_int(p, f, json_integer_value(v), err);
+    case JSON_REAL: return set_real(p, f, json_real_value(v), err);
+    case JSON_ARRAY:
+        return f->kind == K_HOSTS || f->kind == K_PORTS ? set_json_list(p, f, v, err)
+                                                        : wrong_type(f, err);
+    case JSON_NULL:
+        if (f->kind == K_PATH) {
+            /* null is "unset", as execbox_policy_to_json writes it: the round trip must hold. */
+            ((char *)p)[f->off] = '\0';
+            return 0;
+        }
+        return wrong_type(f, err);
+    default: return wrong_type(f, err);
+    }
+}
+
+/* Looks key up and runs one typed setter on a copy of *p, kept only on success; the error names
+ * the field. */
+#define SET_TYPED(p, key, err, call)                                                               \
+    do {                                                                                           \
+        if (!(p) || !(key))                                                                        \
+            return eb_error_set(err, -EINVAL, "policy field or value missing");                    \
+        const struct field *f = find_field(key);                                                   \
+        if (!f)                                                                                    \
+            return unknown_field(key, err);                                                        \
+        struct execbox_policy tmp = *(p);                                                          \
+        int r_ = call;                                                                             \
+        if (r_ < 0)                                                                                \
+            return eb_error_about(err, r_, EXECBOX_ERROR_INVALID_VALUE, f->name);                  \
+        *(p) = tmp;                                                                                \
+        return 0;                                                                                  \
+    } while (0)
+
+int execbox_policy_set_int(struct execbox_policy *p, const char *key, int64_t value,
+                           struct execbox_error *err)
+{
+    SET_TYPED(p, key, err, set_int(&tmp, f, value, err));
+}
+
+int execbox_policy_set_real(struct execbox_policy *p, const char *key, double value,
+                            struct execbox_error *err)
+{
+    SET_TYPED(p, key, err, set_real(&tmp, f, value, err));
+}
+
+int execbox_policy_set_string(struct execbox_policy *p, const char *key, const char *value,
+                              struct execbox_error *err)
+{
+    SET_TYPED(p, key, err, set_string(&tmp, f, value, err));
+}
+
+int execbox_policy_set_json(struct execbox_policy *p, const char *key, const struct json_t *value,
+                            struct execbox_error *err)
+{
+    if (!value)
+        return eb_error_set(err, -EINVAL, "policy field or value missing");
+    SET_TYPED(p, key, err, set_json(&tmp, f, value, err));
 }
 
 int execbox_policy_load_file(struct execbox_policy *p, const char *path, struct execbox_error *err)

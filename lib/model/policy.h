@@ -13,10 +13,6 @@ void eb_policy_resolve(struct execbox_policy *p);
 /* Merges a jansson object; on failure *p is unchanged. */
 int eb_policy_merge_object(struct execbox_policy *p, const json_t *obj, struct execbox_error *err);
 
-/* Sets one field from a JSON value (number or string). */
-int eb_policy_set_json_value(struct execbox_policy *p, const char *key, const json_t *v,
-                             struct execbox_error *err);
-
 /* The resolved policy as a new jansson object, NULL on ENOMEM. */
 json_t *eb_policy_to_object(const struct execbox_policy *p);
 

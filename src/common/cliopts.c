@@ -160,17 +160,20 @@ static int load_with_tokens(const char *path, json_t *doc, struct execbox_policy
         return -1;
     }
     json_object_del(doc, "tokens");
-    char *rest = json_dumps(doc, JSON_COMPACT);
+    /* The other fields straight from the parsed file, on a copy kept only when all are good. */
+    struct execbox_policy tmp = *ret;
     struct execbox_error err = {0};
-    int r = rest ? execbox_policy_merge_json(ret, rest, 0, &err) : -1;
-    if (r < 0) {
-        fprintf(stderr, "execbox: policy file '%s': %s\n", path, rest ? err.msg : "out of memory");
-        free(rest);
-        free(*ret_tokens);
-        *ret_tokens = NULL;
-        return -1;
+    const char *key;
+    json_t *fv;
+    json_object_foreach (doc, key, fv) {
+        if (execbox_policy_set_json(&tmp, key, fv, &err) < 0) {
+            fprintf(stderr, "execbox: policy file '%s': %s\n", path, err.msg);
+            free(*ret_tokens);
+            *ret_tokens = NULL;
+            return -1;
+        }
     }
-    free(rest);
+    *ret = tmp;
     return 0;
 }
 

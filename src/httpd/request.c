@@ -93,23 +93,6 @@ static const char *known_language(const char *name)
 
 /* Applies one policy field of the request to *pol through the library, which checks its type
  * and range and names it in the message. */
-static int apply_policy_field(struct execbox_policy *pol, const char *key, json_t *v,
-                              struct execbox_error *err)
-{
-    json_t *one = json_object();
-    if (!one || json_object_set(one, key, v) < 0) {
-        json_decref(one);
-        return -ENOMEM;
-    }
-    char *text = json_dumps(one, JSON_COMPACT | JSON_ENCODE_ANY);
-    json_decref(one);
-    if (!text)
-        return -ENOMEM;
-    int r = execbox_policy_merge_json(pol, text, 0, err);
-    free(text);
-    return r;
-}
-
 bool srv_workspace_path_ok(const char *path, size_t len)
 {
     if (len == 0 || len >= EXECBOX_PATH_MAX || memchr(path, '\0', len) || path[0] == '/')
@@ -401,7 +384,7 @@ static int body_field(enum srv_body_kind kind, const char *key, json_t *v,
         return bad(err, field, field_size, key, "%s: may not be set per request", key);
     } else {
         struct execbox_error perr = {0};
-        int r = apply_policy_field(&spec->policy, key, v, &perr);
+        int r = execbox_policy_set_json(&spec->policy, key, v, &perr);
         if (r == -ENOMEM)
             return r;
         if (r < 0) {

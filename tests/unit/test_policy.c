@@ -264,6 +264,84 @@ static void merge_bad(const char *json, size_t len, int code, const char *named)
         assert_contains(err.msg, named);
 }
 
+/* The typed setters: the same policy as the text form, the same checks and error kinds, the
+ * policy unchanged on failure, and a type the field does not take refused. */
+static void typed_bad(int r, struct execbox_policy *p, const struct execbox_policy *before,
+                      const struct execbox_error *err, enum execbox_error_kind kind,
+                      const char *field, const char *named)
+{
+    assert_int_equal(r, -EINVAL);
+    assert_memory_equal(p, before, sizeof(*p));
+    assert_int_equal(err->kind, kind);
+    assert_string_equal(err->field, field);
+    assert_contains(err->msg, named);
+}
+
+static void test_typed_setters(void **state)
+{
+    (void)state;
+    struct execbox_policy a, b;
+    struct execbox_error err = {0, ""};
+    execbox_policy_init(&a);
+    assert_int_equal(execbox_policy_set_real(&a, "timeout", 2.5, &err), 0);
+    assert_int_equal(execbox_policy_set_int(&a, "memory", 300 * (int64_t)MiB, &err), 0);
+    assert_int_equal(execbox_policy_set_real(&a, "cpus", 0.5, &err), 0);
+    assert_int_equal(execbox_policy_set_int(&a, "pids", 32, &err), 0);
+    assert_int_equal(execbox_policy_set_real(&a, "tmpfs", 8.0 * MiB, &err), 0);
+    assert_int_equal(execbox_policy_set_string(&a, "workspace_size", "16M", &err), 0);
+    assert_int_equal(execbox_policy_set_string(&a, "network", "allow", &err), 0);
+    assert_int_equal(execbox_policy_set_string(&a, "allow_hosts", "pypi.org, x.test:81", &err), 0);
+    assert_int_equal(execbox_policy_set_string(&a, "allow-ports", "8080", &err), 0);
+    assert_int_equal(execbox_policy_set_int(&a, "timeout", 3, &err), 0);
+    execbox_policy_init(&b);
+    static const char *const text[][2] = {
+        {"timeout", "3"},        {"memory", "300M"},
+        {"cpus", "0.5"},         {"pids", "32"},
+        {"tmpfs", "8M"},         {"workspace_size", "16M"},
+        {"network", "allow"},    {"allow_hosts", "pypi.org,x.test:81"},
+        {"allow_ports", "8080"},
+    };
+    for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
+        assert_int_equal(execbox_policy_set(&b, text[i][0], text[i][1], &err), 0);
+    assert_memory_equal(&a, &b, sizeof(a));
+
+    struct execbox_policy before = a;
+    /* Range checks and their kinds, as the text form has them. */
+    typed_bad(execbox_policy_set_real(&a, "timeout", 1e6, &err), &a, &before, &err,
+              EXECBOX_ERROR_OVER_MAXIMUM, "timeout", "out of range");
+    typed_bad(execbox_policy_set_int(&a, "pids", 0, &err), &a, &before, &err,
+              EXECBOX_ERROR_INVALID_VALUE, "pids", "out of range");
+    typed_bad(execbox_policy_set_int(&a, "pids", 1 << 30, &err), &a, &before, &err,
+              EXECBOX_ERROR_OVER_MAXIMUM, "pids", "out of range");
+    typed_bad(execbox_policy_set_int(&a, "output_limit", 2 * (int64_t)GiB, &err), &a, &before, &err,
+              EXECBOX_ERROR_OVER_MAXIMUM, "output_limit", "maximum");
+    typed_bad(execbox_policy_set_int(&a, "memory", 4096, &err), &a, &before, &err,
+              EXECBOX_ERROR_INVALID_VALUE, "memory", "below the minimum");
+    typed_bad(execbox_policy_set_int(&a, "memory", -1, &err), &a, &before, &err,
+              EXECBOX_ERROR_INVALID_VALUE, "memory", "negative");
+    typed_bad(execbox_policy_set_real(&a, "memory", 1.5 * MiB + 0.5, &err), &a, &before, &err,
+              EXECBOX_ERROR_INVALID_VALUE, "memory", "whole number");
+    typed_bad(execbox_policy_set_real(&a, "pids", 1e30, &err), &a, &before, &err,
+              EXECBOX_ERROR_OVER_MAXIMUM, "pids", "out of range");
+    /* Types the field does not take. */
+    typed_bad(execbox_policy_set_string(&a, "timeout", "2", &err), &a, &before, &err,
+              EXECBOX_ERROR_INVALID_VALUE, "timeout", "expected a number");
+    typed_bad(execbox_policy_set_int(&a, "network", 1, &err), &a, &before, &err,
+              EXECBOX_ERROR_INVALID_VALUE, "network", "expected a string");
+    typed_bad(execbox_policy_set_real(&a, "allow_hosts", 1, &err), &a, &before, &err,
+              EXECBOX_ERROR_INVALID_VALUE, "allow_hosts", "expected an array");
+    typed_bad(execbox_policy_set_string(&a, "network", "some", &err), &a, &before, &err,
+              EXECBOX_ERROR_INVALID_VALUE, "network", "some");
+    /* Unknown fields, and NULLs. */
+    assert_int_equal(execbox_policy_set_int(&a, "colour", 1, &err), -EINVAL);
+    assert_int_equal(err.kind, EXECBOX_ERROR_UNKNOWN_FIELD);
+    assert_string_equal(err.field, "colour");
+    assert_int_equal(execbox_policy_set_string(&a, "network", NULL, &err), -EINVAL);
+    assert_int_equal(execbox_policy_set_int(NULL, "pids", 1, &err), -EINVAL);
+    assert_int_equal(execbox_policy_set_json(&a, "pids", NULL, NULL), -EINVAL);
+    assert_memory_equal(&a, &before, sizeof(a));
+}
+
 static void test_merge_json(void **state)
 {
     (void)state;
@@ -904,6 +982,7 @@ int main(void)
         cmocka_unit_test(test_set_relative_path),
         cmocka_unit_test(test_set_bad_values),
         cmocka_unit_test(test_set_unknown_key),
+        cmocka_unit_test(test_typed_setters),
         cmocka_unit_test(test_merge_json),
         cmocka_unit_test(test_merge_json_bad),
         cmocka_unit_test(test_load_file),
