@@ -380,6 +380,13 @@ enum {
 int execbox_result_to_json(const struct execbox_result *r, unsigned flags, char **ret_json,
                            struct execbox_error *err);
 
+/* The same object as a new jansson value (*ret holds the only reference: json_decref it), for a
+ * program that puts the result inside JSON of its own (MCP's structuredContent, the agent's run
+ * record) rather than printing it and parsing it back. */
+struct json_t;
+int execbox_result_to_jansson(const struct execbox_result *r, unsigned flags, struct json_t **ret,
+                              struct execbox_error *err);
+
 /* The name of a killed reason as in the JSON ("timeout"), NULL for none. */
 const char *execbox_killed_reason_name(enum execbox_killed_reason k);
 

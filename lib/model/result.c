@@ -574,6 +574,18 @@ int execbox_result_to_json(const struct execbox_result *r, unsigned flags, char 
     return 0;
 }
 
+int execbox_result_to_jansson(const struct execbox_result *r, unsigned flags, struct json_t **ret,
+                              struct execbox_error *err)
+{
+    if (!r || !ret)
+        return eb_error_set(err, -EINVAL, "result or output missing");
+    json_t *o = eb_result_to_object(r, flags);
+    if (!o)
+        return eb_error_set(err, -ENOMEM, "out of memory building the result JSON");
+    *ret = o;
+    return 0;
+}
+
 const char *execbox_version(void)
 {
     return EXECBOX_VERSION;

@@ -266,8 +266,12 @@ static int run_call(struct agent *a, const struct agent_call *c, struct agent_to
         execbox_result_free(r);
         return -ECANCELED;
     }
+    /* The record once: its text goes to the model, the value itself into the run log. */
+    json_t *rec = NULL;
     char *json = NULL;
-    if (execbox_result_to_json(r, EXECBOX_JSON_NO_FILE_DATA, &json, &err) < 0) {
+    if (execbox_result_to_jansson(r, EXECBOX_JSON_NO_FILE_DATA, &rec, &err) < 0 ||
+        !(json = json_dumps(rec, JSON_COMPACT | JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS)))) {
+        json_decref(rec);
         execbox_result_free(r);
         return -ENOMEM;
     }
@@ -302,11 +306,10 @@ static int run_call(struct agent *a, const struct agent_call *c, struct agent_to
         if (rc < 0)
             content = NULL;
     }
-    json_t *rec = json_loads(json, 0, NULL);
     json_t *run = json_pack("{s:s, s:s, s:o*}", "id", c->id, "code", c->code, "result", rec);
     if (run)
         json_array_append_new(a->runs, run);
-    execbox_free(json);
+    free(json);
     execbox_result_free(r);
     if (!content)
         return -ENOMEM;

@@ -415,13 +415,10 @@ static void rich_content(json_t *content, json_t *results, size_t *budget)
 
 static json_t *render(const struct execbox_result *res, const struct mcp_render *o)
 {
-    char *js = NULL;
+    /* The record is built once: structuredContent is it, and the text below reads from it. */
+    json_t *rec = NULL;
     struct execbox_error err = {0};
-    if (execbox_result_to_json(res, EXECBOX_JSON_NO_FILE_DATA, &js, &err) < 0)
-        return NULL;
-    json_t *rec = json_loads(js, JSON_ALLOW_NUL, NULL);
-    execbox_free(js);
-    if (!rec)
+    if (execbox_result_to_jansson(res, EXECBOX_JSON_NO_FILE_DATA, &rec, &err) < 0)
         return NULL;
 
     struct text t = {0};

@@ -367,6 +367,19 @@ static void test_files(void **state)
     assert_null(json_object_get(f1, "data"));
     assert_string_equal(json_string_value(json_object_get(f1, "path")), "plot.png");
     json_decref(o);
+    /* The jansson value is the same record as the text (what MCP and the agent embed). */
+    json_t *v = NULL;
+    struct execbox_error err = {0, ""};
+    for (unsigned flags = 0; flags <= EXECBOX_JSON_NO_FILE_DATA;
+         flags += EXECBOX_JSON_NO_FILE_DATA) {
+        assert_int_equal(execbox_result_to_jansson(r, flags, &v, &err), 0);
+        o = to_json(r, flags);
+        assert_true(json_equal(v, o));
+        json_decref(o);
+        json_decref(v);
+    }
+    assert_int_equal(execbox_result_to_jansson(NULL, 0, &v, &err), -EINVAL);
+    assert_int_equal(execbox_result_to_jansson(r, 0, NULL, &err), -EINVAL);
     execbox_result_free(r);
 }
 
