@@ -145,8 +145,9 @@ static int decode(const char *s, size_t len, bool strict, unsigned char **ret, s
             acc &= (1U << bits) - 1;
         }
     }
-    /* Strict: '=' only fills the last quantum, at most two of them. */
-    if (strict && (pad > 2 || (seen + pad) % 4)) {
+    /* Strict: '=' only fills the last quantum, at most two of them. Either way a last quantum
+     * of one character (6 bits, not a byte) is never base64. */
+    if ((strict && (pad > 2 || (seen + pad) % 4)) || seen % 4 == 1) {
         free(out);
         return -EBADMSG;
     }

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
+_Static_assert(SRV_FILES_MAX <= 64, "files_decoded has one bit a file");
+
 void srv_run_spec_clear(struct srv_run_spec *s)
 {
     free(s->code);
@@ -21,7 +23,10 @@ void srv_run_spec_clear(struct srv_run_spec *s)
     /* The spec made these copies: const only toward the library. */
     for (size_t i = 0; i < s->n_files; i++) {
         free((void *)s->files[i].path);
-        free((void *)s->files[i].data);
+        if (s->files_decoded & (UINT64_C(1) << i))
+            execbox_free((void *)s->files[i].data);
+        else
+            free((void *)s->files[i].data);
     }
     free(s->files);
     memset(s, 0, sizeof(*s));
@@ -180,43 +185,6 @@ const char *srv_mime_from_name(const char *path)
     return "application/octet-stream";
 }
 
-/* Strict standard base64 (RFC 4648, padding optional, no whitespace). -EINVAL when malformed. */
-static int base64_decode(const char *in, size_t len, unsigned char **ret, size_t *ret_len)
-{
-    while (len && in[len - 1] == '=' && (len % 4 != 1))
-        len--;
-    if (len % 4 == 1)
-        return -EINVAL;
-    unsigned char *out = malloc(len / 4 * 3 + 3);
-    if (!out)
-        return -ENOMEM;
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = in[i];
-        int v = c >= 'A' && c <= 'Z'   ? c - 'A'
-                : c >= 'a' && c <= 'z' ? c - 'a' + 26
-                : c >= '0' && c <= '9' ? c - '0' + 52
-                : c == '+'             ? 62
-                : c == '/'             ? 63
-                                       : -1;
-        if (v < 0) {
-            free(out);
-            return -EINVAL;
-        }
-        acc = (acc << 6 | (unsigned)v) & 0xffffff;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits);
-        }
-    }
-    *ret = out;
-    *ret_len = o;
-    return 0;
-}
-
 /* The "files" array of a run or a cell: [{"path", "content", "encoding"?}], each within the
  * policy's file_size. */
 static int parse_files(json_t *v, const struct execbox_policy *pol, struct srv_run_spec *spec,
@@ -277,11 +245,11 @@ static int parse_files(json_t *v, const struct execbox_policy *pol, struct srv_r
         unsigned char *data;
         size_t dlen;
         if (b64) {
-            int r = base64_decode(json_string_value(c), json_string_length(c), &data, &dlen);
-            if (r == -ENOMEM)
-                return r;
-            if (r < 0)
+            /* The library's one decoder (padding optional, whitespace skipped). */
+            data = execbox_base64_decode(json_string_value(c), json_string_length(c), &dlen);
+            if (!data)
                 return bad(err, field, field_size, name, "%s: not valid base64", name);
+            spec->files_decoded |= UINT64_C(1) << i;
         } else {
             data = (unsigned char *)dup_json_string(c, &dlen);
             if (!data)

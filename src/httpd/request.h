@@ -36,7 +36,8 @@ struct srv_run_spec {
     /* "files": placed in /workspace before the code runs; paths and data owned here */
     struct execbox_input_file *files;
     size_t n_files;
-    bool rich_results; /* SRV_BODY_RUN: "rich_results": true (execbox_request.rich_results) */
+    uint64_t files_decoded; /* bit i: files[i].data is the library's (base64), execbox_free it */
+    bool rich_results;      /* SRV_BODY_RUN: "rich_results": true (execbox_request.rich_results) */
     /* SRV_BODY_SESSION */
     double idle_timeout; /* 0: not given */
     bool no_rollback;    /* "rollback": false */

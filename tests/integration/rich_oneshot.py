@@ -192,6 +192,19 @@ class RichOneShotTests(Tests):
                 origin = {f["path"]: f["origin"] for f in r["files"]}
                 assert origin == {"in/same.txt": "input", "in/edited.txt": "changed",
                                   "in/resized.bin": "changed", "new.txt": "created"}, (extra, r)
+            # base64 as MIME carries it (lines, no padding) is the same bytes; what is not
+            # base64 is the request's error, naming the file.
+            b = base64.b64encode(bytes(range(200))).decode()
+            wrapped = "\n".join(b[i:i + 76] for i in range(0, len(b), 76)).rstrip("=")
+            st, _, r = s.execute({"code": "import sys; sys.stdout.write(open('b.bin','rb')"
+                                          ".read().hex())",
+                                  "files": [{"path": "b.bin", "content": wrapped,
+                                             "encoding": "base64"}]})
+            assert st == 200 and r["stdout"] == bytes(range(200)).hex(), r
+            for junk in ("a*b=", "aGVsb", "aG=Vs"):
+                st, _, r = s.execute({"code": "pass", "files": [
+                    {"path": "x", "content": junk, "encoding": "base64"}]})
+                assert st == 400 and "not valid base64" in r["error"]["message"], (junk, r)
             assert s.stop() == 0
         r = json.loads(run(["run", "--json", "-c",
                             "open('/workspace/a.csv', 'w').write('1')"]).stdout)

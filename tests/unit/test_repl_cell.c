@@ -67,6 +67,8 @@ static void test_base64(void **state)
     free(d);
     assert_null(execbox_base64_decode("aGV*bG8=", 8, &n));
     assert_null(execbox_base64_decode("aG=Vs", 5, &n));
+    assert_null(execbox_base64_decode("aGVsb", 5, &n)); /* a last quantum of 6 bits */
+    assert_null(execbox_base64_decode("aGVs\nb", 6, &n));
 }
 
 static bool is_exit(const char *s)
