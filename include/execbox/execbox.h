@@ -622,6 +622,9 @@ int execbox_check_backend(const char *backend, const struct execbox_executor_opt
 /* The supported language names, NULL-terminated, static. */
 const char *const *execbox_languages(void);
 
+/* The same names as one line for a message, "python, javascript, bash", cut to fit n (n > 0). */
+void execbox_language_list(char *buf, size_t n);
+
 /* The canonical name of a language or one of its aliases ("py", "python3" -> "python",
  * "js", "node" -> "javascript", "sh" -> "bash"; NULL -> "python"), or NULL when unknown. */
 const char *execbox_language_name(const char *name);

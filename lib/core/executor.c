@@ -147,8 +147,11 @@ int execbox_executor_prewarm(struct execbox_executor *ex, const struct execbox_p
     if (!ex)
         return eb_error_set(err, -EINVAL, "no executor");
     const struct eb_language *lang = eb_language_find(language);
-    if (!lang)
-        return eb_error_set(err, -EINVAL, "unknown language '%s'", language);
+    if (!lang) {
+        char names[128];
+        execbox_language_list(names, sizeof(names));
+        return eb_error_set(err, -EINVAL, "unknown language '%s' (supported: %s)", language, names);
+    }
     if (!ex->pool)
         return 0;
     if (!lang->warm_bootstrap)

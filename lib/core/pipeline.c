@@ -42,7 +42,7 @@ int eb_prepare_oneshot(const struct execbox_request *req, struct eb_prepared *re
     ret->lang = eb_language_find(req->language);
     if (!ret->lang) {
         char names[128];
-        eb_language_list(names, sizeof(names));
+        execbox_language_list(names, sizeof(names));
         return eb_error_set(err, -EINVAL, "unknown language '%s' (supported: %s)", req->language,
                             names);
     }

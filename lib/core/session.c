@@ -298,8 +298,12 @@ static int session_open(const struct eb_lifecycle *lc, const struct execbox_sess
     if (o)
         opt = *o;
     const struct eb_language *lang = eb_language_find(opt.language);
-    if (!lang)
-        return eb_error_set(err, -EINVAL, "unknown language '%s'", opt.language);
+    if (!lang) {
+        char names[128];
+        execbox_language_list(names, sizeof(names));
+        return eb_error_set(err, -EINVAL, "unknown language '%s' (supported: %s)", opt.language,
+                            names);
+    }
     if (!lang->sessions)
         return eb_error_set(err, -ENOTSUP, "sessions are for python only, not %s", lang->name);
     if (opt.idle_timeout < 0 || opt.max_lifetime < 0)

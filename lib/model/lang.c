@@ -44,7 +44,7 @@ const char *const *execbox_languages(void)
     return language_names;
 }
 
-void eb_language_list(char *buf, size_t n)
+void execbox_language_list(char *buf, size_t n)
 {
     size_t used = 0;
     buf[0] = '\0';

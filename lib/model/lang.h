@@ -43,9 +43,6 @@ int eb_language_fill_error(const struct eb_language *l, struct execbox_result *r
 /* The entry for name (NULL means python), or NULL when unknown. */
 const struct eb_language *eb_language_find(const char *name);
 
-/* The supported language names as one line, "python, javascript, bash", cut to fit n. */
-void eb_language_list(char *buf, size_t n);
-
 #define EB_ENV_MAX 24
 
 /* A scrubbed environment built in the parent, so the child only execs it. */

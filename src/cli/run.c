@@ -290,8 +290,9 @@ static int parse_options(int argc, char **argv, struct run_opts *o)
     if (!o->language)
         o->language = language_from_path(o->path);
     if (o->language && !execbox_language_name(o->language)) {
-        fprintf(stderr, "execbox run: unknown language '%s' (python, javascript, bash)\n",
-                o->language);
+        char names[128];
+        execbox_language_list(names, sizeof(names));
+        fprintf(stderr, "execbox run: unknown language '%s' (%s)\n", o->language, names);
         return -1;
     }
     return 0;

@@ -442,7 +442,8 @@ static int prepare_execute(struct e2b *e, struct e2b_call *call, json_t *o, stru
     if (!json_is_string(code))
         return text_answer(ret, 400, "code: required, a string");
     if (json_string_length(code) > EXECBOX_CODE_MAX)
-        return text_answer(ret, 400, "code: larger than the maximum of 16 MiB");
+        return text_answer(ret, 400, "code: larger than the maximum of %u MiB",
+                           EXECBOX_CODE_MAX >> 20);
     const char *ctx_id, *lang_name;
     int r;
     if ((r = opt_string(o, "context_id", &ctx_id, ret)) ||

@@ -319,10 +319,12 @@ static int body_field(enum srv_body_kind kind, const char *key, json_t *v,
         if (!json_is_string(v))
             return bad(err, field, field_size, "language", "language: expected a string");
         spec->language = known_language(json_string_value(v));
-        if (!spec->language)
-            return bad(err, field, field_size, "language",
-                       "language: '%.64s' is not one of python, javascript, bash",
-                       json_string_value(v));
+        if (!spec->language) {
+            char names[128];
+            execbox_language_list(names, sizeof(names));
+            return bad(err, field, field_size, "language", "language: '%.64s' is not one of %s",
+                       json_string_value(v), names);
+        }
     } else if (strcmp(key, "stdin") == 0) {
         free(spec->stdin_data);
         spec->stdin_data = NULL;
