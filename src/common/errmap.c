@@ -115,6 +115,12 @@ static const struct row rows[] = {
 
     /* A surface's own queue of jobs. */
     {ERRMAP_SCOPE_QUEUE,
+     -EBUSY,
+     ANY,
+     {ERRMAP_TOO_MANY, 429, "context_queue_full",
+      "the context has the most calls waiting behind its running one", NONE, BUSY_RPC, X, false,
+      true}},
+    {ERRMAP_SCOPE_QUEUE,
      -EAGAIN,
      ANY,
      {ERRMAP_TOO_MANY, 429, "queue_full", "all workers are busy and the queue is full", NONE,

@@ -34,7 +34,8 @@ enum errmap_class {
 enum errmap_scope {
     ERRMAP_SCOPE_RUN = 0, /* execbox_executor_run */
     ERRMAP_SCOPE_SESSION, /* execbox_session_* (new, run, files) and the session registry */
-    ERRMAP_SCOPE_QUEUE,   /* a surface's job queue (src/common/runner.c): -EAGAIN, -ESHUTDOWN */
+    ERRMAP_SCOPE_QUEUE,   /* a surface's job queue (src/common/runner.c): -EAGAIN, -EBUSY (one
+                           * serial's waiting calls), -ESHUTDOWN */
     ERRMAP_SCOPE_REQUEST, /* reading a request's body or arguments (a policy, a session's) */
 };
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* runner.c - the job runner shared by the surfaces: one list of live jobs in submission order
  * (queued ones not yet taken, running ones taken by a worker), a fixed set of worker threads
- * that take the oldest queued job, and the books (counts, cost, counters, average run time),
- * all under one mutex. See runner.h for the contract. */
+ * that take the oldest queued job not held back by a running one of its serial, and the books
+ * (counts, cost, counters, average run time), all under one mutex. See runner.h for the contract.
+ */
 #include "runner.h"
 
 #include <errno.h>
@@ -52,6 +53,27 @@ static bool key_equal(struct runner *r, const void *a, const void *b)
     return r->ops.key_equal ? r->ops.key_equal(a, b) : a == b;
 }
 
+/* Whether a job of this serial runs now. Caller holds r->lock. */
+static bool serial_running(const struct runner *r, const char *serial)
+{
+    if (!serial)
+        return false;
+    for (const struct runner_job *k = r->head; k; k = k->next)
+        if (k->running && k->serial && strcmp(k->serial, serial) == 0)
+            return true;
+    return false;
+}
+
+/* Jobs of this serial waiting for a worker. Caller holds r->lock. */
+static size_t serial_waiting(const struct runner *r, const char *serial)
+{
+    size_t n = 0;
+    for (const struct runner_job *k = r->head; k; k = k->next)
+        if (!k->running && k->serial && strcmp(k->serial, serial) == 0)
+            n++;
+    return n;
+}
+
 /* Unlinks a live job and takes it off the books. Caller holds r->lock. */
 static bool unlink_job(struct runner *r, struct runner_job *job)
 {
@@ -72,6 +94,9 @@ static bool unlink_job(struct runner *r, struct runner_job *job)
             r->queued--;
         r->cost -= k->cost;
         pthread_cond_broadcast(&r->idle);
+        /* The next job of its serial may be taken now, by any idle worker. */
+        if (k->running && k->serial)
+            pthread_cond_broadcast(&r->work);
         return true;
     }
     return false;
@@ -84,7 +109,7 @@ static void *worker_main(void *arg)
     for (;;) {
         struct runner_job *job = NULL;
         for (struct runner_job *k = r->head; k && !r->stopping; k = k->next)
-            if (!k->running) {
+            if (!k->running && !serial_running(r, k->serial)) {
                 job = k;
                 break;
             }
@@ -174,6 +199,9 @@ int runner_submit(struct runner *r, struct runner_job *job)
     if (ret == 0 && (r->queued + r->running >= r->cfg.workers + r->cfg.queue ||
                      (r->cfg.max_cost && job->cost > r->cfg.max_cost - r->cost)))
         ret = -EAGAIN;
+    if (ret == 0 && job->serial && r->cfg.serial_queue &&
+        serial_waiting(r, job->serial) >= r->cfg.serial_queue)
+        ret = -EBUSY;
     if (ret == 0) {
         job->next = NULL;
         job->running = job->cancelled = false;

@@ -38,7 +38,11 @@ enum runner_end {
 struct runner_job {
     struct execbox_cancel *cancel; /* made by runner_job_init; give it to the run's request */
     const void *key;               /* optional: a live job's identity (ops.key_equal) */
-    size_t cost;                   /* counted against runner_config.max_cost while live */
+    /* optional: jobs of equal serial strings run one at a time, in submission order (the calls
+     * on one E2B context); a worker passes over a queued one while another of its serial runs.
+     * Borrowed: must stay valid while the job is live. */
+    const char *serial;
+    size_t cost; /* counted against runner_config.max_cost while live */
     /* private to the runner */
     struct runner_job *next;
     bool running, cancelled;
@@ -60,6 +64,9 @@ struct runner_config {
     size_t queue;     /* jobs that may wait beyond the busy workers: runner_submit refuses a job
                          when queued + running >= workers + queue */
     size_t max_cost;  /* most total cost of live jobs; 0: no limit */
+    /* most jobs of one serial waiting (not running) at once: runner_submit refuses one more
+     * with -EBUSY; 0: no limit of its own (the queue's still holds) */
+    size_t serial_queue;
 };
 
 struct runner_stats {
@@ -89,8 +96,9 @@ int runner_new(const struct runner_config *cfg, const struct runner_ops *ops, vo
                struct runner **ret, struct execbox_error *err);
 
 /* Takes a job (initialised, not live). 0: accepted, done() will follow. -EAGAIN: the queue is
- * full or max_cost would be passed; -ESHUTDOWN: draining or stopped; -EEXIST: a live job has
- * an equal key. On an error the job stays the caller's. */
+ * full or max_cost would be passed; -EBUSY: serial_queue jobs of its serial already wait;
+ * -ESHUTDOWN: draining or stopped; -EEXIST: a live job has an equal key. On an error the job
+ * stays the caller's. */
 int runner_submit(struct runner *r, struct runner_job *job);
 
 /* What runner_cancel found. */

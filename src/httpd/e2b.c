@@ -38,6 +38,7 @@ struct e2b_ctx {
 struct e2b {
     struct e2b_config cfg;
     pthread_mutex_t lock;
+    pthread_cond_t started; /* a context's session was made, or its making failed */
     struct e2b_ctx *head;
     size_t n;
 };
@@ -54,6 +55,7 @@ int e2b_new(const struct e2b_config *cfg, struct e2b **ret, struct execbox_error
     }
     e->cfg = *cfg;
     pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->started, NULL);
     *ret = e;
     return 0;
 }
@@ -67,6 +69,7 @@ struct e2b *e2b_free(struct e2b *e)
         e->head = c->next;
         free(c);
     }
+    pthread_cond_destroy(&e->started);
     pthread_mutex_destroy(&e->lock);
     free(e);
     return NULL;
@@ -433,8 +436,12 @@ static int opt_string(json_t *o, const char *key, const char **ret, struct e2b_a
     return 0;
 }
 
+/* What a call does with its context's cell: nothing (files), take it at once or be refused
+ * (a command: a background one may hold the cell for long), or wait its turn (a cell). */
+enum claim { CLAIM_NONE, CLAIM_NOW, CLAIM_TURN };
+
 static int claim_context(struct e2b *e, struct e2b_call *call, const char *ctx_id,
-                         const char *language, bool cell, struct e2b_answer *ret);
+                         const char *language, enum claim how, struct e2b_answer *ret);
 
 static int prepare_execute(struct e2b *e, struct e2b_call *call, json_t *o, struct e2b_answer *ret)
 {
@@ -470,17 +477,18 @@ static int prepare_execute(struct e2b *e, struct e2b_call *call, json_t *o, stru
     if (!call->code)
         return -ENOMEM;
     memcpy(call->code, json_string_value(code), call->code_len + 1);
-    return claim_context(e, call, ctx_id, language, true, ret);
+    return claim_context(e, call, ctx_id, language, CLAIM_TURN, ret);
 }
 
 /* Finds the context a call works in (ctx_id's, or the language's default one, added when there
- * is none) and takes a reference to its session (call->sess) and, when cell, its cell. A context
- * still to be made is left in call->ctx with call->create, for the worker. 0, or 1 with the
- * answer in *ret. */
+ * is none) and takes a reference to its session (call->sess) and, for CLAIM_NOW, its cell. A
+ * context still to be made is left in call->ctx with call->create, for the worker. A CLAIM_TURN
+ * call takes no cell here: the cells of one context wait their turn in the runner
+ * (e2b_call_serial), behind the call that makes it, and take the cell when it comes
+ * (e2b_context_ready). 0, or 1 with the answer in *ret. */
 static int claim_context(struct e2b *e, struct e2b_call *call, const char *ctx_id,
-                         const char *language, bool cell, struct e2b_answer *ret)
+                         const char *language, enum claim how, struct e2b_answer *ret)
 {
-    int r;
     pthread_mutex_lock(&e->lock);
     struct e2b_ctx *c = NULL;
     if (ctx_id) {
@@ -506,14 +514,14 @@ static int claim_context(struct e2b *e, struct e2b_call *call, const char *ctx_i
             call->create = true;
         }
     }
-    if (c->starting && !call->create) {
+    if (c->starting && !call->create && how != CLAIM_TURN) {
         pthread_mutex_unlock(&e->lock);
         return text_answer(ret, 409, "Context %s is starting", c->id);
     }
     call->ctx = call->create ? c : NULL; /* a live context may be deleted under the call */
     snprintf(call->ctx_id, sizeof(call->ctx_id), "%s", c->id);
-    r = 0;
-    if (!call->create && cell) {
+    int r = 0;
+    if (!call->create && how == CLAIM_NOW) {
         int b = sess_cell_begin(call->sess);
         if (b == -EBUSY)
             r = text_answer(ret, 409, "Context %s is running a cell (one at a time)", c->id);
@@ -522,8 +530,59 @@ static int claim_context(struct e2b *e, struct e2b_call *call, const char *ctx_i
         else
             call->claimed = true;
     }
+    call->queued_cell = !call->create && how == CLAIM_TURN;
     pthread_mutex_unlock(&e->lock);
     return r;
+}
+
+const char *e2b_call_serial(const struct e2b_call *call)
+{
+    /* Not a restart: it aborts the cell that runs rather than wait behind it. Not a command: a
+     * background one holds the cell for as long as it runs, so a command is refused at once. */
+    bool turns = call->op == E2B_OP_EXECUTE || call->op == E2B_OP_CREATE;
+    return turns && call->ctx_id[0] ? call->ctx_id : NULL;
+}
+
+/* A queued cell's turn has come: the context's session now (a restart may have replaced it
+ * while the call waited; one in progress is waited for) and its cell. 0, or an HTTP status with
+ * the message in err. */
+static int claim_turn(struct e2b *e, struct e2b_call *call, struct execbox_error *err)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += E2B_RESTART_WAIT_S;
+    struct sess *s = NULL, *old = call->sess;
+    int status = 0;
+    pthread_mutex_lock(&e->lock);
+    struct e2b_ctx *c = find_ctx(e, call, call->ctx_id);
+    while (c && c->starting && pthread_cond_timedwait(&e->started, &e->lock, &dl) != ETIMEDOUT)
+        c = find_ctx(e, call, call->ctx_id);
+    if (c && c->starting) {
+        status = 409;
+        snprintf(err->msg, sizeof(err->msg), "Context %s is still starting", call->ctx_id);
+    } else if (!c || !ctx_live(e, c, &s)) {
+        status = 404;
+        snprintf(err->msg, sizeof(err->msg),
+                 "Context %s not found (it ended while the call "
+                 "waited)",
+                 call->ctx_id);
+    } else {
+        int b = sess_cell_begin(s);
+        if (b < 0) {
+            status = b == -EBUSY ? 409 : 404;
+            snprintf(err->msg, sizeof(err->msg),
+                     b == -EBUSY ? "Context %s is running a cell" : "Context %s not found",
+                     call->ctx_id);
+        } else {
+            call->sess = s;
+            s = old;
+            call->claimed = true;
+            call->queued_cell = false;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    sess_put(s);
+    return status;
 }
 
 static int prepare_create(struct e2b *e, struct e2b_call *call, json_t *o, struct e2b_answer *ret)
@@ -547,6 +606,7 @@ static int prepare_create(struct e2b *e, struct e2b_call *call, json_t *o, struc
         return text_answer(ret, 429, "too many contexts");
     call->ctx = c;
     call->create = true;
+    snprintf(call->ctx_id, sizeof(call->ctx_id), "%s", c->id);
     return 0;
 }
 
@@ -616,6 +676,7 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
         c->starting = false;
         c->hidden = 0;
     }
+    pthread_cond_broadcast(&e->started); /* calls waiting for a restart (claim_turn) */
     pthread_mutex_unlock(&e->lock);
     call->ctx = NULL;
     call->create = false;
@@ -632,7 +693,7 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
 
 int e2b_default_context(struct e2b *e, struct e2b_call *call, bool cell, struct e2b_answer *ret)
 {
-    return claim_context(e, call, NULL, "python", cell, ret);
+    return claim_context(e, call, NULL, "python", cell ? CLAIM_NOW : CLAIM_NONE, ret);
 }
 
 uint64_t e2b_hidden_cells(struct e2b *e, struct e2b_call *call, uint64_t n)
@@ -651,7 +712,7 @@ uint64_t e2b_hidden_cells(struct e2b *e, struct e2b_call *call, uint64_t n)
 int e2b_context_ready(struct e2b *e, struct e2b_call *call, bool cell, struct execbox_error *err)
 {
     if (!call->create)
-        return 0;
+        return cell && call->queued_cell ? claim_turn(e, call, err) : 0;
     int status = start_context(e, call, err);
     if (status)
         return status;

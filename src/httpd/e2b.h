@@ -24,6 +24,10 @@
 #define E2B_ID_SIZE 37
 /* Most contexts listed at once (stale entries of expired sessions are dropped first). */
 #define E2B_CONTEXTS_MAX SESS_MAX_LIMIT
+/* Most calls waiting behind the one a context runs (E2B queues them; past this, 429). */
+#define E2B_QUEUE_MAX 16
+/* Longest a call whose turn came waits for a restart of its context to finish. */
+#define E2B_RESTART_WAIT_S 30
 
 struct e2b;
 
@@ -79,6 +83,7 @@ struct e2b_call {
     void *ctx;
     struct sess *sess;
     bool claimed;                /* holds the session's cell (sess_cell_begin) */
+    bool queued_cell;            /* takes the cell when its turn comes (e2b_call_serial) */
     bool create;                 /* the worker makes the context's session */
     char old_sess[SESS_ID_SIZE]; /* restart: the session it replaces */
     char *code;
@@ -156,6 +161,10 @@ struct e2b_outcome {
  * *ret. cancel (may be NULL) kills the cell. */
 void e2b_run(struct e2b *e, struct e2b_call *call, struct execbox_cancel *cancel, e2b_push_fn push,
              void *ud, struct e2b_answer *ret, struct e2b_outcome *out);
+
+/* The key under which the calls on one context take turns (runner_job.serial): an execute and
+ * the making of a context; NULL for a call that needs no turn. Valid while the call is. */
+const char *e2b_call_serial(const struct e2b_call *call);
 
 /* Releases what the call still holds (a claimed cell, a session reference, a context being made
  * by a call that never ran) and zeroes it. Never blocks. */

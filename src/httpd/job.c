@@ -259,7 +259,8 @@ enum MHD_Result job_queue(struct srv *s, struct job *j, struct MHD_Connection *c
         sess_cell_end(j->sess, NULL);
     }
     if (r < 0) {
-        /* -EAGAIN: full; -ESHUTDOWN: draining (the one table, src/common/errmap.c). */
+        /* -EAGAIN: full; -EBUSY: the context's calls waiting are at E2B_QUEUE_MAX;
+         * -ESHUTDOWN: draining (the one table, src/common/errmap.c). */
         const struct errmap_answer *a = errmap_answer(ERRMAP_SCOPE_QUEUE, r, NULL);
         ret = srv_respond_error(j, c, a->http_status, a->http_code, a->http_msg, NULL,
                                 a->retry ? srv_retry_after(s) : 0);

@@ -469,6 +469,8 @@ static enum MHD_Result e2b_submit(struct srv *s, struct job *j, struct MHD_Conne
     /* Code an E2B call runs (an execute, a command) counts in the tenant's max_runs. */
     if (e2b_op_streams(j->e2b.op) && !count_run(s, j))
         return quota_answer(j, c);
+    /* The calls on one context take turns, in order (E2B queues a busy context's cells). */
+    j->rj.serial = e2b_call_serial(&j->e2b);
     return job_queue(s, j, c);
 }
 

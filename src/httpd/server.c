@@ -98,7 +98,8 @@ int srv_start(const struct srv_config *cfg, struct srv **ret, struct execbox_err
         srv_stop(s);
         return r;
     }
-    struct runner_config rc = {.workers = (unsigned)cfg->workers, .queue = cfg->queue};
+    struct runner_config rc = {
+        .workers = (unsigned)cfg->workers, .queue = cfg->queue, .serial_queue = E2B_QUEUE_MAX};
     r = runner_new(&rc, &srv_runner_ops, s, &s->runner, err);
     if (r < 0) {
         close(cfg->listen_fd);

@@ -231,20 +231,39 @@ async function testRestartContext() {
     assert(thrown instanceof errors.NotFoundError, `restart of a removed one: ${thrown}`);
 }
 
-async function testBusyContextIs409() {
+// E2B queues the cells of a busy context: they wait their turn and run in the order they came,
+// each seeing the one before; one past the server's bound (E2B_QUEUE_MAX) is refused with 429;
+// another context is not held back meanwhile.
+const QUEUE_MAX = 16;
+async function testBusyContextQueuesItsCells() {
     const c = await sbx.createCodeContext();
-    const first = sbx.runCode('import time\ntime.sleep(1.5)\n"done"', { context: c });
-    await sleep(500);
+    const other = await sbx.createCodeContext();
+    let firstDone = false;
+    const first = sbx.runCode('import time\ntime.sleep(2.5)\nseen = ["first"]\n"done"',
+        { context: c });
+    first.then(() => { firstDone = true; }, () => {});
+    await sleep(300);
+    const rest = [];
+    for (let i = 0; i < QUEUE_MAX; i++)
+        rest.push(sbx.runCode(`seen.append(${i}); len(seen)`, { context: c }));
+    await sleep(400);
     let thrown;
     try {
         await sbx.runCode('1', { context: c });
     } catch (e) {
         thrown = e;
     }
-    assert(thrown instanceof errors.SandboxError && String(thrown).includes('409'),
-        `a second cell at once: ${thrown}`);
+    assert(thrown instanceof errors.SandboxError && String(thrown).includes('429'),
+        `one past the queue: ${thrown}`);
+    assertEq((await sbx.runCode('"free"', { context: other })).text, 'free', 'other context');
+    assert(!firstDone, 'the other context ran while this one was busy');
     assertEq((await first).text, 'done', 'the first cell ran on');
+    const texts = (await Promise.all(rest)).map((x) => x.text);
+    assertEq(texts, Array.from({ length: QUEUE_MAX }, (_, i) => String(i + 2)), 'in order');
+    assertEq((await sbx.runCode('seen[:4]', { context: c })).text, "['first', 0, 1, 2]",
+        'each once, in order');
     await sbx.removeCodeContext(c);
+    await sbx.removeCodeContext(other);
 }
 
 async function testRestartAbortsARunningCell() {
@@ -550,7 +569,7 @@ async function main() {
         testClientTimeoutThrowsAndKillsTheCell,
         testContextsAreIsolated,
         testRestartContext,
-        testBusyContextIs409,
+        testBusyContextQueuesItsCells,
         testRestartAbortsARunningCell,
         testTokenRidesInThePath,
         testNdjsonWire,

@@ -75,6 +75,8 @@ static const struct want wants[] = {
     /* the job queue */
     {ERRMAP_SCOPE_QUEUE, -EAGAIN, NULL, ERRMAP_TOO_MANY, 429, "queue_full",
      "all workers are busy and the queue is full", NULL},
+    {ERRMAP_SCOPE_QUEUE, -EBUSY, NULL, ERRMAP_TOO_MANY, 429, "context_queue_full",
+     "the context has the most calls waiting behind its running one", NULL},
     {ERRMAP_SCOPE_QUEUE, -ESHUTDOWN, NULL, ERRMAP_UNAVAILABLE, 503, "draining",
      "the server is shutting down", NULL},
     /* a request's body */

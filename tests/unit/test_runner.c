@@ -28,7 +28,11 @@ struct tjob {
     enum runner_end end;
     enum execbox_killed_reason killed; /* sandbox: how the run ended */
     double run_s;
+    int order; /* when run() began, 1 for the first of the test */
 };
+
+/* run() calls begun, and how many jobs of serial "K" were inside run() at once at most. */
+static int begun, k_inside, k_most;
 
 struct fixture {
     pthread_mutex_t lock;
@@ -47,6 +51,14 @@ static bool t_run(struct runner_job *rj, void *ud)
     struct fixture *f = ud;
     struct tjob *j = container_of(rj, struct tjob, rj);
     __atomic_add_fetch(&j->ran, 1, __ATOMIC_SEQ_CST);
+    j->order = __atomic_add_fetch(&begun, 1, __ATOMIC_SEQ_CST);
+    bool k = rj->serial && strcmp(rj->serial, "K") == 0;
+    if (k) {
+        int n = __atomic_add_fetch(&k_inside, 1, __ATOMIC_SEQ_CST);
+        if (n > __atomic_load_n(&k_most, __ATOMIC_SEQ_CST))
+            __atomic_store_n(&k_most, n, __ATOMIC_SEQ_CST);
+        usleep(20000); /* long enough for a second one to be taken, were it allowed */
+    }
     if (j->sandbox) {
         struct execbox_policy p;
         execbox_policy_init(&p);
@@ -73,6 +85,8 @@ static bool t_run(struct runner_job *rj, void *ud)
         pthread_cond_wait(&f->cond, &f->lock);
     f->waiting--;
     pthread_mutex_unlock(&f->lock);
+    if (k)
+        __atomic_sub_fetch(&k_inside, 1, __ATOMIC_SEQ_CST);
     return true;
 }
 
@@ -374,6 +388,56 @@ static void test_key_and_cost(void **state)
     runner_job_release(&d.rj);
 }
 
+/* Jobs of one serial run one at a time in submission order, however many workers are idle;
+ * others pass them; past serial_queue waiting ones a job of that serial is refused. */
+static void test_serial(void **state)
+{
+    (void)state;
+    struct runner_config cfg = {.workers = 3, .queue = 8, .serial_queue = 2};
+    struct runner *r = NULL;
+    assert_int_equal(runner_new(&cfg, &ops, &fx, &r, NULL), 0);
+    fx.r = r;
+    begun = k_inside = k_most = 0;
+    struct tjob a, b, c, d, e, f;
+    struct tjob *all[] = {&a, &b, &c, &d, &e, &f};
+    for (size_t i = 0; i < 6; i++)
+        job_init(all[i]);
+    char k1[] = "K", k2[] = "K", k3[] = "K", k4[] = "K"; /* equal strings, not one pointer */
+    a.rj.serial = k1;
+    b.rj.serial = k2;
+    d.rj.serial = k3;
+    e.rj.serial = k4;
+    f.rj.serial = "L";
+    assert_int_equal(runner_submit(r, &a.rj), 0);
+    wait_gated(&fx, 1);
+    assert_int_equal(runner_submit(r, &b.rj), 0); /* waits behind a */
+    assert_int_equal(runner_submit(r, &c.rj), 0); /* no serial: passes b */
+    assert_int_equal(runner_submit(r, &f.rj), 0); /* another serial: not held back */
+    wait_gated(&fx, 3);
+    assert_int_equal(__atomic_load_n(&b.ran, __ATOMIC_SEQ_CST), 0);
+    assert_int_equal(runner_submit(r, &d.rj), 0);      /* b and d wait: serial_queue 2 */
+    assert_int_equal(runner_submit(r, &e.rj), -EBUSY); /* a third would pass it */
+    struct runner_stats st;
+    runner_get_stats(r, &st);
+    assert_int_equal(st.running, 3);
+    assert_int_equal(st.queued, 2);
+    gate_open(&fx);
+    assert_int_equal(runner_wait_idle(r, 10000), 0);
+    for (size_t i = 0; i < 6; i++)
+        if (all[i] != &e)
+            wait_ended(all[i], 1);
+    assert_int_equal(e.ran, 0);
+    assert_int_equal(k_most, 1);
+    assert_true(a.order < b.order && b.order < d.order);
+    assert_true(c.order < b.order && f.order < b.order);
+    /* Nothing of K is live now: it is taken again at once. */
+    assert_int_equal(runner_submit(r, &e.rj), 0);
+    assert_int_equal(runner_wait_idle(r, 10000), 0);
+    wait_ended(&e, 1);
+    for (size_t i = 0; i < 6; i++)
+        runner_job_release(&all[i]->rj);
+}
+
 static void test_cancel_all_reentrant(void **state)
 {
     (void)state;
@@ -411,6 +475,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_and_cost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_all_reentrant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_serial, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
