@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "common/io.h"
+#include "e2b_api.h"
 #include "e2b_envd.h"
 #include "e2b_lines.h"
 #include "request.h"
@@ -30,15 +31,18 @@ struct e2b_ctx {
     const char *language;           /* canonical, static */
     bool is_default;                /* the language's default context (of its owner) */
     char owner[SESS_OWNER_MAX + 1]; /* the tenant whose it is ("" none) */
+    char sandbox[E2B_SBX_ID_SIZE];  /* the E2B sandbox it is of ("" the tenant's shared scope) */
     bool starting;                  /* a worker is making its session */
-    uint64_t hidden;                /* cells of ours its session ran (env_vars, commands) */
+    bool doomed;     /* its sandbox was killed while it was starting: the worker ends it */
+    uint64_t hidden; /* cells of ours its session ran (env_vars, commands) */
     struct e2b_ctx *next;
 };
 
 struct e2b {
     struct e2b_config cfg;
     pthread_mutex_t lock;
-    pthread_cond_t started; /* a context's session was made, or its making failed */
+    pthread_cond_t started;          /* a context's session was made, or its making failed */
+    struct e2b_sandboxes *sandboxes; /* e2b_api.c's, with a lock of its own */
     struct e2b_ctx *head;
     size_t n;
 };
@@ -54,6 +58,14 @@ int e2b_new(const struct e2b_config *cfg, struct e2b **ret, struct execbox_error
         return -ENOMEM;
     }
     e->cfg = *cfg;
+    if (e2b_sandboxes_new(&e->sandboxes) < 0) {
+        free(e);
+        if (err) {
+            err->code = -ENOMEM;
+            snprintf(err->msg, sizeof(err->msg), "e2b: out of memory");
+        }
+        return -ENOMEM;
+    }
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->started, NULL);
     *ret = e;
@@ -69,10 +81,21 @@ struct e2b *e2b_free(struct e2b *e)
         e->head = c->next;
         free(c);
     }
+    e2b_sandboxes_free(e->sandboxes);
     pthread_cond_destroy(&e->started);
     pthread_mutex_destroy(&e->lock);
     free(e);
     return NULL;
+}
+
+struct e2b_sandboxes *e2b_sandboxes_of(struct e2b *e)
+{
+    return e->sandboxes;
+}
+
+const struct execbox_policy *e2b_policy_of(struct e2b *e)
+{
+    return e->cfg.policy;
 }
 
 /* ---- paths and routes -------------------------------------------------------------------- */
@@ -105,8 +128,8 @@ enum e2b_match e2b_match_path(const char *path, const char *token, const char **
     /* Not the token: a route (for a caller with the bearer header), or a wrong token, which
      * must not reach the log. */
     *ret_sub = *rest ? rest : "/";
-    static const char *const routes[] = {"execute", "contexts",  "health",
-                                         "files",   E2B_ENVD_FS, E2B_ENVD_PROC};
+    static const char *const routes[] = {"execute",   "contexts",    "health", "files",
+                                         E2B_ENVD_FS, E2B_ENVD_PROC, "v2",     "sandboxes"};
     bool route = false;
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
         route |= strlen(routes[i]) == sl && strncmp(seg, routes[i], sl) == 0;
@@ -131,6 +154,8 @@ static bool id_ok(const char *s, size_t n)
 int e2b_route(const char *method, const char *sub, struct e2b_call *call, const char **ret_allow)
 {
     int er = e2b_envd_route(method, sub, call, ret_allow);
+    if (er < 0)
+        er = e2b_api_route(method, sub, call, ret_allow);
     if (er >= 0)
         return er;
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
@@ -175,7 +200,8 @@ int e2b_route(const char *method, const char *sub, struct e2b_call *call, const 
 
 bool e2b_op_immediate(enum e2b_op op)
 {
-    return op == E2B_OP_HEALTH || op == E2B_OP_LIST || op == E2B_OP_DELETE;
+    return op == E2B_OP_HEALTH || op == E2B_OP_LIST || op == E2B_OP_DELETE ||
+           (e2b_api_op(op) && !e2b_api_has_body(op));
 }
 
 bool e2b_op_streams(enum e2b_op op)
@@ -237,6 +263,16 @@ static int empty_answer(struct e2b_answer *a, int status)
     return a->body ? 0 : -ENOMEM;
 }
 
+int e2b_json_answer(struct e2b_answer *a, int status, json_t *o)
+{
+    return json_answer(a, status, o);
+}
+
+int e2b_empty_answer(struct e2b_answer *a, int status)
+{
+    return empty_answer(a, status);
+}
+
 /* ---- the context table (e->lock held) ----------------------------------------------------- */
 
 static void new_id(char *buf)
@@ -274,6 +310,7 @@ static struct e2b_ctx *add_ctx(struct e2b *e, const struct e2b_call *call, const
         return NULL;
     new_id(c->id);
     snprintf(c->owner, sizeof(c->owner), "%s", call->owner);
+    snprintf(c->sandbox, sizeof(c->sandbox), "%s", call->sandbox);
     c->language = language;
     c->is_default = is_default;
     c->starting = true;
@@ -303,11 +340,17 @@ static bool ctx_live(struct e2b *e, struct e2b_ctx *c, struct sess **ret_sess)
     return true;
 }
 
-/* The call's tenant's context of that id: another tenant's is as unknown as none. */
+/* Whether the context is in the call's scope: its tenant's, and its sandbox's. */
+static bool ctx_ours(const struct e2b_ctx *c, const struct e2b_call *call)
+{
+    return strcmp(c->owner, call->owner) == 0 && strcmp(c->sandbox, call->sandbox) == 0;
+}
+
+/* The call's context of that id: another tenant's or sandbox's is as unknown as none. */
 static struct e2b_ctx *find_ctx(struct e2b *e, const struct e2b_call *call, const char *id)
 {
     for (struct e2b_ctx *c = e->head; c; c = c->next)
-        if (strcmp(c->id, id) == 0 && strcmp(c->owner, call->owner) == 0)
+        if (strcmp(c->id, id) == 0 && ctx_ours(c, call))
             return c;
     return NULL;
 }
@@ -316,8 +359,7 @@ static struct e2b_ctx *find_default(struct e2b *e, const struct e2b_call *call,
                                     const char *language)
 {
     for (struct e2b_ctx *c = e->head; c; c = c->next)
-        if (c->is_default && strcmp(c->language, language) == 0 &&
-            strcmp(c->owner, call->owner) == 0)
+        if (c->is_default && strcmp(c->language, language) == 0 && ctx_ours(c, call))
             return c;
     return NULL;
 }
@@ -344,8 +386,44 @@ static json_t *ctx_json(const struct e2b_ctx *c)
     return json_pack("{s:s, s:s, s:s}", "id", c->id, "language", c->language, "cwd", E2B_CWD);
 }
 
+void e2b_end_sandbox_contexts(struct e2b *e, const char *owner, const char *sandbox)
+{
+    /* Unlisted under the lock; their sessions end after it, on the registry's thread. */
+    size_t n = 0, cap = 0;
+    char(*sids)[SESS_ID_SIZE] = NULL;
+    pthread_mutex_lock(&e->lock);
+    for (struct e2b_ctx *c = e->head, *next; c; c = next) {
+        next = c->next;
+        if (strcmp(c->owner, owner) != 0 || strcmp(c->sandbox, sandbox) != 0)
+            continue;
+        if (c->starting) {
+            c->doomed = true; /* the worker making it holds it */
+            continue;
+        }
+        if (n == cap) {
+            size_t ncap = cap ? 2 * cap : 8;
+            void *p = realloc(sids, ncap * sizeof(*sids));
+            if (!p)
+                break; /* left listed: it ends at its idle timeout */
+            sids = p;
+            cap = ncap;
+        }
+        snprintf(sids[n++], SESS_ID_SIZE, "%s", c->sess_id);
+        unlink_ctx(e, c);
+    }
+    pthread_mutex_unlock(&e->lock);
+    for (size_t i = 0; i < n; i++)
+        sess_remove(e->cfg.sessions, sids[i], NULL, NULL);
+    free(sids);
+}
+
 int e2b_answer(struct e2b *e, struct e2b_call *call, struct e2b_answer *ret)
 {
+    if (e2b_api_op(call->op))
+        return e2b_api_answer(e, call, NULL, 0, ret);
+    int er = e2b_api_enter(e, call, ret);
+    if (er)
+        return er < 0 ? er : 0;
     if (call->op == E2B_OP_HEALTH)
         return json_answer(ret, 200, json_string("OK"));
     if (call->op == E2B_OP_LIST) {
@@ -353,7 +431,7 @@ int e2b_answer(struct e2b *e, struct e2b_call *call, struct e2b_answer *ret)
         pthread_mutex_lock(&e->lock);
         sweep(e);
         for (struct e2b_ctx *c = e->head; c && a; c = c->next)
-            if (strcmp(c->owner, call->owner) == 0 && json_array_append_new(a, ctx_json(c)) < 0) {
+            if (ctx_ours(c, call) && json_array_append_new(a, ctx_json(c)) < 0) {
                 json_decref(a);
                 a = NULL;
             }
@@ -634,6 +712,13 @@ static int prepare_restart(struct e2b *e, struct e2b_call *call, struct e2b_answ
 int e2b_prepare(struct e2b *e, struct e2b_call *call, const char *body, size_t len,
                 struct e2b_answer *ret)
 {
+    if (e2b_api_op(call->op)) {
+        int ar = e2b_api_answer(e, call, body, len, ret);
+        return ar < 0 ? ar : 1;
+    }
+    int er = e2b_api_enter(e, call, ret);
+    if (er)
+        return er;
     if (call->op == E2B_OP_RESTART)
         return prepare_restart(e, call, ret);
     if (e2b_envd_op(call->op))
@@ -669,7 +754,13 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
     struct sess *s = NULL;
     int r = sess_create(e->cfg.sessions, &so, &s, err);
     pthread_mutex_lock(&e->lock);
-    if (r < 0) {
+    bool doomed = r == 0 && c->doomed;
+    char made[SESS_ID_SIZE] = "";
+    if (doomed) {
+        /* Its sandbox was killed meanwhile: the session goes with it. */
+        snprintf(made, sizeof(made), "%s", sess_id(s));
+        unlink_ctx(e, c);
+    } else if (r < 0) {
         unlink_ctx(e, c);
     } else {
         snprintf(c->sess_id, sizeof(c->sess_id), "%s", sess_id(s));
@@ -678,6 +769,14 @@ static int start_context(struct e2b *e, struct e2b_call *call, struct execbox_er
     }
     pthread_cond_broadcast(&e->started); /* calls waiting for a restart (claim_turn) */
     pthread_mutex_unlock(&e->lock);
+    if (doomed) {
+        sess_put(s);
+        sess_remove(e->cfg.sessions, made, NULL, NULL);
+        snprintf(err->msg, sizeof(err->msg), "the sandbox was killed");
+        call->ctx = NULL;
+        call->create = false;
+        return 404;
+    }
     call->ctx = NULL;
     call->create = false;
     if (r < 0) {
@@ -863,5 +962,7 @@ void e2b_call_clear(struct e2b *e, struct e2b_call *call)
     free(call->env_restore);
     free(call->query_path);
     free(call->ctype);
+    free(call->sbx_header);
+    free(call->sbx_token);
     memset(call, 0, sizeof(*call));
 }

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* e2b.h - the wire of E2B's code interpreter under /e2b/ in `execbox serve` (docs/e2b.md), so
- * that E2B's own SDK (E2B_DEBUG=true E2B_SANDBOX_URL=http://HOST:PORT/e2b) drives execbox: POST
- * /execute streaming NDJSON lines, /contexts (create, list, delete, restart), GET /health.
+ * that E2B's own SDK (E2B_SANDBOX_URL=http://HOST:PORT/e2b, in debug mode or with E2B_API_URL
+ * the same) drives execbox: POST /execute streaming NDJSON lines, /contexts (create, list,
+ * delete, restart), GET /health, envd's routes (e2b_envd.h) and the control plane's
+ * (e2b_api.h).
  *
  * An E2B context is a session of the shared registry (common/sessions.h, surface "e2b") under an
  * id of its own that stays the same across a restart. No context_id means the default context
- * of the language: one per server, made at its first use, shared by every client of the server.
+ * of the language in the call's scope: its tenant's and its E2B sandbox's (e2b_api.h; without
+ * one, the tenant's shared scope), made at its first use.
  *
  * HTTP stays in the service (route.c, job.c): this module routes a path, parses bodies, keeps
  * the contexts and runs the work of one call on a worker, handing NDJSON lines to a push
@@ -22,6 +25,8 @@
 
 /* A context id: a UUID, as E2B's are. */
 #define E2B_ID_SIZE 37
+/* A sandbox id (e2b_api.h): 20 hex digits, or the SDK's debug id. */
+#define E2B_SBX_ID_SIZE 24
 /* Most contexts listed at once (stale entries of expired sessions are dropped first). */
 #define E2B_CONTEXTS_MAX SESS_MAX_LIMIT
 /* Most calls waiting behind the one a context runs (E2B queues them; past this, 429). */
@@ -73,6 +78,13 @@ enum e2b_op {
     E2B_OP_PROC_START,  /* POST /process.Process/Start (Connect server stream, JSON) */
     E2B_OP_PROC_SIGNAL, /* .../SendSignal */
     E2B_OP_RPC_OTHER,   /* another method of those services: unimplemented */
+    /* the control plane's (e2b_api.h), in this order */
+    E2B_OP_SBX_CREATE,  /* POST /v2/sandboxes */
+    E2B_OP_SBX_LIST,    /* GET /v2/sandboxes */
+    E2B_OP_SBX_CONNECT, /* POST /v2/sandboxes/{id}/connect */
+    E2B_OP_SBX_INFO,    /* GET /sandboxes/{id} */
+    E2B_OP_SBX_TIMEOUT, /* POST /sandboxes/{id}/timeout */
+    E2B_OP_SBX_KILL,    /* DELETE /sandboxes/{id} */
 };
 
 /* One call: routed, then prepared, then (for the ops that need a worker) run. Zero it. */
@@ -89,6 +101,10 @@ struct e2b_call {
     char *code;
     size_t code_len;
     char ctx_id[E2B_ID_SIZE]; /* the context it works in */
+    /* The sandbox it is in ("" the tenant's shared scope), from E2b-Sandbox-Id and
+     * X-Access-Token as e2b_call_request kept them (e2b_api_enter). */
+    char sandbox[E2B_SBX_ID_SIZE];
+    char *sbx_header, *sbx_token;
     /* The tenant the call is of ("" none): it finds, lists and makes that tenant's contexts
      * only, at most owner_max sessions of them (0: no cap). Set with e2b_call_owner. */
     char owner[SESS_OWNER_MAX + 1];
@@ -102,9 +118,11 @@ struct e2b_call {
     void *envd;
 };
 
-/* Keeps what an envd route needs of the request besides its body: the query's path (as sent,
- * percent-escaped) and the Content-Type (either may be NULL). 0, or -ENOMEM. */
-int e2b_call_request(struct e2b_call *call, const char *query_path, const char *ctype);
+/* Keeps what a route needs of the request besides its body: the query's path (as sent,
+ * percent-escaped), the Content-Type, and the SDK's E2b-Sandbox-Id and X-Access-Token headers
+ * (each may be NULL). 0, or -ENOMEM. */
+int e2b_call_request(struct e2b_call *call, const char *query_path, const char *ctype,
+                     const char *sandbox_id, const char *access_token);
 
 /* Makes the call one of owner's (a tenant's name; NULL: none), with its session cap. */
 void e2b_call_owner(struct e2b_call *call, const char *owner, size_t owner_max);

@@ -69,8 +69,12 @@ bool e2b_envd_json_body(enum e2b_op op)
            op != E2B_OP_RPC_OTHER;
 }
 
-int e2b_call_request(struct e2b_call *call, const char *query_path, const char *ctype)
+int e2b_call_request(struct e2b_call *call, const char *query_path, const char *ctype,
+                     const char *sandbox_id, const char *access_token)
 {
+    if ((sandbox_id && !(call->sbx_header = strdup(sandbox_id))) ||
+        (access_token && !(call->sbx_token = strdup(access_token))))
+        return -ENOMEM;
     if (query_path) {
         /* The server leaves escapes alone (its paths are decoded once, by their routes). */
         size_t len = strlen(query_path), dlen = 0;

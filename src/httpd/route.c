@@ -183,6 +183,14 @@ static bool check_origin(struct srv *s, struct job *j, struct MHD_Connection *c)
     return true;
 }
 
+/* The secret of an E2B sandbox a call carries: envd's X-Access-Token, or the traffic token the
+ * SDK sends instead on its context calls (execbox hands out one secret as both). */
+static const char *e2b_access_token(struct MHD_Connection *c)
+{
+    const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+    return t ? t : MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2B-Traffic-Access-Token");
+}
+
 /* What the route's job does with this method (j->req.op), and whether it takes a JSON body. An
  * E2B path (em, sub: from e2b_match_path) is E2B's to route. False: decided (rejected, or an
  * E2B call answered at once). */
@@ -203,7 +211,9 @@ static bool check_method(struct srv *s, struct job *j, struct MHD_Connection *c,
         if (r == 0 &&
             e2b_call_request(
                 &j->e2b, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path"),
-                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)) < 0)
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id"),
+                e2b_access_token(c)) < 0)
             r = 503;
         if (r == 503)
             reject(j, 503, "unavailable", "out of memory", 1);

@@ -542,6 +542,76 @@ async function testEnvdRawWire() {
         'the workspace itself is not removed');
 }
 
+// ---- the control plane: Sandbox.create() against serve (E2B_API_URL), outside debug mode ----
+
+// Each sandbox has its own default context, contexts and files; getInfo, list, setTimeout and
+// connect work on it; another sandbox's context, a wrong access token or an unknown id is
+// refused; kill ends it and its contexts.
+async function testSandboxesOfTheControlPlane() {
+    const opts = { debug: false, apiUrl: serve.url(), sandboxUrl: serve.url(), apiKey: 'unused' };
+    const a = await Sandbox.create(opts);
+    const b = await Sandbox.create({ ...opts, metadata: { who: 'b' } });
+    assert(a.sandboxId && b.sandboxId && a.sandboxId !== b.sandboxId, 'two sandbox ids');
+    await a.runCode('v = "a"');
+    await b.runCode('v = "b"');
+    assertEq((await a.runCode('v')).text, 'a', "a's default context");
+    assertEq((await b.runCode('v')).text, 'b', "b's default context");
+    assertEq((await sbx.runCode('"v" in globals()')).text, 'False', 'nor the shared one (debug)');
+    await a.files.write('only-a.txt', 'A');
+    assert(await a.files.exists('only-a.txt'), 'a has its file');
+    assert(!(await b.files.exists('only-a.txt')), 'b has not');
+    assertEq((await b.commands.run('ls /workspace')).stdout, '', "b's workspace is its own");
+    const ca = await a.createCodeContext();
+    assert((await a.listCodeContexts()).some((c) => c.id === ca.id), "a's list has it");
+    assert(!(await b.listCodeContexts()).some((c) => c.id === ca.id), "b's list has not");
+    await mustThrow(() => b.runCode('1', { context: ca }), 'NotFoundError', "b in a's context");
+
+    const info = await Sandbox.getInfo(b.sandboxId, opts);
+    assertEq([info.sandboxId, info.state, info.metadata], [b.sandboxId, 'running', { who: 'b' }],
+        'getInfo');
+    assert(info.endAt > info.startedAt, `ends after it started: ${info.startedAt} ${info.endAt}`);
+    const listed = (await Sandbox.list(opts).nextItems()).map((x) => x.sandboxId);
+    assert(listed.includes(a.sandboxId) && listed.includes(b.sandboxId),
+        `listed: ${listed} (a ${a.sandboxId}, b ${b.sandboxId})`);
+    await b.setTimeout(600 * 1000);
+    const later = await Sandbox.getInfo(b.sandboxId, opts);
+    assert(later.endAt - later.startedAt >= 590 * 1000, `setTimeout: ends at ${later.endAt}`);
+    const again = await Sandbox.connect(a.sandboxId, opts);
+    assertEq((await again.runCode('v')).text, 'a', 'connect reaches the same sandbox');
+
+    const exec = (id, token) => fetch(serve.url('/execute'), {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': id,
+            ...(token ? { 'X-Access-Token': token } : {}) },
+        body: JSON.stringify({ code: 'v' }),
+    });
+    assertEq((await exec(a.sandboxId, 'wrong')).status, 401, 'a wrong access token');
+    assertEq((await exec(a.sandboxId)).status, 401, 'no access token');
+    assertEq((await exec('0123456789abcdef0123')).status, 404, 'an unknown sandbox');
+
+    assertEq(await Sandbox.kill(a.sandboxId, opts), true, 'kill');
+    assertEq(await Sandbox.kill(a.sandboxId, opts), false, 'killed already');
+    await mustThrow(() => Sandbox.getInfo(a.sandboxId, opts), 'SandboxNotFoundError', 'getInfo');
+    await mustThrow(() => a.runCode('v'), 'NotFoundError', 'runCode in a killed sandbox');
+    assertEq((await b.runCode('v')).text, 'b', 'the other sandbox lives on');
+    const r = await fetch(serve.url('/v2/sandboxes'), {
+        method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ templateID: 'base', envVars: { A: '1' } }),
+    });
+    assertEq([r.status, (await r.json()).code], [400, 400], 'envVars on create are refused');
+    await Sandbox.kill(b.sandboxId, opts);
+    // A sandbox past its timeout is gone, and so is its context's session.
+    const sessions = async () => (await (await fetch(`http://${serve.addr}/v1/sessions`,
+        { headers: { Authorization: `Bearer ${TOKEN}` } })).json()).sessions.length;
+    const n0 = await sessions();
+    const t = await Sandbox.create({ ...opts, timeoutMs: 1000 });
+    assertEq((await t.runCode('1 + 1')).text, '2', 'a sandbox with a short timeout runs');
+    assertEq(await sessions(), n0 + 1, 'its default context is a session');
+    await sleep(1500);
+    await mustThrow(() => t.runCode('1'), 'NotFoundError', 'runCode past the timeout');
+    assertEq(await sessions(), n0, 'its session ended with it');
+}
+
 async function main() {
     const probe = spawnSync(EXECBOX, ['run', ...(process.env.EXECBOX_TEST_BACKEND
         ? ['--backend', process.env.EXECBOX_TEST_BACKEND] : []), '-c', 'print(1)'],
@@ -570,6 +640,7 @@ async function main() {
         testContextsAreIsolated,
         testRestartContext,
         testBusyContextQueuesItsCells,
+        testSandboxesOfTheControlPlane,
         testRestartAbortsARunningCell,
         testTokenRidesInThePath,
         testNdjsonWire,

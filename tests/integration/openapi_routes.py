@@ -35,6 +35,10 @@ SERVED = {
     "/e2b/filesystem.Filesystem/Remove": {"post"},
     "/e2b/process.Process/Start": {"post"},
     "/e2b/process.Process/SendSignal": {"post"},
+    "/e2b/v2/sandboxes": {"get", "post"},
+    "/e2b/v2/sandboxes/{sandbox_id}/connect": {"post"},
+    "/e2b/sandboxes/{sandbox_id}": {"get", "delete"},
+    "/e2b/sandboxes/{sandbox_id}/timeout": {"post"},
 }
 METHODS = {"get", "post", "put", "delete"}
 
@@ -62,7 +66,13 @@ class OpenApiRoutes(Tests):
             st, _, data = s.request("POST", "/e2b/contexts", {"language": "python"})
             assert st == 200, (st, data)
             cid = json.loads(data)["id"]
+            st, _, data = s.request("POST", "/e2b/v2/sandboxes", {"templateID": "base"})
+            assert st == 201, (st, data)
+            sbid = json.loads(data)["sandboxID"]
             bodies = {
+                ("/e2b/v2/sandboxes", "post"): {},
+                ("/e2b/sandboxes/{sandbox_id}/timeout", "post"): {"timeout": 60},
+                ("/e2b/v2/sandboxes/{sandbox_id}/connect", "post"): {},
                 ("/v1/execute", "post"): {"code": "print(1)"},
                 ("/v1/sessions/{id}/execute", "post"): {"code": "x = 1"},
                 ("/e2b/execute", "post"): {"code": "1 + 1", "context_id": cid},
@@ -73,7 +83,7 @@ class OpenApiRoutes(Tests):
                            key=lambda pm: pm[1] == "delete")
             for p, m in order:
                 url = (p.replace("{id}", sid).replace("{context_id}", cid)
-                       .replace("{path}", "a.txt"))
+                       .replace("{sandbox_id}", sbid).replace("{path}", "a.txt"))
                 body = bodies.get((p, m))
                 headers = {}
                 if m == "put":

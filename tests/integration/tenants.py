@@ -129,6 +129,24 @@ class TenantTests(Tests):
                 st, data = e2b(A_TOKEN, "POST", "/execute", {"code": "7", "context_id": cid})
                 assert st == 200 and any(x.get("type") == "result" for x in lines(data)), data
                 assert e2b(A_TOKEN, "DELETE", f"/contexts/{cid}")[0] == 204
+                # A sandbox of the control plane is its tenant's: another tenant's calls find
+                # no such sandbox, neither to run in, to read, list, time out nor kill.
+                st, data = e2b(A_TOKEN, "POST", "/v2/sandboxes", {"templateID": "base"})
+                assert st == 201, (st, data)
+                sb = json.loads(data)
+                hd = {"E2b-Sandbox-Id": sb["sandboxID"], "X-Access-Token": sb["envdAccessToken"]}
+                st, _, out = srv.request("POST", f"/e2b/{A_TOKEN}/execute",
+                                         {"code": "mine = 1"}, hd)
+                assert st == 200, (st, out)
+                st, _, out = srv.request("POST", f"/e2b/{B_TOKEN}/execute", {"code": "mine"}, hd)
+                assert st == 404, (st, out)
+                assert e2b(B_TOKEN, "GET", f"/sandboxes/{sb['sandboxID']}")[0] == 404
+                assert sb["sandboxID"] not in e2b(B_TOKEN, "GET", "/v2/sandboxes")[1]
+                assert sb["sandboxID"] in e2b(A_TOKEN, "GET", "/v2/sandboxes")[1]
+                assert e2b(B_TOKEN, "POST", f"/sandboxes/{sb['sandboxID']}/timeout",
+                           {"timeout": 5})[0] == 404
+                assert e2b(B_TOKEN, "DELETE", f"/sandboxes/{sb['sandboxID']}")[0] == 404
+                assert e2b(A_TOKEN, "DELETE", f"/sandboxes/{sb['sandboxID']}")[0] == 204
                 # A wrong token in the path is 401, and never reaches the log.
                 bad = "zz-not-a-token-0123456789"
                 assert e2b(bad, "POST", "/execute", {"code": "1"})[0] == 401
