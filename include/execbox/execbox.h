@@ -554,6 +554,11 @@ int execbox_session_list_files(struct execbox_session *s, struct execbox_file **
                                size_t *ret_n, struct execbox_error *err);
 int execbox_session_remove_file(struct execbox_session *s, const char *path,
                                 struct execbox_error *err);
+/* Moves a file, symlink or directory of the workspace from one path to another (paths as
+ * above; to's parent must exist): a file at to is replaced, a directory only when it is empty
+ * (-ENOTEMPTY). -ENOENT when from does not exist. */
+int execbox_session_rename(struct execbox_session *s, const char *from, const char *to,
+                           struct execbox_error *err);
 void execbox_files_free(struct execbox_file *files, size_t n);
 
 /* Directories of a session's workspace, resolved as the file calls above resolve paths (path

@@ -810,6 +810,13 @@ int execbox_session_remove_file(struct execbox_session *s, const char *path,
     return r < 0 ? r : eb_ws_remove(s->box.ws_fd, path, err);
 }
 
+int execbox_session_rename(struct execbox_session *s, const char *from, const char *to,
+                           struct execbox_error *err)
+{
+    int r = file_call(s, err);
+    return r < 0 ? r : eb_ws_rename(s->box.ws_fd, from, to, err);
+}
+
 int execbox_session_make_dir(struct execbox_session *s, const char *path, struct execbox_error *err)
 {
     int r = file_call(s, err);

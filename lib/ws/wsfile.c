@@ -265,6 +265,33 @@ int eb_ws_remove(int dirfd, const char *path, struct execbox_error *err)
     return 0;
 }
 
+int eb_ws_rename(int dirfd, const char *from, const char *to, struct execbox_error *err)
+{
+    int r = eb_ws_path_check(from, err);
+    if (r < 0 || (r = eb_ws_path_check(to, err)) < 0)
+        return r;
+    const char *from_name, *to_name;
+    _cleanup_close_ int from_dir = open_parent(dirfd, from, false, 0, 0, &from_name, err);
+    if (from_dir < 0)
+        return from_dir;
+    _cleanup_close_ int to_dir = open_parent(dirfd, to, false, 0, 0, &to_name, err);
+    if (to_dir < 0)
+        return to_dir;
+    /* Both parents were resolved beneath the workspace with no symlink followed; renameat
+     * follows neither last component. */
+    if (renameat(from_dir, from_name, to_dir, to_name) < 0) {
+        r = -errno;
+        if (r == -ENOENT)
+            return eb_error_set(err, r, "'%.200s': no such file", from);
+        if (r == -ENOTEMPTY || r == -EEXIST)
+            return eb_error_set(err, -ENOTEMPTY, "'%.200s' is a directory that is not empty", to);
+        if (r == -EINVAL)
+            return eb_error_set(err, r, "'%.200s' cannot move into itself", from);
+        return eb_error_set(err, r, "move '%.200s' to '%.200s': %s", from, to, execbox_strerror(r));
+    }
+    return 0;
+}
+
 int eb_ws_place(int dirfd, const struct execbox_request *req, const struct execbox_policy *pol,
                 struct execbox_error *err)
 {

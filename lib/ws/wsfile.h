@@ -32,6 +32,10 @@ int eb_ws_read(int dirfd, const char *path, size_t max, char **ret_data, size_t 
 
 /* Removes the file, symlink or empty directory at path. */
 int eb_ws_remove(int dirfd, const char *path, struct execbox_error *err);
+/* Moves from to to (both beneath dirfd, checked as above; to's parent must exist): a file,
+ * symlink or directory; a file in the way is replaced, a directory in the way only when empty.
+ * -ENOENT, -ENOTEMPTY, -EINVAL (a directory into itself), -EISDIR/-ENOTDIR (kinds differ). */
+int eb_ws_rename(int dirfd, const char *from, const char *to, struct execbox_error *err);
 
 /* Writes a request's input files (checked first with eb_input_files_check) beneath dirfd. */
 int eb_ws_place(int dirfd, const struct execbox_request *req, const struct execbox_policy *pol,

@@ -75,6 +75,7 @@ enum e2b_op {
     E2B_OP_FS_LIST,     /* .../ListDir */
     E2B_OP_FS_MKDIR,    /* .../MakeDir */
     E2B_OP_FS_REMOVE,   /* .../Remove */
+    E2B_OP_FS_MOVE,     /* .../Move */
     E2B_OP_PROC_START,  /* POST /process.Process/Start (Connect server stream, JSON) */
     E2B_OP_PROC_SIGNAL, /* .../SendSignal */
     E2B_OP_RPC_OTHER,   /* another method of those services: unimplemented */

@@ -39,6 +39,7 @@ int e2b_envd_route(const char *method, const char *sub, struct e2b_call *call,
         {"/" E2B_ENVD_FS "/ListDir", E2B_OP_FS_LIST},
         {"/" E2B_ENVD_FS "/MakeDir", E2B_OP_FS_MKDIR},
         {"/" E2B_ENVD_FS "/Remove", E2B_OP_FS_REMOVE},
+        {"/" E2B_ENVD_FS "/Move", E2B_OP_FS_MOVE},
         {"/" E2B_ENVD_PROC "/Start", E2B_OP_PROC_START},
         {"/" E2B_ENVD_PROC "/SendSignal", E2B_OP_PROC_SIGNAL},
     };
@@ -705,6 +706,13 @@ int e2b_envd_prepare(struct e2b *e, struct e2b_call *call, const char *body, siz
                 r = envd_fail(ret, op, C_INVALID, "process.pid: required");
             else if (d->signal != 9 && d->signal != 15)
                 r = envd_fail(ret, op, C_INVALID, "signal: SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+        } else if (op == E2B_OP_FS_MOVE) {
+            /* Neither end may be the workspace itself. */
+            if (ws_path(opt_str(o, "source"), false, d->path, sizeof(d->path), msg, sizeof(msg)) <
+                    0 ||
+                ws_path(opt_str(o, "destination"), false, d->dest, sizeof(d->dest), msg,
+                        sizeof(msg)) < 0)
+                r = envd_fail(ret, op, C_INVALID, "%s", msg);
         } else {
             json_t *depth = json_object_get(o, "depth");
             bool root = op == E2B_OP_FS_STAT || op == E2B_OP_FS_LIST;

@@ -29,6 +29,7 @@ struct part {
 /* What an envd call's body asked for. */
 struct envd {
     char path[EXECBOX_PATH_MAX]; /* workspace path; "" is the workspace itself */
+    char dest[EXECBOX_PATH_MAX]; /* Move: where to */
     unsigned depth;              /* ListDir */
     char *body;                  /* an upload's bytes */
     struct part parts[E2B_ENVD_PARTS_MAX];

@@ -201,6 +201,16 @@ static void run_files(struct e2b_call *call, struct e2b_answer *ret)
         json_decref(a);
         break;
     }
+    case E2B_OP_FS_MOVE: {
+        struct execbox_dirent st;
+        if ((r = execbox_session_rename(es, d->path, d->dest, &err)) < 0 ||
+            (r = execbox_session_stat(es, d->dest, &st, &err)) < 0)
+            break;
+        if (envd_dump_answer(ret, 200, JSON_CTYPE,
+                             json_pack("{s:o}", "entry", entry_json(&st, d->dest))) < 0)
+            envd_fail(ret, op, C_INTERNAL, "out of memory");
+        return;
+    }
     case E2B_OP_FS_REMOVE: {
         size_t budget = E2B_ENVD_REMOVE_MAX;
         r = remove_tree(es, d->path, &budget, 0, &err);

@@ -387,6 +387,26 @@ async function testFilesWriteReadList() {
     const seen = await s.runCode('import os; sorted(os.listdir("/workspace/envd/new"))');
     assertEq(seen.text, "['deep']", 'the cell sees the new directory');
 
+    // rename: a file (over another), a directory with what is in it; what is not there, a
+    // non-empty directory in the way and a path outside are refused.
+    const moved = await s.files.rename('/workspace/envd/sub/c.txt', '/home/user/envd/c2.txt');
+    assertEq([moved.name, moved.type, moved.path], ['c2.txt', 'file', '/workspace/envd/c2.txt'],
+        'rename answers the moved file');
+    assertEq(await s.files.read('envd/c2.txt'), 'c', 'rename: the bytes moved');
+    assertEq(await s.files.exists('envd/sub/c.txt'), false, 'rename: gone from the old path');
+    await s.files.write('envd/over.txt', 'old');
+    await s.files.rename('envd/c2.txt', 'envd/over.txt');
+    assertEq(await s.files.read('envd/over.txt'), 'c', 'rename replaces a file');
+    await s.files.write('envd/new/deep/x.txt', 'x');
+    assertEq((await s.files.rename('envd/new', 'envd/newer')).type, 'dir', 'rename a directory');
+    assertEq(await s.files.read('envd/newer/deep/x.txt'), 'x', 'its files moved with it');
+    await mustThrow(() => s.files.rename('envd/nope', 'envd/nope2'), 'FileNotFoundError',
+        'rename: nothing there');
+    await mustThrow(() => s.files.rename('envd/over.txt', '/etc/passwd'), 'InvalidArgumentError',
+        'rename out of the workspace');
+    assertEq((await s.runCode('open("/workspace/envd/newer/deep/x.txt").read()')).text, 'x',
+        'the cell sees the moved file');
+
     await s.files.remove('/workspace/envd/a.txt');
     assertEq(await s.files.exists('/workspace/envd/a.txt'), false, 'remove: a file');
     await s.files.remove('/workspace/envd');
@@ -522,10 +542,14 @@ async function testEnvdRawWire() {
         assert(r.status === 400 || r.status === 415, `${type} ${q}: status ${r.status}`);
         assert(typeof j.message === 'string' && j.code === r.status, `${type} ${q}: envd's error`);
     }
-    r = await fetch(serve.url('/filesystem.Filesystem/Move'), {
+    r = await fetch(serve.url('/filesystem.Filesystem/CreateWatcher'), {
         method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}',
     });
     assertEq([r.status, (await r.json()).code], [501, 'unimplemented'], 'a method not served');
+    r = await fetch(serve.url('/filesystem.Filesystem/Move'), {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}',
+    });
+    assertEq([r.status, (await r.json()).code], [400, 'invalid_argument'], 'Move with no paths');
     r = await fetch(serve.url('/process.Process/Start'), {
         method: 'POST', headers: { 'Content-Type': 'application/connect+json' },
         body: Buffer.from([0, 0, 0, 0, 9, 0x7b, 0x7d]),

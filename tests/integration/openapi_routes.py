@@ -33,6 +33,7 @@ SERVED = {
     "/e2b/filesystem.Filesystem/ListDir": {"post"},
     "/e2b/filesystem.Filesystem/MakeDir": {"post"},
     "/e2b/filesystem.Filesystem/Remove": {"post"},
+    "/e2b/filesystem.Filesystem/Move": {"post"},
     "/e2b/process.Process/Start": {"post"},
     "/e2b/process.Process/SendSignal": {"post"},
     "/e2b/v2/sandboxes": {"get", "post"},

@@ -132,12 +132,46 @@ static void test_nothing_outside(void **state)
     assert_int_equal(stat("/etc/x", &st), -1);
 }
 
+/* rename: within the workspace only, never through a planted link, and its refusals. */
+static void test_rename(void **state)
+{
+    struct ws *w = *state;
+    struct execbox_error err = {0};
+    struct execbox_dirent d;
+    assert_int_equal(eb_ws_write(w->fd, "a/f.txt", "abc", 3, 1 << 20, &err), 0);
+    assert_int_equal(eb_ws_mkdir(w->fd, "b", &err), 0);
+    assert_int_equal(eb_ws_rename(w->fd, "a/f.txt", "b/g.txt", &err), 0);
+    assert_int_equal(eb_ws_stat(w->fd, "b/g.txt", &d, &err), 0);
+    assert_int_equal(d.size, 3);
+    assert_int_equal(eb_ws_stat(w->fd, "a/f.txt", &d, &err), -ENOENT);
+    assert_int_equal(eb_ws_rename(w->fd, "a/f.txt", "c", &err), -ENOENT);
+    assert_int_equal(eb_ws_rename(w->fd, "b", "b/inner", &err), -EINVAL);
+    assert_int_equal(eb_ws_rename(w->fd, "b", "nodir/x", &err), -ENOENT); /* no parent made */
+    assert_int_equal(eb_ws_write(w->fd, "full/x", "1", 1, 1 << 20, &err), 0);
+    assert_int_equal(eb_ws_rename(w->fd, "a", "full", &err), -ENOTEMPTY);
+    /* A planted link: never a way out, at either end; the link itself may move. */
+    assert_int_equal(symlinkat("/tmp", w->fd, "l"), 0);
+    assert_int_equal(eb_ws_rename(w->fd, "b/g.txt", "l/escaped", &err), -EINVAL);
+    assert_int_equal(eb_ws_rename(w->fd, "l/anything", "b/x", &err), -EINVAL);
+    struct stat st;
+    assert_int_equal(stat("/tmp/escaped", &st), -1);
+    assert_int_equal(eb_ws_rename(w->fd, "l", "l2", &err), 0);
+    assert_int_equal(eb_ws_stat(w->fd, "l2", &d, &err), 0);
+    assert_int_equal(d.type, EXECBOX_DIRENT_SYMLINK);
+    static const char *const bad[] = {"../x", "/etc/passwd", "a/../b", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(eb_ws_rename(w->fd, bad[i], "b/y", &err), -EINVAL);
+        assert_int_equal(eb_ws_rename(w->fd, "b/g.txt", bad[i], &err), -EINVAL);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_make_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_sorted_and_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_outside, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
