@@ -556,11 +556,12 @@ int eb_result_from_object(const json_t *o, struct execbox_result *r, struct exec
 int execbox_result_to_json(const struct execbox_result *r, unsigned flags, char **ret_json,
                            struct execbox_error *err)
 {
-    if (!r || !ret_json)
+    if (!ret_json)
         return eb_error_set(err, -EINVAL, "result or output missing");
-    json_t *o = eb_result_to_object(r, flags);
-    if (!o)
-        return eb_error_set(err, -ENOMEM, "out of memory building the result JSON");
+    json_t *o = NULL;
+    int rc = execbox_result_to_jansson(r, flags, &o, err);
+    if (rc < 0)
+        return rc;
     size_t jf = JSON_REAL_PRECISION(EXECBOX_JSON_REAL_DIGITS) | JSON_PRESERVE_ORDER;
     if (flags & EXECBOX_JSON_PRETTY)
         jf |= JSON_INDENT(2);
