@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Where the machine's CPU goes per template run, at each concurrency: `execbox serve --pool 8
+# --preload numpy,pandas`, RUNS print(1) requests at concurrency C under `perf record -a -g`,
+# then the inclusive share of chosen kernel entry points (the per-run namespaces, cgroups,
+# mounts, fork, exit, exec, page faults) and the self time of each program (the guest's python,
+# the server, its init), each times the machine's busy time per run from /proc/stat. Shares of
+# kernel entry points nest (clone's includes the namespaces it makes), so the rows do not add
+# up; "kernel" and "user" do (with idle left out). Beside it, a bare fork of the same preloaded
+# interpreter (bench/forklimit.py) in the same run. Needs perf (linux-perf) and root.
+# Usage: bench/tpl_cpu.sh   Environment: RUNS (default 400), CONCS (default "1 2 8"), BUILD.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build-release}
+[[ -x $build/execbox ]] || build=build
+bin=$build/execbox
+n=${RUNS:-400}
+concs=${CONCS:-1 2 8}
+work=$(mktemp -d /tmp/tplcpu.XXXXXX)
+client=$work/client
+log=$work/serve.log
+cc -O2 -pthread bench/serve_client.c -o "$client"
+pid=
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+. bench/lib.sh
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; } # user nice system irq softirq
+hz=$(getconf CLK_TCK)
+obody='{"code": "print(1)"}'
+oexp='"stdout":"1\n"'
+metric() { curl -s "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1==m{print $2}'; }
+
+# name|symbols (inclusive, kernel): the first matching symbol's share is the row's.
+rows=(
+    "clone of a run (all of it)|copy_process"
+    "  its namespaces|copy_namespaces create_new_namespaces"
+    "  network namespace made|copy_net_ns"
+    "  mount namespace copied|copy_mnt_ns"
+    "  user namespace made|create_user_ns"
+    "  fork's memory (page tables)|dup_mmap"
+    "network namespace torn down|cleanup_net"
+    "cgroup mkdir|cgroup_mkdir"
+    "cgroup rmdir|cgroup_rmdir"
+    "cgroup release work|css_free_rwork_fn css_killed_work_fn css_release_work_fn"
+    "mounts (mount, fsmount, move_mount)|path_mount __x64_sys_fsmount __x64_sys_move_mount"
+    "exec (the init, the bootstrap)|bprm_execve"
+    "process exit|do_exit"
+    "  address space teardown|exit_mmap"
+    "page faults|asm_exc_page_fault"
+    "namespaces freed (put_*)|free_nsproxy"
+)
+
+echo "# CPU per template run of print(1), serve --pool 8 --preload numpy,pandas, $n requests per level,"
+echo "# $(nproc) cores, $(date -u +%FT%TZ), $($bin --version 2>/dev/null || true); ms of machine CPU per run"
+declare -A ms
+for c in $concs; do
+    bench_serve "$log" "$bin" --queue 512 --workers 8 --pool 8 --preload numpy,pandas
+    "$client" "$port" 16 1 "$obody" "$oexp" >/dev/null || true
+    for _ in $(seq 200); do
+        [[ $(metric execbox_pool_ready) -ge 8 ]] 2>/dev/null && break
+        sleep 0.1
+    done
+    data=$work/perf.$c
+    b0=$(busy)
+    perf record -a -g -q -o "$data" -- "$client" "$port" "$n" "$c" "$obody" "$oexp" >"$work/r.$c" ||
+        { echo "the client failed at c=$c: $(cat "$work/r.$c")" >&2; exit 1; }
+    b1=$(busy)
+    bench_stop
+    per=$(awk -v a="$b0" -v b="$b1" -v n="$n" -v hz="$hz" 'BEGIN{printf "%.3f", (b-a)*1000/hz/n}')
+    ms[total,$c]=$per
+    ms[rate,$c]=$(sed -n 's/.*req\/s=\([0-9.]*\).*/\1/p' "$work/r.$c")
+    perf report -i "$data" --children --sort sym --stdio -g none --percent-limit 0.05 2>/dev/null |
+        awk '/%/{gsub("%","",$1); print $1, $NF}' >"$work/sym.$c"
+    perf report -i "$data" --no-children --sort dso --stdio -g none 2>/dev/null |
+        awk '/%/{gsub("%","",$1); $1=$1; print}' >"$work/dso.$c"
+    idle=$(awk '$2=="do_idle"{print $1; exit}' "$work/sym.$c")
+    idle=${idle:-0}
+    share() { awk -v s="$1" -v idle="$idle" -v per="$per" \
+        'BEGIN{split(s, w, " "); for (i in w) want[w[i]]=1} $2 in want && !done {printf "%.2f", $1/(100-idle)*per; done=1} END{if(!done) printf "0"}' \
+        "$work/sym.$c"; }
+    for row in "${rows[@]}"; do
+        ms["${row%%|*}",$c]=$(share "${row#*|}")
+    done
+    kern=$(awk -v idle="$idle" -v per="$per" '$2=="[kernel.kallsyms]"{k=$1} END{printf "%.2f", (k-idle)/(100-idle)*per}' "$work/dso.$c")
+    ms[kernel,$c]=$kern
+    for d in python3.11 execbox execbox-init libc.so.6; do
+        ms[$d,$c]=$(awk -v d="$d" -v idle="$idle" -v per="$per" '$NF==d{printf "%.2f", $1/(100-idle)*per; f=1} END{if(!f) printf "0"}' "$work/dso.$c")
+    done
+done
+printf '%-40s' "concurrency"
+for c in $concs; do printf ' %8s' "c=$c"; done
+echo
+line() {
+    printf '%-40s' "$1"
+    for c in $concs; do printf ' %8s' "${ms[$2,$c]}"; done
+    echo
+}
+line "runs/s" rate
+line "machine CPU per run (ms)" total
+line "kernel, all of it (idle left out)" kernel
+for row in "${rows[@]}"; do line "${row%%|*}" "${row%%|*}"; done
+line "user: the guest's python (self)" python3.11
+line "user: serve (self)" execbox
+line "user: libc (self, every process)" libc.so.6
+line "user: the run's init (self)" execbox-init
+for c in $concs; do
+    printf '%-40s %s\n' "bare fork c=$c" \
+        "$(/usr/bin/python3 bench/forklimit.py numpy,pandas "$c" "$n" 'print(1)')"
+done
