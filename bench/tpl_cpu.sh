@@ -4,7 +4,7 @@
 # --preload numpy,pandas`, RUNS print(1) requests at concurrency C under `perf record -a -g`,
 # then the inclusive share of chosen kernel entry points (the per-run namespaces, cgroups,
 # mounts, fork, exit, exec, page faults) and the self time of each program (the guest's python,
-# the server, its init), each times the machine's busy time per run from /proc/stat. Shares of
+# the server), and each process's share (user and kernel), each times the machine's busy time per run from /proc/stat. Shares of
 # kernel entry points nest (clone's includes the namespaces it makes), so the rows do not add
 # up; "kernel" and "user" do (with idle left out). Beside it, a bare fork of the same preloaded
 # interpreter (bench/forklimit.py) in the same run. Needs perf (linux-perf) and root.
@@ -50,6 +50,15 @@ rows=(
     "namespaces freed (put_*)|free_nsproxy"
 )
 
+# name|regex of the process names (comm) it sums.
+comms=(
+    "the template and the guest (python3)|^python3$"
+    "the guest after its run: its exit|^execbox-done"
+    "serve's threads|^execbox-serve$|^MHD"
+    "the run's init (namespaces, mounts)|^memfd:execbox"
+    "kernel workers (netns, cgroup release)|^kworker|^ksoftirqd|^rcu"
+)
+
 echo "# CPU per template run of print(1), serve --pool 8 --preload numpy,pandas, $n requests per level,"
 echo "# $(nproc) cores, $(date -u +%FT%TZ), $($bin --version 2>/dev/null || true); ms of machine CPU per run"
 declare -A ms
@@ -83,8 +92,15 @@ for c in $concs; do
     done
     kern=$(awk -v idle="$idle" -v per="$per" '$2=="[kernel.kallsyms]"{k=$1} END{printf "%.2f", (k-idle)/(100-idle)*per}' "$work/dso.$c")
     ms[kernel,$c]=$kern
-    for d in python3.11 execbox execbox-init libc.so.6; do
+    for d in python3.11 libexecbox.so.0.1.0 libc.so.6; do
         ms[$d,$c]=$(awk -v d="$d" -v idle="$idle" -v per="$per" '$NF==d{printf "%.2f", $1/(100-idle)*per; f=1} END{if(!f) printf "0"}' "$work/dso.$c")
+    done
+    # By process (user and kernel time together), by the name each has when sampled.
+    perf report -i "$data" --no-children --sort comm --stdio -g none 2>/dev/null |
+        awk '/%/{gsub("%","",$1); print $1, $2}' >"$work/comm.$c"
+    for g in "${comms[@]}"; do
+        ms["${g%%|*}",$c]=$(awk -v re="${g#*|}" -v idle="$idle" -v per="$per" \
+            '$2 ~ re {t += $1} END{printf "%.2f", t/(100-idle)*per}' "$work/comm.$c")
     done
 done
 printf '%-40s' "concurrency"
@@ -99,10 +115,11 @@ line "runs/s" rate
 line "machine CPU per run (ms)" total
 line "kernel, all of it (idle left out)" kernel
 for row in "${rows[@]}"; do line "${row%%|*}" "${row%%|*}"; done
-line "user: the guest's python (self)" python3.11
-line "user: serve (self)" execbox
+line "user: python3.11 (self, template and guest)" python3.11
+line "user: libexecbox (self, serve)" libexecbox.so.0.1.0
 line "user: libc (self, every process)" libc.so.6
-line "user: the run's init (self)" execbox-init
+echo "by process, user and kernel:"
+for g in "${comms[@]}"; do line "  ${g%%|*}" "${g%%|*}"; done
 for c in $concs; do
     printf '%-40s %s\n' "bare fork c=$c" \
         "$(/usr/bin/python3 bench/forklimit.py numpy,pandas "$c" "$n" 'print(1)')"
