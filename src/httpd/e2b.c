@@ -641,9 +641,7 @@ static int claim_turn(struct e2b *e, struct e2b_call *call, struct execbox_error
     } else if (!c || !ctx_live(e, c, &s)) {
         status = 404;
         snprintf(err->msg, sizeof(err->msg),
-                 "Context %s not found (it ended while the call "
-                 "waited)",
-                 call->ctx_id);
+                 "Context %s not found (it ended while the call waited)", call->ctx_id);
     } else {
         int b = sess_cell_begin(s);
         if (b < 0) {

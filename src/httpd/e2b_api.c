@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/io.h"
 #include "request.h"
 
 #define SBX_TOKEN_SIZE 33   /* 128 random bits in hex */
@@ -196,12 +197,8 @@ static int api_error(struct e2b_answer *a, int status, const char *msg)
 
 static void iso_time(double t, char *out, size_t n)
 {
-    time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    char base[32];
-    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, n, "%s.%03dZ", base, (int)((t - (double)s) * 1000) % 1000);
+    struct timespec ts = {.tv_sec = (time_t)t, .tv_nsec = (long)((t - floor(t)) * 1e9)};
+    cli_iso_time(&ts, 3, out, n);
 }
 
 /* What create and connect answer: how the SDK reaches the sandbox. */

@@ -260,13 +260,10 @@ json_t *mcp_tools_call(struct server *s, json_t *id, json_t *params, struct batc
     if (r2 == -EEXIST) /* JSON-RPC's own rule, not a library error */
         return jrpc_error_new(id, JRPC_INVALID_REQUEST,
                               "invalid request: the id is in use by a call in progress", NULL);
-    /* Full or stopping: as the one table (src/common/errmap.c) says, a JSON-RPC "server busy"
-     * for both, or a tool error with the table's words for a refusal it treats otherwise. */
-    const struct errmap_answer *a = errmap_answer(ERRMAP_SCOPE_QUEUE, r2, NULL);
-    if (a->mcp == ERRMAP_MCP_RPC_BUSY)
-        return jrpc_error_new(id, JRPC_SERVER_BUSY,
-                              "server busy: too many calls in progress; retry later", NULL);
-    return jrpc_result_new(id, mcp_tool_error(a->http_msg ? a->http_msg : "the call was refused"));
+    /* Full or stopping: the one table (src/common/errmap.c) makes every queue refusal a
+     * JSON-RPC "server busy" (unit.errmap holds it to that). */
+    return jrpc_error_new(id, JRPC_SERVER_BUSY,
+                          "server busy: too many calls in progress; retry later", NULL);
 }
 
 /* Adds a tool by its definition (stolen). */
