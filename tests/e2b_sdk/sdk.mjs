@@ -233,7 +233,10 @@ async function testRestartContext() {
 
 // E2B queues the cells of a busy context: they wait their turn and run in the order they came,
 // each seeing the one before; one past the server's bound (E2B_QUEUE_MAX) is refused with 429;
-// another context is not held back meanwhile.
+// another context is not held back meanwhile. The queued cells go on the raw wire, each sent
+// once the one before it is in (its stream's headers come back when it is queued), so that the
+// order in which they came is the order they were sent: the SDK's concurrent calls may reach
+// the server in any order.
 const QUEUE_MAX = 16;
 async function testBusyContextQueuesItsCells() {
     const c = await sbx.createCodeContext();
@@ -244,9 +247,15 @@ async function testBusyContextQueuesItsCells() {
     first.then(() => { firstDone = true; }, () => {});
     await sleep(300);
     const rest = [];
-    for (let i = 0; i < QUEUE_MAX; i++)
-        rest.push(sbx.runCode(`seen.append(${i}); len(seen)`, { context: c }));
-    await sleep(400);
+    for (let i = 0; i < QUEUE_MAX; i++) {
+        const r = await fetch(serve.url('/execute'), {
+            method: 'POST', headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ code: `seen.append(${i}); len(seen)`, context_id: c.id }),
+        });
+        assertEq(r.status, 200, `queued cell ${i}`);
+        rest.push(r.text().then((t) => t.trimEnd().split('\n').map((l) => JSON.parse(l))
+            .filter((l) => l.type === 'result').map((l) => l.text).join('')));
+    }
     let thrown;
     try {
         await sbx.runCode('1', { context: c });
@@ -258,7 +267,7 @@ async function testBusyContextQueuesItsCells() {
     assertEq((await sbx.runCode('"free"', { context: other })).text, 'free', 'other context');
     assert(!firstDone, 'the other context ran while this one was busy');
     assertEq((await first).text, 'done', 'the first cell ran on');
-    const texts = (await Promise.all(rest)).map((x) => x.text);
+    const texts = await Promise.all(rest);
     assertEq(texts, Array.from({ length: QUEUE_MAX }, (_, i) => String(i + 2)), 'in order');
     assertEq((await sbx.runCode('seen[:4]', { context: c })).text, "['first', 0, 1, 2]",
         'each once, in order');
