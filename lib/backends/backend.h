@@ -25,7 +25,7 @@ struct eb_run {
     uint64_t start_ns; /* the deadline counts from here */
 };
 
-/* The link to a session's sandbox as a backend hands it to lib/core/session.c: walled, its
+/* The link to a session's sandbox as a backend hands it to lib/core/cells.c: walled, its
  * interpreter serving cells on sock (see lib/lang/python_session.py), its init told that no single
  * process's exit ends it. */
 struct eb_session_link {
@@ -157,7 +157,7 @@ struct eb_backend_ops {
     /* Optional, for `execbox check` only (not probed at every open: it may cost a namespace):
      * adds a wall saying whether network "allow" works here. */
     void (*check_network)(struct execbox_check *report);
-    /* Optional sessions (lib/core/session.c; the sandbox is a warm start with s->session):
+    /* Optional sessions (lib/core/cells.c; the sandbox is a warm start with s->session):
      * session_stats reads its counters; session_kill kills everything in it now (thread-safe,
      * also while a cell is supervised). */
     void (*session_stats)(struct eb_box *box, struct eb_box_stats *ret);

@@ -708,10 +708,10 @@ static int jail_template_start(void *state, const struct execbox_policy *policy,
 #endif
 
 /* A session's sandbox: the init told first that the state moves from process to process, the
- * interpreter then that it serves cells (lib/core/session.c). */
+ * interpreter then that it serves cells (lib/core/cells.c). */
 static int session_begin(struct eb_box *sb, struct eb_session_link *ret, struct execbox_error *err)
 {
-    /* The session's pid namespace, which its init (pid 1 there) is in: lib/core/session.c acts on
+    /* The session's pid namespace, which its init (pid 1 there) is in: lib/core/cells.c acts on
      * no process the session names that is not in it (session_member). */
     pid_t init_pid = 0;
     _cleanup_close_ int init_dir = eb_pidfd_procdir(sb->child.pidfd, &init_pid);
@@ -720,7 +720,7 @@ static int session_begin(struct eb_box *sb, struct eb_session_link *ret, struct 
     if (fstatat(init_dir, "ns/pid", &sb->pidns, 0) < 0)
         return eb_error_set(err, -errno, "the session's pid namespace: %s",
                             execbox_strerror(-errno));
-    /* The kernel names the sender of each message we receive (lib/core/session.c learns the state's
+    /* The kernel names the sender of each message we receive (lib/core/cells.c learns the state's
      * and the cells' pids so): on before the interpreter may send its first one. */
     int one = 1;
     if (setsockopt(sb->go_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)

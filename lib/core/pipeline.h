@@ -2,9 +2,9 @@
 /* pipeline.h - the two ends every run shares, one-shot or a session's cell: prepare (the request
  * checked, its language found, its policy resolved) and finish (the one mapping from how the run
  * ended to its result: outcome, counters, OOM, files, the interpreter's error, SandboxError,
- * degradations). Between them a run acquires a sandbox (pool, template, cold, or a session's
- * state), delivers the code and waits: lib/core/run.c for one-shots, lib/core/session.c for
- * cells. */
+ * degradations). Between them a run acquires a sandbox (pool, template, cold, or one serving
+ * cells: a session's, or one started for a rich one-shot), delivers the code and waits:
+ * lib/core/run.c for one-shots, lib/core/cells.c for cells. */
 #ifndef EB_PIPELINE_H
 #define EB_PIPELINE_H
 

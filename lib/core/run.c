@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* run.c - a one-shot run: prepare, acquire (pool | template | cold), deliver, wait, finish. */
+/* run.c - a one-shot run: prepare, acquire (pool | template | cold), deliver, wait, finish. With
+ * rich results, the sandbox acquired is one serving cells (cells.h: its interpreter collects the
+ * rich outputs), and deliver and wait are a cell's. */
 #include "core/run.h"
 
 #include <errno.h>
 
 #include "base/error.h"
+#include "base/util.h"
 #include "core/pipeline.h"
 #include "core/pool.h"
-#include "core/session.h"
+#include "core/cells.h"
 #include "model/lang.h"
 #include "model/result.h"
+#include "ws/wsfile.h"
 
 /* Acquires a sandbox for the run and runs it there: a pooled one when the pool has it ready,
  * else one started for this run (a template's fork or cold). A pooled sandbox that died before
@@ -51,6 +55,39 @@ static int acquire_and_run(const struct eb_lifecycle *lc, struct eb_pool *pool,
     return r;
 }
 
+/* A rich one-shot run's acquire, deliver and wait: a sandbox serving cells started for the run,
+ * its input files placed, the run delivered as its one cell (its deadline counts from there, as a
+ * session's cell's does), the sandbox destroyed. The cell protocol's view of the run (its number,
+ * whether it was rolled back) is not the run's. 0 with *ret_r the run's end for eb_finish (a
+ * sandbox that failed: berr says how); or the request's own error (err set): rich results cannot
+ * be had here (-ENOTSUP, -EINVAL), its input files could not be placed, or no memory. */
+static int acquire_and_run_cell(const struct eb_lifecycle *lc, const struct execbox_request *req,
+                                struct eb_prepared *p, struct execbox_result *res, int *ret_r,
+                                struct execbox_error *berr, struct execbox_error *err)
+{
+    struct eb_cellbox cb;
+    int r = eb_cellbox_start(lc, &p->policy, p->lang, true, &cb, berr);
+    int refused = 0;
+    if (r == -ENOTSUP || r == -EINVAL) {
+        if (err)
+            *err = *berr;
+        refused = eb_error_prefix(err, r, "rich results");
+    } else if (r == 0 && req->n_files) {
+        refused = eb_ws_place(cb.link.ws_fd, req, &p->policy, err);
+    }
+    if (r == 0 && !refused) {
+        p->start_ns = eb_now_ns();
+        r = eb_cellbox_run(&cb, req, p, res, berr, err);
+        if (r == -ENOMEM)
+            refused = r; /* err says so */
+    }
+    eb_cellbox_close(&cb);
+    res->rolled_back = false;
+    res->execution_count = 0;
+    *ret_r = r;
+    return refused;
+}
+
 int eb_run_oneshot(const struct eb_lifecycle *lc, struct eb_pool *pool,
                    const struct execbox_request *req, struct execbox_result **ret,
                    struct execbox_error *err)
@@ -62,15 +99,24 @@ int eb_run_oneshot(const struct eb_lifecycle *lc, struct eb_pool *pool,
     if (req->n_files && !lc->ops->input_files)
         return eb_error_set(err, -ENOTSUP, "the %s backend cannot place input files",
                             lc->ops->name);
-    if (req->rich_results)
-        return eb_session_oneshot(lc, req, &p, ret, err);
+    if (req->rich_results && !p.lang->sessions)
+        return eb_error_set(err, -ENOTSUP, "rich results: sessions are for python only, not %s",
+                            p.lang->name);
 
     struct execbox_result *res = eb_result_new(lc->ops->name, p.lang->name);
     if (!res)
         return eb_error_set(err, -ENOMEM, "out of memory");
     struct eb_run run = eb_prepared_run(req, &p);
     struct execbox_error berr = {0, ""};
-    r = acquire_and_run(lc, pool, &run, &res, &berr);
+    if (req->rich_results) {
+        int refused = acquire_and_run_cell(lc, req, &p, res, &r, &berr, err);
+        if (refused < 0) {
+            execbox_result_free(res);
+            return refused;
+        }
+    } else {
+        r = acquire_and_run(lc, pool, &run, &res, &berr);
+    }
     if (!res)
         return eb_error_set(err, -ENOMEM, "out of memory");
     if (eb_finish(lc, p.lang, r, &berr, p.start_ns, res, err) < 0) {

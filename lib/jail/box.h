@@ -87,7 +87,7 @@ struct eb_box {
     struct eb_proxy *proxy; /* network "allow": the run's proxy, or NULL */
     struct eb_tplproc *tpl; /* forked from this template (the executor keeps it alive), or NULL */
     bool cold;              /* started with its run: the program is in place and running */
-    bool session; /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/core/session.c) */
+    bool session; /* a session's sandbox: go_fd is a SOCK_SEQPACKET socket (lib/core/cells.c) */
     struct stat pidns;    /* a session's: its pid namespace (nsfs st_dev and st_ino) */
     uint64_t guest_bytes; /* what the guest wrote, all streams */
     /* Its user namespace's maps: as root, 1000 -> a host uid and gid of its own (uid_slot of
@@ -115,7 +115,7 @@ int eb_box_take_uid(struct eb_box *sb, struct execbox_error *err);
 int eb_box_cgroup(struct eb_box *sb, struct execbox_error *err);
 
 /* The guest's fd 3 and our end of it: a pipe for the go byte of a warm run, a SOCK_SEQPACKET
- * socket for a session, whose cells and their fds travel over it (lib/core/session.c). fds[0] is
+ * socket for a session, whose cells and their fds travel over it (lib/core/cells.c). fds[0] is
  * the guest's end. 0 or -errno. */
 int eb_go_channel(int fds[2], bool session);
 

@@ -451,7 +451,7 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64
         if (root->have[EB_CG_MEMORY] &&
             ((r = write_str(d, "memory.max", val)) < 0 ||
              /* No memory.oom.group: as on v1, an OOM kill takes the process the kernel
-              * chooses (a session's cell before its state: lib/core/session.c), and the init,
+              * chooses (a session's cell before its state: lib/core/cells.c), and the init,
               * which outlives it, ends the rest and reports the kill as the run's. With it,
               * the init would die too and a session would lose its state. */
              (r = write_str(d, "memory.swap.max", "0")) < 0)) {

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # python_session.py - a Python session (after python_run.py, before python_warm.py or
 # python_template.py): entered when the go byte on fd 3 is 's'. Fd 3 is then a SOCK_SEQPACKET
-# socket to the library (lib/core/session.c). This process is the session's state; each cell arrives
+# socket to the library (lib/core/cells.c). This process is the session's state; each cell arrives
 # as one message with its fds (stdout, stderr, status, results, code, stdin) and runs in a fork
 # of the state (its own process group), made ahead of the request. The fork that ends its cell
 # normally becomes the new state: it tells the old one, which exits. A fork that fails is reaped
