@@ -452,7 +452,7 @@ int execbox_executor_prewarm(struct execbox_executor *ex, const struct execbox_p
 
 struct execbox_pool_stats {
     uint64_t hits;    /* runs served by a warm sandbox */
-    uint64_t misses;  /* runs that went cold (none ready, or not poolable) */
+    uint64_t misses;  /* runs that found none ready (or were not poolable) */
     uint64_t started; /* warm sandboxes started */
     uint64_t expired; /* discarded unused after pool_idle */
     uint64_t failed;  /* warm starts that failed */
@@ -462,6 +462,9 @@ struct execbox_pool_stats {
     uint64_t templates_started;     /* started in all */
     uint64_t templates_retired;     /* replaced after their generation bound, or died */
     uint64_t template_memory_bytes; /* the live templates' own memory (their cgroups' peak) */
+    /* Of the misses, runs forked on the spot from their pair's live template (the rest went
+     * cold: no template was live for them). */
+    uint64_t forked;
 };
 
 /* A snapshot of the pool's counters (all zero without a pool). */

@@ -10,6 +10,30 @@
 #include "core/template.h"
 #include "model/result.h"
 
+/* The backend's start of st, from the template ret->tpl holds (NULL: none); on failure the
+ * template reference is dropped, and the template retired when it is found dead. */
+static int start_box(const struct eb_lifecycle *lc, struct eb_start *st, struct eb_lease *ret,
+                     struct execbox_error *err)
+{
+    st->tpl = ret->tpl ? eb_template_box(ret->tpl) : NULL;
+    int r = lc->ops->start(lc->state, st, &ret->box, err);
+    if (r < 0) {
+        /* The backend's contract (backend.h): -ENOTSUP from start is "never this kind of start
+         * for this policy"; read here once, and named. */
+        ret->never = r == -ENOTSUP;
+        ret->box = NULL;
+        /* A template that died or fell out of step forks no more (a fork the policy does not
+         * allow, say with pids 1, leaves it as it is). */
+        if (ret->tpl && lc->ops->template_alive &&
+            !lc->ops->template_alive(eb_template_box(ret->tpl)))
+            eb_template_retire(lc->tpls, ret->tpl);
+        if (ret->tpl)
+            eb_template_release(lc->tpls, ret->tpl);
+        ret->tpl = NULL;
+    }
+    return r;
+}
+
 int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
                    struct execbox_error *err)
 {
@@ -34,24 +58,23 @@ int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, stru
         }
         /* none: there can be no template for this policy here; the backend's own warm start
          * says whether it can start one from nothing. */
-        st.tpl = ret->tpl ? eb_template_box(ret->tpl) : NULL;
     }
-    int r = lc->ops->start(lc->state, &st, &ret->box, err);
-    if (r < 0) {
-        /* The backend's contract (backend.h): -ENOTSUP from start is "never this kind of start
-         * for this policy"; read here once, and named. */
-        ret->never = r == -ENOTSUP;
-        ret->box = NULL;
-        /* A template that died or fell out of step forks no more (a fork the policy does not
-         * allow, say with pids 1, leaves it as it is). */
-        if (ret->tpl && lc->ops->template_alive &&
-            !lc->ops->template_alive(eb_template_box(ret->tpl)))
-            eb_template_retire(lc->tpls, ret->tpl);
-        if (ret->tpl)
-            eb_template_release(lc->tpls, ret->tpl);
-        ret->tpl = NULL;
-    }
-    return r;
+    return start_box(lc, &st, ret, err);
+}
+
+int eb_lease_fork(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
+                  struct execbox_error *err)
+{
+    struct eb_start st = *s;
+    ret->box = NULL;
+    ret->tpl = NULL;
+    ret->never = false;
+    if (!st.preload)
+        st.preload = "";
+    if (st.run || !lc->ops->warm || !lc->tpls || !st.lang->template_bootstrap ||
+        !(ret->tpl = eb_template_find(lc->tpls, st.policy, st.lang, st.preload)))
+        return eb_error_set(err, -ENOENT, "no live template for this run");
+    return start_box(lc, &st, ret, err);
 }
 
 void eb_lease_end(const struct eb_lifecycle *lc, struct eb_lease *sb)

@@ -39,6 +39,13 @@ struct eb_lease {
 int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
                    struct execbox_error *err);
 
+/* A warm start (s->run NULL) forked from the live template of (policy, language, preload), never
+ * one started for it: -ENOENT (err set) when none is live, else as eb_lease_start. For a run
+ * that found no warm sandbox ready: a fork now costs a few ms, a template start the preload's
+ * imports, a cold start an interpreter's. */
+int eb_lease_fork(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
+                  struct execbox_error *err);
+
 /* Ends a lease: destroys its sandbox (lease->box NULL: none) and drops its template reference. */
 void eb_lease_end(const struct eb_lifecycle *lc, struct eb_lease *lease);
 

@@ -305,6 +305,19 @@ bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *pol,
     return got;
 }
 
+bool eb_pool_fork(struct eb_pool *p, const struct execbox_policy *pol,
+                  const struct eb_language *lang, struct eb_lease *ret)
+{
+    struct eb_start st = {.policy = pol, .lang = lang, .preload = p->preload};
+    struct execbox_error err = {0, ""};
+    if (eb_lease_fork(p->lc, &st, ret, &err) < 0)
+        return false;
+    pthread_mutex_lock(&p->mu);
+    p->st.forked++;
+    pthread_mutex_unlock(&p->mu);
+    return true;
+}
+
 int eb_pool_prewarm(struct eb_pool *p, const struct execbox_policy *pol,
                     const struct eb_language *lang, struct execbox_error *err)
 {

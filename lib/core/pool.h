@@ -21,6 +21,12 @@ void eb_pool_free(struct eb_pool *p);
 bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *policy,
                   const struct eb_language *lang, struct eb_lease *ret);
 
+/* For a run eb_pool_take found nothing ready for: a warm sandbox forked now from the live
+ * template of (policy, lang) and the pool's preload, in *ret (true, counted as forked), or false
+ * when there is no live template (the caller runs cold; none is started for it). */
+bool eb_pool_fork(struct eb_pool *p, const struct execbox_policy *policy,
+                  const struct eb_language *lang, struct eb_lease *ret);
+
 /* Marks the pair wanted now. */
 int eb_pool_prewarm(struct eb_pool *p, const struct execbox_policy *policy,
                     const struct eb_language *lang, struct execbox_error *err);

@@ -15,9 +15,10 @@
 #include "model/result.h"
 #include "ws/wsfile.h"
 
-/* Acquires a sandbox for the run and runs it there: a pooled one when the pool has it ready,
- * else one started for this run (a template's fork or cold). A pooled sandbox that died before
- * it got the code (nothing ran) gives way to a started one, with a fresh result. */
+/* Acquires a sandbox for the run and runs it there: a pooled one when the pool has it ready, else
+ * one forked now from the pair's live template, else one started cold for this run. A warm
+ * sandbox that died before it got the code (nothing ran) gives way to a cold one, with a fresh
+ * result. */
 static int acquire_and_run(const struct eb_lifecycle *lc, struct eb_pool *pool,
                            const struct eb_run *run, struct execbox_result **res,
                            struct execbox_error *berr)
@@ -25,16 +26,19 @@ static int acquire_and_run(const struct eb_lifecycle *lc, struct eb_pool *pool,
     const struct eb_backend_ops *ops = lc->ops;
     const struct execbox_policy *policy = run->policy;
     struct eb_lease sb = {0};
-    bool pooled = false;
+    bool warm = false;
     /* A backend that cannot enforce network "allow" never gets such a run, warm or cold. */
     if (policy->network == EXECBOX_NETWORK_ALLOW && !ops->network_allow)
         return eb_error_set(berr, -ENOTSUP,
                             "network 'allow' is not available with the '%s' backend: it cannot "
                             "enforce an allow-list (use the jail backend, or network 'none')",
                             ops->name);
+    /* A fork on the request path costs what the pool's would have (a few ms); a cold start
+     * costs an interpreter's start and the preload's imports. */
     if (pool && run->lang->warm_bootstrap)
-        pooled = eb_pool_take(pool, policy, run->lang, &sb);
-    if (pooled) {
+        warm = eb_pool_take(pool, policy, run->lang, &sb) ||
+               eb_pool_fork(pool, policy, run->lang, &sb);
+    if (warm) {
         bool lost = false;
         int r = eb_deliver_and_wait(ops, lc->state, sb.box, run, *res, &lost, berr);
         eb_lease_end(lc, &sb);

@@ -147,6 +147,18 @@ static struct eb_template *find_locked(struct eb_templates *ts, const struct exe
     return NULL;
 }
 
+struct eb_template *eb_template_find(struct eb_templates *ts, const struct execbox_policy *policy,
+                                     const struct eb_language *lang, const char *preload)
+{
+    struct eb_template *retired = NULL;
+    pthread_mutex_lock(&ts->mu);
+    struct eb_template *t = find_locked(ts, policy, lang, preload ? preload : "", &retired);
+    pthread_mutex_unlock(&ts->mu);
+    if (retired)
+        eb_template_release(ts, retired);
+    return t;
+}
+
 struct eb_template *eb_template_acquire(struct eb_templates *ts,
                                         const struct execbox_policy *policy,
                                         const struct eb_language *lang, const char *preload,
@@ -158,12 +170,7 @@ struct eb_template *eb_template_acquire(struct eb_templates *ts,
         eb_error_set(err, -EINVAL, "preload list too long");
         return NULL;
     }
-    struct eb_template *retired = NULL, *t;
-    pthread_mutex_lock(&ts->mu);
-    t = find_locked(ts, policy, lang, preload, &retired);
-    pthread_mutex_unlock(&ts->mu);
-    if (retired)
-        eb_template_release(ts, retired);
+    struct eb_template *retired = NULL, *t = eb_template_find(ts, policy, lang, preload);
     if (t)
         return t;
     pthread_mutex_lock(&ts->start_mu);

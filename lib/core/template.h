@@ -28,6 +28,12 @@ struct eb_template *eb_template_acquire(struct eb_templates *ts,
                                         const struct eb_language *lang, const char *preload,
                                         bool *ret_none, struct execbox_error *err);
 
+/* eb_template_acquire's reference to the listed template for the key, when one is live and its
+ * generation not over; NULL otherwise. Never starts one (that takes as long as the preload's
+ * imports): for a run that would rather go cold than wait. */
+struct eb_template *eb_template_find(struct eb_templates *ts, const struct execbox_policy *policy,
+                                     const struct eb_language *lang, const char *preload);
+
 /* The backend's template to fork from. */
 struct eb_tplproc *eb_template_box(struct eb_template *t);
 

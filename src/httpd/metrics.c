@@ -156,9 +156,11 @@ char *srv_metrics_render(struct srv_metrics *m, const struct srv_gauges *g, size
             (unsigned long long)g->jobs_dropped);
     fprintf(
         f,
-        "# HELP execbox_pool_runs_total Runs by where their sandbox came from (--pool).\n"
+        "# HELP execbox_pool_runs_total Runs by where their sandbox came from (--pool): a warm one "
+        "ready, one forked from the live template when none was ready, or a cold start.\n"
         "# TYPE execbox_pool_runs_total counter\n"
         "execbox_pool_runs_total{sandbox=\"warm\"} %llu\n"
+        "execbox_pool_runs_total{sandbox=\"forked\"} %llu\n"
         "execbox_pool_runs_total{sandbox=\"cold\"} %llu\n"
         "# HELP execbox_pool_started_total Warm sandboxes started ahead of time.\n"
         "# TYPE execbox_pool_started_total counter\nexecbox_pool_started_total %llu\n"
@@ -177,10 +179,10 @@ char *srv_metrics_render(struct srv_metrics *m, const struct srv_gauges *g, size
         "# HELP execbox_template_memory_bytes The live templates' own memory (peak of their "
         "cgroups).\n"
         "# TYPE execbox_template_memory_bytes gauge\nexecbox_template_memory_bytes %llu\n",
-        (unsigned long long)g->pool.hits, (unsigned long long)g->pool.misses,
-        (unsigned long long)g->pool.started, (unsigned long long)g->pool.expired,
-        (unsigned long long)g->pool.failed, g->pool.ready, g->pool.templates,
-        (unsigned long long)g->pool.templates_started,
+        (unsigned long long)g->pool.hits, (unsigned long long)g->pool.forked,
+        (unsigned long long)(g->pool.misses - g->pool.forked), (unsigned long long)g->pool.started,
+        (unsigned long long)g->pool.expired, (unsigned long long)g->pool.failed, g->pool.ready,
+        g->pool.templates, (unsigned long long)g->pool.templates_started,
         (unsigned long long)g->pool.templates_retired,
         (unsigned long long)g->pool.template_memory_bytes);
     fprintf(f,

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* test_pool.c - the warm pool through the public API on the subprocess backend: refill,
- * exhaustion, idle expiry, one run per sandbox, policy isolation, fresh randomness, teardown,
- * and that a warm run looks exactly like a cold one. */
+ * exhaustion (a run forks from the live template, or goes cold), idle expiry, one run per
+ * sandbox, policy isolation, fresh randomness, teardown, and that a warm run looks exactly like
+ * a cold one. */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -294,6 +296,59 @@ static void test_exhaustion_goes_cold(void **state)
     execbox_executor_free(ex);
 }
 
+struct side_run {
+    struct execbox_executor *ex;
+    struct execbox_result *res;
+    int r;
+};
+
+static void *side_run(void *arg)
+{
+    struct side_run *c = arg;
+    struct execbox_request req = {
+        .code = "import time\nprint(open('/proc/1/cmdline').read().split(chr(0))[0])\n"
+                "time.sleep(0.3)\n"};
+    struct execbox_error err = {0};
+    c->r = execbox_executor_run(c->ex, &req, &c->res, &err);
+    return NULL;
+}
+
+/* Runs that find no warm sandbox ready (four at once, the pool holds one) fork one from their
+ * pair's live template on the spot (pid 1 is a template run's init) rather than going cold; a
+ * backend without templates runs them cold. */
+static void test_miss_forks_from_live_template(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = open_pool(1, "", 60);
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
+    wait_ready(ex, 1);
+    struct execbox_pool_stats before, after;
+    execbox_executor_pool_stats(ex, &before);
+    bool tpl = before.templates > 0;
+    assert_true(tpl == (strcmp(backend, "jail") == 0));
+    struct side_run c[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (struct side_run){.ex = ex};
+        assert_int_equal(pthread_create(&t[i], NULL, side_run, &c[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(c[i].r, 0);
+        assert_int_equal(c[i].res->exit_code, 0);
+        if (tpl)
+            assert_string_equal(c[i].res->stdout_data, "execbox-init\n");
+        execbox_result_free(c[i].res);
+    }
+    execbox_executor_pool_stats(ex, &after);
+    uint64_t misses = after.misses - before.misses, forked = after.forked - before.forked;
+    assert_int_equal(after.hits - before.hits + misses, 4);
+    assert_true(misses >= 1); /* four at once, one ready */
+    assert_int_equal(forked, tpl ? misses : 0);
+    execbox_executor_free(ex);
+}
+
 static void test_policy_isolation(void **state)
 {
     (void)state;
@@ -459,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_warm_equals_cold),
         cmocka_unit_test(test_each_run_is_fresh),
         cmocka_unit_test(test_exhaustion_goes_cold),
+        cmocka_unit_test(test_miss_forks_from_live_template),
         cmocka_unit_test(test_policy_isolation),
         cmocka_unit_test(test_allow_list_isolation),
         cmocka_unit_test(test_timeout_counts_from_run_start),
