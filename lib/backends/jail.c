@@ -126,6 +126,8 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
         j->tpl_blob_fds[i] = -1;
     if (getrandom(&j->id, sizeof(j->id), 0) != sizeof(j->id))
         j->id = (unsigned)(uintptr_t)j ^ (unsigned)eb_now_ns();
+    /* Unknown (no /proc): each run's init keeps the host's command line; /proc is what shows it. */
+    (void)eb_host_cmdline(&j->host_cmdline, &j->host_cmdline_len);
     /* Root only (see netns.h). Started first, so that even a one-shot run finds a namespace
      * made on another core while this thread builds the filter and the run's cgroup. */
     if (j->userns.root_mode)
@@ -550,6 +552,8 @@ static int sandbox_start(struct eb_box *sb, const char *preload, const struct eb
         /* /dev/shm: POSIX semaphores and shared memory (multiprocessing). */
         .writable = {"/tmp", "/workspace", "/dev/shm", NULL},
         .tpl = tpl,
+        .host_cmdline = j->host_cmdline,
+        .host_cmdline_len = j->host_cmdline_len,
     };
     if (tpl)
         for (int i = 0; i < 5; i++)

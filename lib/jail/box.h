@@ -59,6 +59,8 @@ struct jail {
      * once under tpl_start_lock (tplclient.c). */
     pthread_mutex_t tpl_start_lock;
     int tpl_blob_fds[4]; /* sealed memfds: helper module, init program, seccomp, font list */
+    char *host_cmdline;  /* ours in memory, for each run's init to blank (child.h) */
+    size_t host_cmdline_len;
 };
 
 /* What the child's kill_all needs (eb_box_kill_all). */

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* child.c - the sandbox's init and the guest's last steps before exec (child.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
@@ -25,6 +28,48 @@ void eb_jail_child_keep(struct eb_jail_child *c, int fd)
     if (c->n_keep < EB_KEEP_FDS_MAX)
         c->keep_fds[c->n_keep] = fd;
     c->n_keep++;
+}
+
+int eb_host_cmdline(char **ret, size_t *ret_len)
+{
+    *ret = NULL;
+    *ret_len = 0;
+    char buf[2048];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = eb_read_full(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return n < 0 ? (int)n : -ENODATA;
+    buf[n] = '\0';
+    /* After the command name's closing parenthesis (a name may hold anything, ')' too), the
+     * fields from the 3rd on; arg_start and arg_end are the 48th and 49th (proc(5)). */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -EBADMSG;
+    p++;
+    unsigned long long start = 0, end = 0;
+    for (int field = 3; field <= 49; field++) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            return -EBADMSG;
+        char *next;
+        unsigned long long v = strtoull(p, &next, 10);
+        if (field == 48)
+            start = v;
+        else if (field == 49)
+            end = v;
+        p = next;
+        while (*p && *p != ' ')
+            p++;
+    }
+    if (!start || end <= start || end - start > (1ULL << 24))
+        return -EBADMSG;
+    *ret = (char *)(uintptr_t)start;
+    *ret_len = (size_t)(end - start);
+    return 0;
 }
 
 __attribute__((noreturn)) static void child_fail(const struct eb_jail_child *c, int code,
@@ -156,5 +201,16 @@ void eb_jail_child_main(struct eb_jail_child *c)
     /* A new session: no controlling terminal to inject into (TIOCSTI) or signal. */
     if (setsid() < 0)
         child_fail(c, -errno, "start a new session");
+    /* Last, as nothing the set-up above reads may live there: the host's command line, our
+     * copy of it, blanked (child.h says why), and the host's name off the init's. */
+    if (c->host_cmdline && c->host_cmdline_len) {
+        static const char name[] = "execbox-init";
+        size_t k =
+            c->host_cmdline_len - 1 < sizeof(name) - 1 ? c->host_cmdline_len - 1 : sizeof(name) - 1;
+        memset(c->host_cmdline, 0, c->host_cmdline_len);
+        memcpy(c->host_cmdline, name, k);
+    }
+    if (prctl(PR_SET_NAME, "execbox-init", 0, 0, 0) < 0)
+        child_fail(c, -errno, "name the init");
     eb_init_main(&c->init);
 }

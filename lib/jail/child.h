@@ -37,7 +37,17 @@ struct eb_jail_child {
     struct eb_init init;
     const char *writable[4];
     bool tpl; /* the sandbox of a template: its interpreter keeps CAP_SYS_ADMIN in its userns */
+    /* The host's command line (its argv strings, eb_host_cmdline), which the clone copied with
+     * the rest of our memory: blanked before init runs, since any process of the sandbox may
+     * read /proc/1/cmdline (it is not guarded by ptrace rules as environ is) and the host's
+     * may hold a secret (`serve --token`), paths and the code of `run -c`. NULL: none known. */
+    char *host_cmdline;
+    size_t host_cmdline_len;
 };
+
+/* Finds this process's command line in its memory (arg_start and arg_end of /proc/self/stat),
+ * in the parent, once: 0, or -errno when it cannot be read (then *ret is NULL). */
+int eb_host_cmdline(char **ret, size_t *ret_len);
 
 /* Adds fd (if >= 0) to c's keep list; past EB_KEEP_FDS_MAX only counts (n_keep), so that the
  * parent fails before the clone instead of the list overflowing or an fd being dropped. */

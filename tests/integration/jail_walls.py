@@ -288,6 +288,22 @@ class JailWalls(Tests):
             sleeper.kill()
             sleeper.wait()
 
+    def test_host_command_line_unreadable(self):
+        """Every process the code can see, pid 1 above all (a copy of the host process, cold),
+        shows no part of the host's command line: `serve --token T` has its token there, and
+        `run -c CODE` this very code with its marker."""
+        marker = "host-argv-marker-5f1c"
+        code = (f"# {marker}\nimport os\n"
+                "for p in sorted(os.listdir('/proc')):\n"
+                "    if p.isdigit():\n"
+                "        try: print(p, repr(open(f'/proc/{p}/cmdline', 'rb').read()),\n"
+                "                   open(f'/proc/{p}/comm').read().strip())\n"
+                "        except OSError as e: print(p, 'unreadable', e.errno)\n")
+        out = ok(jail(code))
+        assert marker not in out and "execbox-" + "serve" not in out, out
+        first = out.split("\n")[0].split(" ")
+        assert first[0] == "1" and first[1].startswith("b'execbox-init"), out
+
     def test_dangerous_devices_absent(self):
         code = ("import os\nfor p in ['/dev/mem','/dev/kmem','/dev/kmsg','/dev/sda','/dev/vda','/dev/port','/dev/tty']:\n"
                 " try: os.open(p, os.O_RDONLY); print('OPENED', p)\n except OSError as e: print(p, e.errno)\n"
