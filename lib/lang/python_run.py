@@ -24,8 +24,9 @@ def _execbox_preload(preload, path):
     exec(compile('_x = [i for i in range(2)]\nprint(end="")\n', path, 'exec'), {})
     with open(sys.executable, 'rb') as f:
         f.read(1)
-    global _execbox_run_file, _execbox_report_done
+    global _execbox_run_file, _execbox_report_done, _execbox_np_state
     _execbox_run_file, _execbox_report_done = _execbox_file_runner()
+    _execbox_np_state = _execbox_np_state_ahead()
 
 
 def _execbox_file_runner():
@@ -65,6 +66,27 @@ def _execbox_file_runner():
     return run_file, report_done
 
 
+_execbox_np_state = None
+
+
+def _execbox_np_state_ahead():
+    # numpy's global RandomState as each fork will set it, made once ahead: a key of 624 words,
+    # filled from the kernel in each fork (all of MT19937's state, no SeedSequence: seed() would
+    # copy some 120 more of the template's pages into every fork), position 624 (the next draw
+    # regenerates, as after a seed) and no cached gaussian. One set_state here runs its code
+    # once, the state unchanged.
+    np_random = sys.modules.get('numpy.random')
+    if np_random is None:
+        return None
+    try:
+        import numpy
+        key = numpy.zeros(624, numpy.uint32)
+        np_random.set_state(np_random.get_state())
+        return memoryview(key).cast('B'), ('MT19937', key, 624, 0, 0.0), np_random
+    except Exception:
+        return None
+
+
 def _execbox_reseed():
     # A template's runs are forks of one process: whatever was seeded at import is the same in
     # every one of them unless it is seeded again from the kernel here. `random` already was
@@ -74,7 +96,12 @@ def _execbox_reseed():
     np_random = sys.modules.get('numpy.random')
     if np_random is not None:
         try:
-            np_random.seed()  # the global RandomState, from the kernel's entropy
+            ahead = _execbox_np_state
+            if ahead is not None and ahead[2] is np_random:
+                ahead[0][:] = os.urandom(len(ahead[0]))  # this fork's copy of the key
+                np_random.set_state(ahead[1])
+            else:
+                np_random.seed()  # the global RandomState, from the kernel's entropy
         except Exception:
             pass
     mp = sys.modules.get('multiprocessing.process')
