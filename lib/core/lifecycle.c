@@ -34,8 +34,8 @@ static int start_box(const struct eb_lifecycle *lc, struct eb_start *st, struct 
     return r;
 }
 
-int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
-                   struct execbox_error *err)
+/* An empty lease in *ret, and the start s with its preload defaulted. */
+static struct eb_start lease_init(const struct eb_start *s, struct eb_lease *ret)
 {
     struct eb_start st = *s;
     ret->box = NULL;
@@ -43,6 +43,13 @@ int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, stru
     ret->never = false;
     if (!st.preload)
         st.preload = "";
+    return st;
+}
+
+int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
+                   struct execbox_error *err)
+{
+    struct eb_start st = lease_init(s, ret);
     if (!st.run && !lc->ops->warm) {
         ret->never = true;
         return eb_error_set(err, -ENOTSUP, "the %s backend has no warm starts", lc->ops->name);
@@ -65,12 +72,7 @@ int eb_lease_start(const struct eb_lifecycle *lc, const struct eb_start *s, stru
 int eb_lease_fork(const struct eb_lifecycle *lc, const struct eb_start *s, struct eb_lease *ret,
                   struct execbox_error *err)
 {
-    struct eb_start st = *s;
-    ret->box = NULL;
-    ret->tpl = NULL;
-    ret->never = false;
-    if (!st.preload)
-        st.preload = "";
+    struct eb_start st = lease_init(s, ret);
     if (st.run || !lc->ops->warm || !lc->tpls || !st.lang->template_bootstrap ||
         !(ret->tpl = eb_template_find(lc->tpls, st.policy, st.lang, st.preload)))
         return eb_error_set(err, -ENOENT, "no live template for this run");
