@@ -7,6 +7,12 @@
  * bounded generation: it is retired after max_runs forks or max_age seconds, whichever comes
  * first, or as soon as it is found dead; a retired template forks no more and lives, unlisted,
  * until the last sandbox forked from it is destroyed, since stopping it would kill them.
+ *
+ * A generation's successor is started ahead: the first acquire in the last quarter of a
+ * generation (by runs or by age) starts the next template while the listed one goes on forking
+ * (eb_template_find, for runs that will not wait), and lists it in its place once it is ready.
+ * Without that, every run between the end of one generation and the start of the next found no
+ * template and went cold (a template start is a preload's imports: 0.3-0.5 s).
  */
 #include "core/template.h"
 
@@ -32,6 +38,7 @@ struct eb_template {
     unsigned runs; /* forks asked for: the generation bound counts these */
     unsigned refs; /* 1 while listed, +1 per acquire not yet released (under mu) */
     bool retired;
+    bool renewing; /* its successor was asked for (under mu): once per generation */
 };
 
 struct eb_templates {
@@ -123,23 +130,36 @@ void eb_templates_free(struct eb_templates *ts)
     free(ts);
 }
 
+/* Under mu: whether t's generation is in its last quarter, by runs or by age: time to start
+ * its successor. A quarter of the default 1000 runs covers a template start at 500 runs/s. */
+static bool ending_locked(const struct eb_templates *ts, const struct eb_template *t, uint64_t now)
+{
+    return t->runs >= ts->max_runs - ts->max_runs / 4 ||
+           (double)(now - t->born_ns) / 1e9 >= ts->max_age * 3 / 4;
+}
+
 /* Under mu: the listed template for the key, retiring it first when its generation is over or
- * it died (*ret_retired, for the caller to release outside the lock); NULL when none. */
+ * it died (*ret_retired, for the caller to release outside the lock); NULL when none. With
+ * ret_renew, *ret_renew is set (and the template marked) when the caller is the one to start
+ * its successor. */
 static struct eb_template *find_locked(struct eb_templates *ts, const struct execbox_policy *policy,
                                        const struct eb_language *lang, const char *preload,
-                                       struct eb_template **ret_retired)
+                                       struct eb_template **ret_retired, bool *ret_renew)
 {
     for (size_t i = 0; i < ts->n; i++) {
         struct eb_template *t = ts->list[i];
         if (t->lang != lang || strcmp(t->preload, preload) != 0 ||
             !eb_policy_equal(&t->policy, policy))
             continue;
-        if (t->runs >= ts->max_runs || (double)(eb_now_ns() - t->born_ns) / 1e9 >= ts->max_age ||
+        uint64_t now = eb_now_ns();
+        if (t->runs >= ts->max_runs || (double)(now - t->born_ns) / 1e9 >= ts->max_age ||
             (ts->ops->template_alive && !ts->ops->template_alive(t->box))) {
             unlist_locked(ts, t);
             *ret_retired = t;
             return NULL;
         }
+        if (ret_renew && !t->renewing && ending_locked(ts, t, now))
+            *ret_renew = t->renewing = true;
         t->refs++;
         t->runs++;
         return t;
@@ -152,10 +172,82 @@ struct eb_template *eb_template_find(struct eb_templates *ts, const struct execb
 {
     struct eb_template *retired = NULL;
     pthread_mutex_lock(&ts->mu);
-    struct eb_template *t = find_locked(ts, policy, lang, preload ? preload : "", &retired);
+    struct eb_template *t = find_locked(ts, policy, lang, preload ? preload : "", &retired, NULL);
     pthread_mutex_unlock(&ts->mu);
     if (retired)
         eb_template_release(ts, retired);
+    return t;
+}
+
+/* Under start_mu: a new generation for the key, not listed yet (refs 2: the list's and the
+ * caller's; one run counted); NULL with err set (*ret_none: never for this key). */
+static struct eb_template *start_locked(struct eb_templates *ts,
+                                        const struct execbox_policy *policy,
+                                        const struct eb_language *lang, const char *preload,
+                                        bool *ret_none, struct execbox_error *err)
+{
+    struct eb_template *t = calloc(1, sizeof(*t));
+    int r = t ? ts->ops->template_start(ts->state, policy, lang, preload, &t->box, err)
+              : eb_error_set(err, -ENOMEM, "out of memory");
+    if (r < 0) {
+        /* The backend's contract (backend.h): -ENOTSUP from template_start is "no template for
+         * this kind of policy, ever"; read here once, and named. */
+        *ret_none = r == -ENOTSUP;
+        free(t);
+        return NULL;
+    }
+    t->policy = *policy;
+    t->lang = lang;
+    snprintf(t->preload, sizeof(t->preload), "%s", preload);
+    t->born_ns = eb_now_ns();
+    t->refs = 2;
+    t->runs = 1;
+    return t;
+}
+
+/* The successor of old (whose reference the caller holds, counted as a run), started now and
+ * listed in old's place: the caller's reference is then to the successor, old's is dropped and
+ * old is retired. When the start fails, old goes on to the end of its generation, where the
+ * next acquire starts one as usual. */
+static struct eb_template *renew(struct eb_templates *ts, struct eb_template *old,
+                                 const char *preload)
+{
+    struct execbox_error err = {0, ""};
+    bool none = false;
+    pthread_mutex_lock(&ts->start_mu);
+    pthread_mutex_lock(&ts->mu);
+    bool gone = old->retired; /* its generation ended first: its successor was started as usual */
+    pthread_mutex_unlock(&ts->mu);
+    if (gone) {
+        pthread_mutex_unlock(&ts->start_mu);
+        return old;
+    }
+    struct eb_template *t = start_locked(ts, &old->policy, old->lang, preload, &none, &err);
+    bool listed = false;
+    if (t) {
+        pthread_mutex_lock(&ts->mu);
+        if (!old->retired)
+            unlist_locked(ts, old); /* old's list reference is dropped below */
+        else
+            old->refs++; /* already dropped by its retirement: balance the release below */
+        if (ts->n < TPL_MAX) {
+            ts->list[ts->n++] = t;
+            ts->started++;
+            listed = true;
+        }
+        pthread_mutex_unlock(&ts->mu);
+    }
+    pthread_mutex_unlock(&ts->start_mu);
+    if (!t)
+        return old;
+    if (!listed) { /* old was retired meanwhile and every slot is taken: the caller stays on old */
+        t->refs = 1;
+        eb_template_release(ts, t);
+        eb_template_release(ts, old); /* the balance of the refs++ above */
+        return old;
+    }
+    eb_template_release(ts, old); /* the list's (or the balanced) reference */
+    eb_template_release(ts, old); /* the caller's: it holds the successor's now */
     return t;
 }
 
@@ -170,41 +262,30 @@ struct eb_template *eb_template_acquire(struct eb_templates *ts,
         eb_error_set(err, -EINVAL, "preload list too long");
         return NULL;
     }
-    struct eb_template *retired = NULL, *t = eb_template_find(ts, policy, lang, preload);
+    struct eb_template *retired = NULL, *t;
+    bool renewing = false;
+    pthread_mutex_lock(&ts->mu);
+    t = find_locked(ts, policy, lang, preload, &retired, &renewing);
+    pthread_mutex_unlock(&ts->mu);
+    if (retired)
+        eb_template_release(ts, retired);
     if (t)
-        return t;
+        return renewing ? renew(ts, t, preload) : t;
     pthread_mutex_lock(&ts->start_mu);
     pthread_mutex_lock(&ts->mu);
     retired = NULL;
-    t = find_locked(ts, policy, lang, preload, &retired); /* another thread may have won */
+    t = find_locked(ts, policy, lang, preload, &retired, NULL); /* another thread may have won */
     bool full = ts->n >= TPL_MAX;
     pthread_mutex_unlock(&ts->mu);
     if (retired)
         eb_template_release(ts, retired);
     if (!t && full) {
         eb_error_set(err, -EBUSY, "%d templates are live already", TPL_MAX);
-    } else if (!t) {
-        t = calloc(1, sizeof(*t));
-        int r = t ? ts->ops->template_start(ts->state, policy, lang, preload, &t->box, err)
-                  : eb_error_set(err, -ENOMEM, "out of memory");
-        if (r < 0) {
-            /* The backend's contract (backend.h): -ENOTSUP from template_start is "no template
-             * for this kind of policy, ever"; read here once, and named. */
-            *ret_none = r == -ENOTSUP;
-            free(t);
-            t = NULL;
-        } else {
-            t->policy = *policy;
-            t->lang = lang;
-            snprintf(t->preload, sizeof(t->preload), "%s", preload);
-            t->born_ns = eb_now_ns();
-            t->refs = 2; /* the list's and the caller's */
-            t->runs = 1;
-            pthread_mutex_lock(&ts->mu);
-            ts->list[ts->n++] = t;
-            ts->started++;
-            pthread_mutex_unlock(&ts->mu);
-        }
+    } else if (!t && (t = start_locked(ts, policy, lang, preload, ret_none, err))) {
+        pthread_mutex_lock(&ts->mu);
+        ts->list[ts->n++] = t;
+        ts->started++;
+        pthread_mutex_unlock(&ts->mu);
     }
     pthread_mutex_unlock(&ts->start_mu);
     return t;

@@ -20,7 +20,9 @@ void eb_templates_free(struct eb_templates *ts);
 
 /* A reference to the live template for the key, counted as one run: the listed one, or one
  * started now when there is none, it died, or its generation is over (the old one is retired:
- * it forks no more and ends with its last sandbox). NULL with err set when none can be had, and
+ * it forks no more and ends with its last sandbox). The first acquire in the last quarter of a
+ * generation starts its successor and returns that, the old one retired; eb_template_find goes
+ * on finding the old one meanwhile. NULL with err set when none can be had, and
  * *ret_none set when none can ever be had for this policy and language here (the backend's
  * template start refused the kind, not a failure of this one). */
 struct eb_template *eb_template_acquire(struct eb_templates *ts,
