@@ -3,7 +3,11 @@
 a Python process imports the preload once (gc.freeze() after, as a template does), then runs
 CODE in a bare fork per run (no namespaces, no cgroup, no walls: fork, exec the compiled cell with
 stdout to a pipe, exit, reap), with CONC such processes forking at once.
-Usage: python3 bench/forklimit.py PRELOAD CONC RUNS CODE   prints runs/s and CPU ms per run."""
+With a fifth argument `child`, each fork compiles CODE itself, as a real run must compile the code
+it was sent (the parent's compiled copy is then unused): a fork's first compile copies some 90 of
+the parent's pages (the parser's and compiler's state) that a run sent new code cannot avoid.
+Usage: python3 bench/forklimit.py PRELOAD CONC RUNS CODE [child]
+prints runs/s and CPU ms per run (the forks' own, from os.times)."""
 import gc
 import os
 import sys
@@ -12,6 +16,7 @@ import time
 
 def main():
     preload, conc, runs, code = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    in_child = len(sys.argv) > 5 and sys.argv[5] == "child"
     for m in filter(None, preload.split(",")):
         __import__(m)
     compiled = compile(code, "/code/main.py", "exec")
@@ -28,6 +33,8 @@ def main():
                 child = os.fork()
                 if child == 0:
                     os.dup2(devnull, 1)
+                    if in_child:
+                        compiled = compile(code, "/code/main.py", "exec")
                     exec(compiled, {"__name__": "__main__"})
                     sys.stdout.flush()
                     os._exit(0)

@@ -233,7 +233,8 @@ int eb_tpl_fork(struct jail *j, struct eb_tplproc *t, const struct execbox_polic
     eb_box_init(sb, j, pol, t->lang);
     sb->tpl = t;
     sb->session = session;
-    /* A fork runs in its template's user namespace: its guest is the template's host uid (see
+    /* A fork's user namespace is a child of its template's that maps the template's ids to
+     * themselves (tpl_helper.c, r_userns): its guest has the template's host uid (see
      * docs/threat-model.md, "Per-user kernel counts"). */
     sb->userns = t->sb.userns;
     int fds[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* out, err, status, ctl, go */
