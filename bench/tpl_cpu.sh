@@ -7,7 +7,11 @@
 # the server), and each process's share (user and kernel), each times the machine's busy time per run from /proc/stat. Shares of
 # kernel entry points nest (clone's includes the namespaces it makes), so the rows do not add
 # up; "kernel" and "user" do (with idle left out). Beside it, a bare fork of the same preloaded
-# interpreter (bench/forklimit.py) in the same run. Needs perf (linux-perf) and root.
+# interpreter (bench/forklimit.py) in the same run. Then, per level, an additive split of the
+# same recording (bench/cpu_split.py: each sample in one row by kernel entry point and one column
+# by process) beside the same split of a bare fork recorded alike. perf's own overhead inflates
+# every total here, execbox's more than the bare fork's: bench/forkratio.sh has the totals
+# without it. Needs perf (linux-perf) and root.
 # Usage: bench/tpl_cpu.sh   Environment: RUNS (default 400), CONCS (default "1 2 8"), BUILD.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,6 +80,16 @@ for c in $concs; do
     b1=$(busy)
     bench_stop
     per=$(awk -v a="$b0" -v b="$b1" -v n="$n" -v hz="$hz" 'BEGIN{printf "%.3f", (b-a)*1000/hz/n}')
+    # The additive split (bench/cpu_split.py), and the same for a bare fork recorded alike.
+    perf script -i "$data" -F comm,pid,ip,sym 2>/dev/null |
+        python3 bench/cpu_split.py --kind execbox --per "$per" >"$work/split.$c"
+    b0=$(busy)
+    perf record -a -g -q -o "$work/bare.$c" -- /usr/bin/python3 bench/forklimit.py numpy,pandas \
+        "$c" "$n" 'print(1)' >"$work/bare_r.$c"
+    b1=$(busy)
+    bper=$(awk -v a="$b0" -v b="$b1" -v n="$n" -v hz="$hz" 'BEGIN{printf "%.3f", (b-a)*1000/hz/n}')
+    perf script -i "$work/bare.$c" -F comm,pid,ip,sym 2>/dev/null |
+        python3 bench/cpu_split.py --kind bare --per "$bper" >"$work/bsplit.$c"
     ms[total,$c]=$per
     ms[rate,$c]=$(sed -n 's/.*req\/s=\([0-9.]*\).*/\1/p' "$work/r.$c")
     perf report -i "$data" --children --sort sym --stdio -g none --percent-limit 0.05 2>/dev/null |
@@ -123,4 +137,11 @@ for g in "${comms[@]}"; do line "  ${g%%|*}" "${g%%|*}"; done
 for c in $concs; do
     printf '%-40s %s\n' "bare fork c=$c" \
         "$(/usr/bin/python3 bench/forklimit.py numpy,pandas "$c" "$n" 'print(1)')"
+done
+for c in $concs; do
+    echo
+    echo "# c=$c, every sample in one row and one column (bench/cpu_split.py), execbox under perf:"
+    cat "$work/split.$c"
+    echo "# c=$c, the bare fork under perf ($(cat "$work/bare_r.$c")):"
+    cat "$work/bsplit.$c"
 done
