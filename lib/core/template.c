@@ -10,9 +10,9 @@
  *
  * A generation's successor is started ahead: the first acquire in the last quarter of a
  * generation (by runs or by age) starts the next template while the listed one goes on forking
- * (eb_template_find, for runs that will not wait), and lists it in its place once it is ready.
- * Without that, every run between the end of one generation and the start of the next found no
- * template and went cold (a template start is a preload's imports: 0.3-0.5 s).
+ * (eb_template_find, for runs that will not wait), and lists it in its place once it is ready,
+ * so that the runs while a template starts (a preload's imports: 0.3-0.5 s) still find one
+ * instead of going cold.
  */
 #include "core/template.h"
 
