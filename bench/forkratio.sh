@@ -30,30 +30,22 @@ pid=
 cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 . bench/lib.sh
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 hz=$(getconf CLK_TCK)
 per_run() { awk -v a="$1" -v b="$2" -v n="$3" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)*1000/hz/n}'; }
 body='{"code": "print(1)"}'
 expect='"stdout":"1\n"'
-runs_by() {
-    curl -s "http://127.0.0.1:$port/metrics" |
-        awk -v k="sandbox=\"$1\"" 'index($1, k) && /pool_runs_total/ {print $2}'
-}
+runs_by() { bench_metric "execbox_pool_runs_total{sandbox=\"$1\"}"; }
 rows=$work/rows
 
 serve_round() { # build c: one fresh server, RUNS requests after its warm-up
     local b=$1 c=$2
     bench_serve "$work/serve.log" "$b/execbox" --queue 512 --workers 8 --pool 8 --preload numpy,pandas
-    "$client" "$port" 16 1 "$body" "$expect" >/dev/null || true
-    for _ in $(seq 200); do
-        [[ $(curl -s "http://127.0.0.1:$port/metrics" | awk '$1=="execbox_pool_ready"{print $2}') -ge 8 ]] 2>/dev/null && break
-        sleep 0.1
-    done
+    bench_warmup "$client" 16 "$body" "$expect"
     local w0 f0 c0 b0 b1 out
     w0=$(runs_by warm) f0=$(runs_by forked) c0=$(runs_by cold)
-    b0=$(busy)
+    b0=$(bench_busy)
     out=$("$client" "$port" "$n" "$c" "$body" "$expect")
-    b1=$(busy)
+    b1=$(bench_busy)
     local rate p50 p99
     rate=$(sed -n 's/.*req\/s=\([0-9.]*\).*/\1/p' <<<"$out")
     p50=$(sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' <<<"$out")
@@ -66,10 +58,10 @@ serve_round() { # build c: one fresh server, RUNS requests after its warm-up
 
 bare_round() { # kind c
     local kind=$1 c=$2 b0 b1 out
-    b0=$(busy)
+    b0=$(bench_busy)
     out=$(/usr/bin/python3 bench/forklimit.py numpy,pandas "$c" "$n" 'print(1)' \
         $([[ $kind == bare-child-compile ]] && echo child))
-    b1=$(busy)
+    b1=$(bench_busy)
     printf '%s c=%s runs/s %s cpu_ms %s forks_own_cpu_ms %s\n' "$kind" "$c" \
         "$(sed -n 's/.*runs\/s=\([0-9.]*\).*/\1/p' <<<"$out")" "$(per_run "$b0" "$b1" "$n")" \
         "$(sed -n 's/.*cpu_ms_per_run=\([0-9.]*\).*/\1/p' <<<"$out")" | tee -a "$rows"

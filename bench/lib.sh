@@ -27,3 +27,20 @@ bench_stop() {
     wait "$pid" || true
     pid=
 }
+
+# bench_busy: the machine's busy time so far, in jiffies (user, nice, system, irq, softirq from
+# /proc/stat); the difference over a benchmark, times 1000 / CLK_TCK, is its CPU in ms.
+bench_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
+
+# bench_metric NAME: the value of one /metrics line of the server bench_serve started.
+bench_metric() { curl -s "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1==m{print $2}'; }
+
+# bench_warmup CLIENT N BODY EXPECTED: N sequential requests (the template, or the sandboxes,
+# ready), then up to 20 s for the pool to hold 8 ready sandboxes.
+bench_warmup() {
+    "$1" "$port" "$2" 1 "$3" "$4" >/dev/null || true
+    for _ in $(seq 200); do
+        [[ $(bench_metric execbox_pool_ready) -ge 8 ]] 2>/dev/null && return
+        sleep 0.1
+    done
+}

@@ -25,16 +25,8 @@ trap cleanup EXIT
 . bench/lib.sh
 serve() { bench_serve "$log" "$bin" --queue 512 --workers 8 "$@"; }
 stop() { bench_stop; }
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; } # jiffies: user nice system irq softirq
 rss() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
-metric() { curl -s "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1==m{print $2}'; }
-warmup() { # the template (or sandboxes) ready: 8 sequential requests, then wait for the pool
-    "$client" "$port" 8 1 "$1" "$2" >/dev/null || true
-    for _ in $(seq 200); do
-        [[ $(metric execbox_pool_ready) -ge 8 ]] 2>/dev/null && return
-        sleep 0.1
-    done
-}
+warmup() { bench_warmup "$client" 8 "$1" "$2"; } # the template (or sandboxes) ready
 hz=$(getconf CLK_TCK)
 pbody='{"code": "print(6*7)"}'
 pexp='"stdout":"42\n"'
@@ -60,18 +52,18 @@ for mode in cold nothing template; do
     printf '%-10s %-28s %s\n' "$mode" "pandas paced c=1" "$r"
     for c in 1 2 8; do
         warmup "$obody" "$oexp"
-        b0=$(busy)
+        b0=$(bench_busy)
         r=$("$client" "$port" "$n" "$c" "$obody" "$oexp")
-        b1=$(busy)
+        b1=$(bench_busy)
         cpu=$(awk -v a="$b0" -v b="$b1" -v n="$n" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)*1000/hz/n}')
         printf '%-10s %-28s %s cpu_ms_per_run=%s\n' "$mode" "print(1) c=$c" "$r" "$cpu"
     done
     for c in 1 2 8; do
         warmup "$dbody" "$dexp"
         m=$((n / 4))
-        b0=$(busy)
+        b0=$(bench_busy)
         r=$("$client" "$port" "$m" "$c" "$dbody" "$dexp")
-        b1=$(busy)
+        b1=$(bench_busy)
         cpu=$(awk -v a="$b0" -v b="$b1" -v n="$m" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)*1000/hz/n}')
         printf '%-10s %-28s %s cpu_ms_per_run=%s\n' "$mode" "pandas c=$c" "$r" "$cpu"
     done
@@ -81,7 +73,7 @@ for mode in cold nothing template; do
         after=$(rss "$pid")
         printf '%-10s %-28s %s rss_kb_before=%s rss_kb_after=%s templates_started=%s template_memory_bytes=%s\n' \
             "$mode" "print(1) x$big c=8" "$r" "$before" "$after" \
-            "$(metric execbox_templates_started_total)" "$(metric execbox_template_memory_bytes)"
+            "$(bench_metric execbox_templates_started_total)" "$(bench_metric execbox_template_memory_bytes)"
     fi
     stop
 done

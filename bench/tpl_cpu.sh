@@ -28,11 +28,9 @@ pid=
 cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 . bench/lib.sh
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; } # user nice system irq softirq
 hz=$(getconf CLK_TCK)
 obody='{"code": "print(1)"}'
 oexp='"stdout":"1\n"'
-metric() { curl -s "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1==m{print $2}'; }
 
 # name|symbols (inclusive, kernel): the first matching symbol's share is the row's.
 rows=(
@@ -68,25 +66,21 @@ echo "# $(nproc) cores, $(date -u +%FT%TZ), $($bin --version 2>/dev/null || true
 declare -A ms
 for c in $concs; do
     bench_serve "$log" "$bin" --queue 512 --workers 8 --pool 8 --preload numpy,pandas
-    "$client" "$port" 16 1 "$obody" "$oexp" >/dev/null || true
-    for _ in $(seq 200); do
-        [[ $(metric execbox_pool_ready) -ge 8 ]] 2>/dev/null && break
-        sleep 0.1
-    done
+    bench_warmup "$client" 16 "$obody" "$oexp"
     data=$work/perf.$c
-    b0=$(busy)
+    b0=$(bench_busy)
     perf record -a -g -q -o "$data" -- "$client" "$port" "$n" "$c" "$obody" "$oexp" >"$work/r.$c" ||
         { echo "the client failed at c=$c: $(cat "$work/r.$c")" >&2; exit 1; }
-    b1=$(busy)
+    b1=$(bench_busy)
     bench_stop
     per=$(awk -v a="$b0" -v b="$b1" -v n="$n" -v hz="$hz" 'BEGIN{printf "%.3f", (b-a)*1000/hz/n}')
     # The additive split (bench/cpu_split.py), and the same for a bare fork recorded alike.
     perf script -i "$data" -F comm,pid,ip,sym 2>/dev/null |
         python3 bench/cpu_split.py --kind execbox --per "$per" >"$work/split.$c"
-    b0=$(busy)
+    b0=$(bench_busy)
     perf record -a -g -q -o "$work/bare.$c" -- /usr/bin/python3 bench/forklimit.py numpy,pandas \
         "$c" "$n" 'print(1)' >"$work/bare_r.$c"
-    b1=$(busy)
+    b1=$(bench_busy)
     bper=$(awk -v a="$b0" -v b="$b1" -v n="$n" -v hz="$hz" 'BEGIN{printf "%.3f", (b-a)*1000/hz/n}')
     perf script -i "$work/bare.$c" -F comm,pid,ip,sym 2>/dev/null |
         python3 bench/cpu_split.py --kind bare --per "$bper" >"$work/bsplit.$c"

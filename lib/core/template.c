@@ -167,16 +167,31 @@ static struct eb_template *find_locked(struct eb_templates *ts, const struct exe
     return NULL;
 }
 
-struct eb_template *eb_template_find(struct eb_templates *ts, const struct execbox_policy *policy,
-                                     const struct eb_language *lang, const char *preload)
+/* find_locked under mu, the retired template released after. */
+static struct eb_template *find(struct eb_templates *ts, const struct execbox_policy *policy,
+                                const struct eb_language *lang, const char *preload,
+                                bool *ret_renew)
 {
     struct eb_template *retired = NULL;
     pthread_mutex_lock(&ts->mu);
-    struct eb_template *t = find_locked(ts, policy, lang, preload ? preload : "", &retired, NULL);
+    struct eb_template *t = find_locked(ts, policy, lang, preload, &retired, ret_renew);
     pthread_mutex_unlock(&ts->mu);
     if (retired)
         eb_template_release(ts, retired);
     return t;
+}
+
+struct eb_template *eb_template_find(struct eb_templates *ts, const struct execbox_policy *policy,
+                                     const struct eb_language *lang, const char *preload)
+{
+    return find(ts, policy, lang, preload ? preload : "", NULL);
+}
+
+/* Under mu: t listed, counted as started. */
+static void list_locked(struct eb_templates *ts, struct eb_template *t)
+{
+    ts->list[ts->n++] = t;
+    ts->started++;
 }
 
 /* Under start_mu: a new generation for the key, not listed yet (refs 2: the list's and the
@@ -209,8 +224,7 @@ static struct eb_template *start_locked(struct eb_templates *ts,
  * listed in old's place: the caller's reference is then to the successor, old's is dropped and
  * old is retired. When the start fails, old goes on to the end of its generation, where the
  * next acquire starts one as usual. */
-static struct eb_template *renew(struct eb_templates *ts, struct eb_template *old,
-                                 const char *preload)
+static struct eb_template *renew(struct eb_templates *ts, struct eb_template *old)
 {
     struct execbox_error err = {0, ""};
     bool none = false;
@@ -222,30 +236,21 @@ static struct eb_template *renew(struct eb_templates *ts, struct eb_template *ol
         pthread_mutex_unlock(&ts->start_mu);
         return old;
     }
-    struct eb_template *t = start_locked(ts, &old->policy, old->lang, preload, &none, &err);
-    bool listed = false;
+    struct eb_template *t = start_locked(ts, &old->policy, old->lang, old->preload, &none, &err);
     if (t) {
+        /* A slot is free: old's, unlisted now or by its retirement during the start, and only
+         * a holder of start_mu lists a template. */
         pthread_mutex_lock(&ts->mu);
         if (!old->retired)
             unlist_locked(ts, old); /* old's list reference is dropped below */
         else
             old->refs++; /* already dropped by its retirement: balance the release below */
-        if (ts->n < TPL_MAX) {
-            ts->list[ts->n++] = t;
-            ts->started++;
-            listed = true;
-        }
+        list_locked(ts, t);
         pthread_mutex_unlock(&ts->mu);
     }
     pthread_mutex_unlock(&ts->start_mu);
     if (!t)
         return old;
-    if (!listed) { /* old was retired meanwhile and every slot is taken: the caller stays on old */
-        t->refs = 1;
-        eb_template_release(ts, t);
-        eb_template_release(ts, old); /* the balance of the refs++ above */
-        return old;
-    }
     eb_template_release(ts, old); /* the list's (or the balanced) reference */
     eb_template_release(ts, old); /* the caller's: it holds the successor's now */
     return t;
@@ -262,18 +267,13 @@ struct eb_template *eb_template_acquire(struct eb_templates *ts,
         eb_error_set(err, -EINVAL, "preload list too long");
         return NULL;
     }
-    struct eb_template *retired = NULL, *t;
     bool renewing = false;
-    pthread_mutex_lock(&ts->mu);
-    t = find_locked(ts, policy, lang, preload, &retired, &renewing);
-    pthread_mutex_unlock(&ts->mu);
-    if (retired)
-        eb_template_release(ts, retired);
+    struct eb_template *t = find(ts, policy, lang, preload, &renewing);
     if (t)
-        return renewing ? renew(ts, t, preload) : t;
+        return renewing ? renew(ts, t) : t;
+    struct eb_template *retired = NULL;
     pthread_mutex_lock(&ts->start_mu);
     pthread_mutex_lock(&ts->mu);
-    retired = NULL;
     t = find_locked(ts, policy, lang, preload, &retired, NULL); /* another thread may have won */
     bool full = ts->n >= TPL_MAX;
     pthread_mutex_unlock(&ts->mu);
@@ -283,8 +283,7 @@ struct eb_template *eb_template_acquire(struct eb_templates *ts,
         eb_error_set(err, -EBUSY, "%d templates are live already", TPL_MAX);
     } else if (!t && (t = start_locked(ts, policy, lang, preload, ret_none, err))) {
         pthread_mutex_lock(&ts->mu);
-        ts->list[ts->n++] = t;
-        ts->started++;
+        list_locked(ts, t);
         pthread_mutex_unlock(&ts->mu);
     }
     pthread_mutex_unlock(&ts->start_mu);
