@@ -23,13 +23,8 @@ builds=("${BUILD:-build-release}")
 for b in "${builds[@]}"; do
     [[ -x $b/execbox ]] || { echo "no $b/execbox: make release first" >&2; exit 1; }
 done
-work=$(mktemp -d /tmp/forkratio.XXXXXX)
-client=$work/client
-cc -O2 -pthread bench/serve_client.c -o "$client"
-pid=
-cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
 . bench/lib.sh
+bench_setup forkratio
 hz=$(getconf CLK_TCK)
 per_run() { awk -v a="$1" -v b="$2" -v n="$3" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)*1000/hz/n}'; }
 body='{"code": "print(1)"}'

@@ -1,6 +1,24 @@
 # SPDX-License-Identifier: MIT
 # bench/lib.sh - what the serve benchmarks share; sourced, not run.
 
+# bench_setup NAME: a fresh folder $work (/tmp/NAME.XXXXXX) holding the serve client $client
+# (bench/serve_client.c, built) and the server's log $log; on exit (bench_cleanup) the server
+# bench_serve started is killed and the folder removed. A script with more to undo sets its own
+# EXIT trap and calls bench_cleanup from it.
+bench_setup() {
+    work=$(mktemp -d "/tmp/$1.XXXXXX")
+    client=$work/client
+    log=$work/serve.log
+    pid=
+    trap bench_cleanup EXIT
+    cc -O2 -pthread bench/serve_client.c -o "$client"
+}
+bench_cleanup() { # (under set -e: a server already gone must not stop the removal)
+    if [[ -n ${pid:-} ]]; then kill "$pid" 2>/dev/null || true; fi
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+
 # bench_serve LOG BIN ARGS...: starts `BIN serve --listen 127.0.0.1:0 ARGS...` in the background,
 # its JSON log in LOG; sets pid, addr (host:port) and port once it listens, or exits with the
 # log when it does not within 20 s.

@@ -29,13 +29,8 @@ echo "## through the library (p50/p99 per run; -s: runs paced, not saturating th
 "$bench" "${b[@]}" -n $((n / 10)) -j 1 -s 500 -p 2 -P numpy,pandas -c "$pandas" -l "pandas warm c=1 paced"
 
 echo "## through execbox serve (HTTP on loopback, keep-alive)"
-client=$(mktemp /tmp/pool-client.XXXXXX)
-log=$(mktemp /tmp/pool-serve-log.XXXXXX)
-cc -O2 -pthread bench/serve_client.c -o "$client"
-pid=
-cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -f "$client" "$log"; }
-trap cleanup EXIT
 . bench/lib.sh
+bench_setup pool
 serve() { bench_serve "$log" "$bin" --queue 256 --workers 8 "${b[@]/#-b/--backend}" "$@"; }
 stop() { bench_stop; }
 pbody='{"code": "import pandas as pd; print(pd.DataFrame({\"a\": range(100)}).describe().loc[\"mean\", \"a\"])"}'

@@ -17,18 +17,14 @@ fi
 command -v wrk >/dev/null || { echo "bench/serve.sh: wrk is missing (scripts/deps/serve.apt)" >&2; exit 1; }
 [[ -x "$bin" ]] || { echo "bench/serve.sh: no $bin; run 'make release' first" >&2; exit 1; }
 mkdir -p bench/results
-log=$(mktemp /tmp/serve-bench-log.XXXXXX)
 out=bench/results/serve-$(date -u +%Y%m%dT%H%M%SZ).txt
 cores=$(nproc)
 args=(--queue 256)
 [[ -n "${BACKEND:-}" ]] && args+=(--backend "$BACKEND")
 . bench/lib.sh
-pid=
-trap 'kill $pid 2>/dev/null || true; rm -f "$log" "${client:-}"' EXIT
+bench_setup serve-bench
 bench_serve "$log" "$bin" "${args[@]}"
 url=http://$addr
-client=$(mktemp /tmp/serve-client.XXXXXX)
-cc -O2 -pthread bench/serve_client.c -o "$client"
 rss() { awk '/^VmRSS/ {print $2 " kB"}' /proc/$pid/status; }
 backend=$(curl -s "$url/v1/health" | sed 's/.*"backend":"\([^"]*\)".*/\1/')
 {
@@ -60,6 +56,5 @@ backend=$(curl -s "$url/v1/health" | sed 's/.*"backend":"\([^"]*\)".*/\1/')
 } | tee "$out"
 kill -TERM $pid
 wait $pid && echo "server drained and exited 0" | tee -a "$out"
-trap - EXIT
-rm -f "$log" "$client"
+pid=
 echo "saved to $out"

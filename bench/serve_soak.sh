@@ -21,16 +21,12 @@ if [[ -z "$bin" ]]; then
 fi
 [[ -x "$bin" ]] || { echo "bench/serve_soak.sh: no $bin; build first" >&2; exit 1; }
 mkdir -p bench/results
-log=$(mktemp /tmp/serve-soak-log.XXXXXX)
-client=$(mktemp /tmp/serve-soak-client.XXXXXX)
 out=bench/results/serve-soak-$(date -u +%Y%m%dT%H%M%SZ).txt
 args=(--queue "$queue" --backend "$backend")
 [[ -n "${WORKERS:-}" ]] && args+=(--workers "$WORKERS")
 . bench/lib.sh
-pid=
-trap 'kill $pid 2>/dev/null || true; rm -f "$log" "$client"' EXIT
+bench_setup serve-soak
 bench_serve "$log" "$bin" "${args[@]}"
-cc -O2 -pthread bench/serve_client.c -o "$client"
 rss() { awk '/^VmRSS/ {print $2}' /proc/$pid/status; }
 status=0
 {
@@ -51,7 +47,6 @@ status=0
 cat "$out"
 kill -TERM $pid
 wait $pid && echo "server drained and exited 0" | tee -a "$out"
-trap - EXIT
-rm -f "$log" "$client"
+pid=
 echo "saved to $out"
 exit $status

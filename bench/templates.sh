@@ -16,13 +16,8 @@ build=${BUILD:-build-release}
 bin=$build/execbox
 n=${RUNS:-400}
 big=${BIG:-10000}
-client=$(mktemp /tmp/tpl-client.XXXXXX)
-log=$(mktemp /tmp/tpl-serve-log.XXXXXX)
-cc -O2 -pthread bench/serve_client.c -o "$client"
-pid=
-cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -f "$client" "$log"; }
-trap cleanup EXIT
 . bench/lib.sh
+bench_setup tpl
 serve() { bench_serve "$log" "$bin" --queue 512 --workers 8 "$@"; }
 stop() { bench_stop; }
 rss() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }

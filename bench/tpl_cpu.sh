@@ -20,14 +20,8 @@ build=${BUILD:-build-release}
 bin=$build/execbox
 n=${RUNS:-400}
 concs=${CONCS:-1 2 8}
-work=$(mktemp -d /tmp/tplcpu.XXXXXX)
-client=$work/client
-log=$work/serve.log
-cc -O2 -pthread bench/serve_client.c -o "$client"
-pid=
-cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
 . bench/lib.sh
+bench_setup tplcpu
 hz=$(getconf CLK_TCK)
 obody='{"code": "print(1)"}'
 oexp='"stdout":"1\n"'

@@ -24,21 +24,18 @@ BUILD=$(cd "${1:-build-release}" && pwd)
 n=${RUNS:-40}
 preload=${PRELOAD:-numpy,pandas}
 code=${CODE:-print(6*7)}
-client=$(mktemp /tmp/tplph-client.XXXXXX)
-log=$(mktemp /tmp/tplph-log.XXXXXX)
-trace=$(mktemp /tmp/tplph-trace.XXXXXX)
-cc -O2 -pthread bench/serve_client.c -o "$client"
-pid=
+. bench/lib.sh
+bench_setup tplph
+trace=$work/trace
 tpid=
 cleanup() {
-    [[ -n $tpid ]] && kill -INT "$tpid" 2>/dev/null
-    [[ -n $pid ]] && kill "$pid" 2>/dev/null
-    wait 2>/dev/null
-    [[ -n ${KEEP:-} ]] && cp "$trace" "$KEEP"
-    rm -f "$client" "$log" "$trace"
+    if [[ -n $tpid ]]; then kill -INT "$tpid" 2>/dev/null || true; fi
+    if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; fi
+    wait 2>/dev/null || true
+    if [[ -n ${KEEP:-} && -e $trace ]]; then cp "$trace" "$KEEP"; fi
+    bench_cleanup
 }
 trap cleanup EXIT
-. bench/lib.sh
 bench_serve "$log" "$BUILD/execbox" --queue 512 --workers 8 --pool 8 --preload "$preload"
 body=$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1]}))' "$code")
 "$client" "$port" 8 1 "$body" '"exit_code":0' >/dev/null
