@@ -90,11 +90,12 @@ static int take_line(struct logs *l, const char *p, size_t n)
     return 1;
 }
 
-/* A complete held stderr frame: the bootstrap's marked lines are taken out, the rest is
- * output. A marked line is whole within a frame, or it is not ours. */
-static int deliver_held(struct logs *l)
+/* Held stderr bytes (a whole frame, or a frame's complete lines so far): the bootstrap's
+ * marked lines are taken out, the rest is output. A marked line is whole within a frame, or it
+ * is not ours. */
+static int deliver_held(struct logs *l, const char *p, size_t len)
 {
-    const char *p = l->hold, *end = l->hold + l->hold_len;
+    const char *end = p + len;
     size_t mlen = strlen(l->marker);
     while (p < end) {
         const char *m = l->status.have ? NULL : memmem(p, (size_t)(end - p), l->marker, mlen);
@@ -126,17 +127,31 @@ size_t dk_logs_write(char *p, size_t size, size_t n, void *ud)
             l->stream = l->hdr[0] == 2 ? 1 : 0; /* 1 stdout (0 stdin never comes) */
             l->left = (uint32_t)l->hdr[4] << 24 | (uint32_t)l->hdr[5] << 16 |
                       (uint32_t)l->hdr[6] << 8 | l->hdr[7];
-            l->holding = l->stream == 1 && l->left <= DK_HOLD_MAX;
+            /* stderr is read line by line for the marked lines: the engine may put the
+             * program's last output and the bootstrap's report in one frame of any size. */
+            l->holding = l->stream == 1;
             l->hold_len = 0;
             continue;
         }
         size_t take = len - i < l->left ? len - i : l->left;
         int r = 0;
         if (l->holding) {
+            if (take > DK_HOLD_MAX - l->hold_len)
+                take = DK_HOLD_MAX - l->hold_len;
             memcpy(l->hold + l->hold_len, p + i, take);
             l->hold_len += take;
-            if (take == l->left)
-                r = deliver_held(l);
+            if (take == l->left) {
+                r = deliver_held(l, l->hold, l->hold_len);
+                l->hold_len = 0;
+            } else if (l->hold_len == DK_HOLD_MAX) {
+                /* Full mid-frame: its complete lines go now, a partial last line stays (a
+                 * held line no newline ends within DK_HOLD_MAX is output, not a marked one). */
+                const char *nl = memrchr(l->hold, '\n', l->hold_len);
+                size_t done = nl ? (size_t)(nl + 1 - l->hold) : l->hold_len;
+                r = deliver_held(l, l->hold, done);
+                memmove(l->hold, l->hold + done, l->hold_len - done);
+                l->hold_len -= done;
+            }
         } else {
             r = deliver(l, l->stream, p + i, take);
         }

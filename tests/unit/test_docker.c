@@ -129,6 +129,30 @@ static void test_marker_in_one_frame_with_output_before(void **state)
     logs_fini(&l);
 }
 
+static void test_marker_after_a_large_frame_of_output(void **state)
+{
+    (void)state;
+    /* The program's last 9,000 bytes of stderr and the report, coalesced by the engine into
+     * one frame larger than DK_HOLD_MAX: the report is still taken out, the output counted. */
+    static char payload[9200], data[9300];
+    memset(payload, 'e', 9000);
+    snprintf(payload + 9000, sizeof(payload) - 9000,
+             "\x1e"
+             "EXECBOX " NONCE " S 3 0 0 10 20 0\n");
+    size_t n = frame(data, 2, payload);
+    const size_t steps[] = {1, 7, 4096, 4104, n};
+    for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+        struct execbox_request req = {0};
+        struct logs l;
+        logs_init(&l, &req);
+        feed(&l, data, n, steps[k]);
+        assert_true(l.status.have);
+        assert_int_equal(l.status.code, 3);
+        assert_int_equal(l.buf[1].total, 9000);
+        logs_fini(&l);
+    }
+}
+
 static void test_forged_and_malformed_markers_are_output(void **state)
 {
     (void)state;
@@ -321,6 +345,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_demux_any_split),
         cmocka_unit_test(test_marker_in_one_frame_with_output_before),
+        cmocka_unit_test(test_marker_after_a_large_frame_of_output),
         cmocka_unit_test(test_forged_and_malformed_markers_are_output),
         cmocka_unit_test(test_after_status_nothing_is_taken),
         cmocka_unit_test(test_flood_stops_the_stream),
