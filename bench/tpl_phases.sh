@@ -29,9 +29,10 @@ bench_setup tplph
 trace=$work/trace
 tpid=
 cleanup() {
-    if [[ -n $tpid ]]; then kill -INT "$tpid" 2>/dev/null || true; fi
-    if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; fi
-    wait 2>/dev/null || true
+    if [[ -n $tpid ]]; then
+        kill -INT "$tpid" 2>/dev/null || true
+        wait "$tpid" 2>/dev/null || true
+    fi
     if [[ -n ${KEEP:-} && -e $trace ]]; then cp "$trace" "$KEEP"; fi
     bench_cleanup
 }

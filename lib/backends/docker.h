@@ -40,7 +40,7 @@
 #define DK_NPROC 16384
 #define DK_RO_TMPFS "ro,nosuid,nodev,noexec,size=4k,mode=755"
 #define DK_LABEL "org.execbox.run" /* every container we create carries this label */
-#define DK_HOLD_MAX 4096           /* small stderr frames are held whole to find the status line */
+#define DK_HOLD_MAX 4096 /* stderr is held up to this, by lines, to find the status line */
 
 /* One executor's engine: read-only after open(). */
 struct docker_state {
@@ -162,7 +162,6 @@ struct logs {
     char marker[64]; /* "\x1e" "EXECBOX <nonce> " */
     char hold[DK_HOLD_MAX];
     size_t hold_len;
-    bool holding; /* the current frame is a small stderr one, held until complete */
     struct guest_status status;
     struct execbox_file *files; /* as the bootstrap listed them, trusted once status came */
     size_t n_files;

@@ -127,15 +127,14 @@ size_t dk_logs_write(char *p, size_t size, size_t n, void *ud)
             l->stream = l->hdr[0] == 2 ? 1 : 0; /* 1 stdout (0 stdin never comes) */
             l->left = (uint32_t)l->hdr[4] << 24 | (uint32_t)l->hdr[5] << 16 |
                       (uint32_t)l->hdr[6] << 8 | l->hdr[7];
-            /* stderr is read line by line for the marked lines: the engine may put the
-             * program's last output and the bootstrap's report in one frame of any size. */
-            l->holding = l->stream == 1;
             l->hold_len = 0;
             continue;
         }
         size_t take = len - i < l->left ? len - i : l->left;
         int r = 0;
-        if (l->holding) {
+        if (l->stream == 1) {
+            /* stderr is held and read by lines for the marked ones: the engine may put the
+             * program's last output and the bootstrap's report in one frame of any size. */
             if (take > DK_HOLD_MAX - l->hold_len)
                 take = DK_HOLD_MAX - l->hold_len;
             memcpy(l->hold + l->hold_len, p + i, take);
