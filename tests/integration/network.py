@@ -497,6 +497,7 @@ print(json.dumps(out))
         f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
         json.dump({"network": "allow", "allow_ports": [port]}, f)
         f.close()
+        atexit.register(os.unlink, f.name)
         return f.name
 
     def test_raw_sockets_reach_nothing(self):
