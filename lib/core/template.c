@@ -9,10 +9,11 @@
  * until the last sandbox forked from it is destroyed, since stopping it would kill them.
  *
  * A generation's successor is started ahead: the first acquire in the last quarter of a
- * generation (by runs or by age) starts the next template while the listed one goes on forking
- * (eb_template_find, for runs that will not wait), and lists it in its place once it is ready,
- * so that the runs while a template starts (a preload's imports: 0.3-0.5 s) still find one
- * instead of going cold.
+ * generation (by runs or by age), or from its second quarter on when what is left of it at its
+ * rate so far would pass in less than twice the last template's start, starts the next template
+ * while the listed one goes on forking (eb_template_find, for runs that will not wait), and lists
+ * it in its place once it is ready, so that the runs while a template starts (a preload's
+ * imports: 0.3-0.5 s, more beside busy runs) still find one instead of going cold.
  */
 #include "core/template.h"
 
@@ -28,6 +29,9 @@
 #include "model/policy.h"
 
 #define TPL_MAX 16 /* live templates per executor: more keys run without one */
+/* Starts shorter than this are not led by the rate of forks: scheduling noise of that order
+ * would decide it, and the last quarter covers them at any rate a machine reaches. */
+#define TPL_LEAD_MIN_NS 20000000ULL
 
 struct eb_template {
     struct eb_tplproc *box;
@@ -51,6 +55,7 @@ struct eb_templates {
     struct eb_template *list[TPL_MAX];
     size_t n;
     uint64_t started, retired;
+    uint64_t start_ns; /* how long the last template took to start (under mu); 0: none yet */
 };
 
 int eb_templates_new(const struct eb_backend_ops *ops, void *state, unsigned max_runs,
@@ -130,12 +135,22 @@ void eb_templates_free(struct eb_templates *ts)
     free(ts);
 }
 
-/* Under mu: whether t's generation is in its last quarter, by runs or by age: time to start
- * its successor. A quarter of the default 1000 runs covers a template start at 500 runs/s. */
+/* Under mu: whether it is time to start t's successor: its generation is in its last quarter
+ * (by runs or by age), or what is left of it would pass, at its rate of forks so far, in less
+ * than twice the last start took (a machine faster than a quarter of the default 1000 runs
+ * covers, or a start slowed by the runs beside it: the runs after the end would go cold). */
 static bool ending_locked(const struct eb_templates *ts, const struct eb_template *t, uint64_t now)
 {
-    return t->runs >= ts->max_runs - ts->max_runs / 4 ||
-           (double)(now - t->born_ns) / 1e9 >= ts->max_age * 3 / 4;
+    double age_s = (double)(now - t->born_ns) / 1e9;
+    if (t->runs >= ts->max_runs - ts->max_runs / 4 || age_s >= ts->max_age * 3 / 4)
+        return true;
+    double lead_s = 2.0 * (double)ts->start_ns / 1e9;
+    /* The rate is read over a quarter of the generation at least: a successor's first forks
+     * say little of it (and would start the next one at once). */
+    if (ts->start_ns < TPL_LEAD_MIN_NS || age_s <= 0 || t->runs < ts->max_runs / 4)
+        return false;
+    double left_by_runs = (double)(ts->max_runs - t->runs) * age_s / t->runs;
+    return left_by_runs <= lead_s || ts->max_age - age_s <= lead_s;
 }
 
 /* Under mu: the listed template for the key, retiring it first when its generation is over or
@@ -202,6 +217,7 @@ static struct eb_template *start_locked(struct eb_templates *ts,
                                         bool *ret_none, struct execbox_error *err)
 {
     struct eb_template *t = calloc(1, sizeof(*t));
+    uint64_t t0 = eb_now_ns();
     int r = t ? ts->ops->template_start(ts->state, policy, lang, preload, &t->box, err)
               : eb_error_set(err, -ENOMEM, "out of memory");
     if (r < 0) {
@@ -215,6 +231,9 @@ static struct eb_template *start_locked(struct eb_templates *ts,
     t->lang = lang;
     snprintf(t->preload, sizeof(t->preload), "%s", preload);
     t->born_ns = eb_now_ns();
+    pthread_mutex_lock(&ts->mu);
+    ts->start_ns = t->born_ns - t0;
+    pthread_mutex_unlock(&ts->mu);
     t->refs = 2;
     t->runs = 1;
     return t;

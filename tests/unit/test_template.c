@@ -2,8 +2,9 @@
 /*
  * test_template.c - the executor's template registry (lib/core/template.c) over a fake backend
  * whose template starts are held until the test lets them finish: generations end at their
- * bound, the successor of a generation is started ahead in its last quarter while the old one
- * goes on forking, and no run between the two finds no template.
+ * bound, the successor of a generation is started ahead in its last quarter (or earlier, when
+ * the rest of the generation would pass quicker than a start) while the old one goes on forking,
+ * and no run between the two finds no template.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,6 +32,14 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int started, stopped, in_start; /* under mu */
 static bool hold;                      /* starts wait until released (under mu) */
 static bool fail_next;                 /* the next start fails (under mu) */
+static long start_ms;                  /* how long a start takes */
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) < 0)
+        ;
+}
 
 static int fake_start(void *state, const struct execbox_policy *policy,
                       const struct eb_language *lang, const char *preload, struct eb_tplproc **ret,
@@ -43,6 +52,8 @@ static int fake_start(void *state, const struct execbox_policy *policy,
     while (hold)
         pthread_cond_wait(&cv, &mu);
     in_start--;
+    if (start_ms)
+        sleep_ms(start_ms);
     bool fail = fail_next;
     fail_next = false;
     int id = fail ? 0 : ++started;
@@ -88,6 +99,7 @@ static int setup(void **state)
     python = eb_language_find("python");
     started = stopped = in_start = 0;
     hold = fail_next = false;
+    start_ms = 0;
     return python ? 0 : -1;
 }
 
@@ -243,6 +255,45 @@ static void test_failed_successor_keeps_old_to_its_bound(void **state)
     assert_int_equal(stopped, 2);
 }
 
+/* A start of 50 ms and forks far quicker than that (300 in well under 30 ms): the rest of the
+ * 1000-run generation would pass before a successor is ready, so it is started as soon as the
+ * rate is read (a quarter: run 251), long before the last quarter (run 751), and only once. */
+static void test_successor_led_by_the_rate_of_forks(void **state)
+{
+    (void)state;
+    start_ms = 50;
+    struct eb_templates *ts = registry(1000);
+    for (int i = 0; i < 300; i++)
+        eb_template_release(ts, acquire(ts));
+    assert_int_equal(started, 2);
+    struct eb_template *f = eb_template_find(ts, &policy, python, "");
+    assert_non_null(f);
+    assert_int_equal(id_of(f), 2);
+    eb_template_release(ts, f);
+    eb_templates_free(ts);
+}
+
+/* The same start with a fork every 5 ms: the rest of a 100-run generation takes longer than
+ * two starts until near its end, so the successor is not started before run 50 (the rate's
+ * rule would need a start over 120 ms there), and is by the last quarter (run 76). */
+static void test_successor_not_led_by_slow_forks(void **state)
+{
+    (void)state;
+    start_ms = 50;
+    struct eb_templates *ts = registry(100);
+    int first_of_2 = 0;
+    for (int i = 1; i <= 76; i++) {
+        struct eb_template *t = acquire(ts);
+        if (id_of(t) == 2 && !first_of_2)
+            first_of_2 = i;
+        eb_template_release(ts, t);
+        sleep_ms(5);
+    }
+    assert_int_equal(started, 2);
+    assert_true(first_of_2 >= 50);
+    eb_templates_free(ts);
+}
+
 /* Small generations (under 4 runs) have no last quarter to speak of: each ends at its bound. */
 static void test_small_generation_ends_at_bound(void **state)
 {
@@ -270,6 +321,8 @@ int main(void)
         cmocka_unit_test_setup(test_old_generation_forks_while_successor_starts, setup),
         cmocka_unit_test_setup(test_failed_successor_keeps_old_to_its_bound, setup),
         cmocka_unit_test_setup(test_small_generation_ends_at_bound, setup),
+        cmocka_unit_test_setup(test_successor_led_by_the_rate_of_forks, setup),
+        cmocka_unit_test_setup(test_successor_not_led_by_slow_forks, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
