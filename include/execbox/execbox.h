@@ -419,6 +419,11 @@ struct execbox_executor_options {
      * once per 10 s per host. Long-lived programs (serve, mcp) set it, so that a restart cleans
      * up after its killed predecessor at once. */
     bool sweep_now;
+    /* jail: keep runs' emptied cgroups for later runs instead of removing each after its run
+     * (docs/jail.md, "Cgroups kept for reuse"); the kept ones are removed at close. For
+     * programs that run many (serve, mcp): without it a run's cgroup is gone before its result
+     * is handed back, which suits a one-shot run. */
+    bool keep_cgroups;
     /* Templates (jail, python): warm sandboxes are forks of one process per (policy, language,
      * preload) that imported the preload once. Its runs share what a fork cannot make unique
      * (the string-hash secret, the address layout), so a template is replaced after this many
@@ -465,6 +470,10 @@ struct execbox_pool_stats {
     /* Of the misses, runs forked on the spot from their pair's live template (the rest went
      * cold: no template was live for them). */
     uint64_t forked;
+    /* Runs given a cgroup an earlier run had (emptied and its counters reset; jail backend,
+     * docs/pool.md), and how many are kept for that now. */
+    uint64_t cgroups_reused;
+    unsigned cgroups_kept;
 };
 
 /* A snapshot of the pool's counters (all zero without a pool). */

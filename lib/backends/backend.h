@@ -147,6 +147,8 @@ struct eb_backend_ops {
     void (*template_stop)(void *state, struct eb_tplproc *t);
     bool (*template_alive)(struct eb_tplproc *t);
     uint64_t (*template_memory)(struct eb_tplproc *t);
+    /* Optional: the counters of the sandboxes' own resources (ret's cgroups_* fields). */
+    void (*resource_stats)(void *state, struct execbox_pool_stats *ret);
 
     /* Places a request's input files (execbox_request.files) in /workspace before the code
      * runs; without it the executor refuses requests that have some. */

@@ -100,7 +100,8 @@ static void jail_close(void *state)
         return;
     for (int i = 0; i < 4; i++)
         eb_close(&j->tpl_blob_fds[i]);
-    eb_grave_flush(); /* the cgroups in it point at j->cg */
+    eb_grave_flush(); /* the cgroups in it point at j->cg, and may be kept in j->cg_spares */
+    eb_cgroup_spares_free(j->cg_spares);
     pthread_mutex_destroy(&j->tpl_start_lock);
     eb_netns_pool_free(j->pool);
     eb_close(&j->mntns_fd);
@@ -133,6 +134,8 @@ static int jail_open(const struct execbox_executor_options *o, const struct exec
     if (j->userns.root_mode)
         j->pool = eb_netns_pool_new(NETNS_POOL);
     eb_jail_probe_cgroup(&j->cg);
+    if (j->cg.version && o && o->keep_cgroups)
+        j->cg_spares = eb_cgroup_spares_new(&j->cg);
     for (size_t i = 0; i < report->n_walls; i++) {
         if (strcmp(report->walls[i].name, "seccomp") == 0)
             j->seccomp_ok = report->walls[i].ok;
@@ -874,6 +877,13 @@ int eb_jail_bind_ro(void *state, const char *src, const char *dst, struct execbo
     return 0;
 }
 
+static void jail_resource_stats(void *state, struct execbox_pool_stats *ret)
+{
+    struct jail *j = state;
+    if (j && j->cg_spares)
+        eb_cgroup_spares_count(j->cg_spares, &ret->cgroups_kept, &ret->cgroups_reused);
+}
+
 const struct eb_backend_ops eb_backend_jail = {
     .name = "jail",
     .probe = eb_jail_probe,
@@ -889,6 +899,7 @@ const struct eb_backend_ops eb_backend_jail = {
     .template_stop = jail_template_stop,
     .template_alive = eb_tpl_alive,
     .template_memory = eb_tpl_memory,
+    .resource_stats = jail_resource_stats,
     .network_allow = true,
     .check_network = eb_jail_check_network,
     .input_files = true,

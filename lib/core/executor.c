@@ -175,4 +175,6 @@ void execbox_executor_pool_stats(struct execbox_executor *ex, struct execbox_poo
         eb_pool_stats(ex->pool, ret);
     if (ex && ex->pool && ex->lc.tpls)
         eb_templates_stats(ex->lc.tpls, ret);
+    if (ex && ex->lc.ops->resource_stats)
+        ex->lc.ops->resource_stats(ex->lc.state, ret);
 }

@@ -42,8 +42,7 @@ void eb_box_init(struct eb_box *sb, struct jail *j, const struct execbox_policy 
     sb->j = j;
     sb->policy = *pol;
     sb->lang = lang;
-    for (int i = 0; i < EB_CG_N; i++)
-        sb->cg.procs_fd[i] = sb->cg.leave_fd[i] = -1;
+    eb_cgroup_init(&sb->cg);
     eb_child_init(&sb->child);
     sb->k.pidfd = -1;
     eb_host_ws_init(&sb->host);
@@ -73,8 +72,8 @@ int eb_box_cgroup(struct eb_box *sb, struct execbox_error *err)
     char name[64];
     snprintf(name, sizeof(name), EB_JAIL_CG_PREFIX "%d-%08x-%u", (int)getpid(), j->id,
              atomic_fetch_add(&j->seq, 1));
-    return eb_cgroup_create(&j->cg, name, sb->policy.memory, sb->policy.pids, sb->policy.cpus,
-                            &sb->cg, err);
+    return eb_cgroup_create(&j->cg, j->cg_spares, name, sb->policy.memory, sb->policy.pids,
+                            sb->policy.cpus, &sb->cg, err);
 }
 
 void eb_box_destroy(struct eb_box *sb)
@@ -100,7 +99,7 @@ void eb_box_destroy(struct eb_box *sb)
     }
     eb_proxy_stop(sb->proxy, NULL);
     sb->proxy = NULL;
-    eb_cgroup_destroy(&sb->cg);
+    eb_cgroup_release(&sb->cg);
     eb_close(&sb->go_fd);
     eb_close(&sb->code_fd);
     eb_close(&sb->alive_w);

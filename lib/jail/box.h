@@ -35,6 +35,7 @@ struct jail {
     struct eb_uid_pool *uids;
     struct eb_uid_range uid_range;
     struct eb_cgroup_root cg;
+    struct eb_cgroup_spares *cg_spares; /* runs' cgroups kept for reuse (cgroup.h); may be NULL */
     struct eb_seccomp seccomp;
     bool seccomp_ok, landlock_ok;
     char cache[EXECBOX_PATH_MAX]; /* staged /etc and the mount point of new roots */

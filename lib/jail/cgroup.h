@@ -66,21 +66,57 @@ struct eb_cgroup_host {
 void eb_cgroup_detect(const char *fs_root, const char *self_cgroup,
                       const struct eb_cgroup_host *host, struct eb_cgroup_root *r);
 
+/* Spare run cgroups of one executor: a run's cgroup, once all its processes are gone, is reset
+ * and kept for a later run instead of removed (eb_cgroup_release), which takes the mkdir and
+ * rmdir in every hierarchy, the kernel's work behind them and the opens of its files off the
+ * runs. A cgroup is kept only when it holds no process and no child cgroup, at most
+ * EB_CG_REUSE_LEFT bytes are still charged to it, and its peak can be reset
+ * (v1: memory.max_usage_in_bytes; v2: memory.peak, writable from Linux 6.12: before that, on v2,
+ * nothing is kept). Its other counters (OOM kills, CPU) count from a baseline taken then. */
+struct eb_cgroup_spares;
+
+#define EB_CG_SPARES_MAX 32         /* kept at most; more are removed */
+#define EB_CG_REUSE_LEFT (1U << 20) /* bytes a kept cgroup may still have charged */
+
+/* A new empty set for cgroups under root (which must outlive it); NULL when out of memory (the
+ * runs then make their own). */
+struct eb_cgroup_spares *eb_cgroup_spares_new(const struct eb_cgroup_root *root);
+/* Removes every kept cgroup and frees the set. NULL is a no-op. */
+void eb_cgroup_spares_free(struct eb_cgroup_spares *sp);
+/* How many are kept now, and how many runs were given a kept one (for tests and metrics). */
+void eb_cgroup_spares_count(struct eb_cgroup_spares *sp, unsigned *kept, uint64_t *reused);
+
 /* One run's cgroup. */
 struct eb_cgroup {
     const struct eb_cgroup_root *root;
+    struct eb_cgroup_spares *spares;     /* where eb_cgroup_release keeps it; NULL: never */
     char dir[EB_CG_N][EXECBOX_PATH_MAX]; /* "" where not created */
     int procs_fd[EB_CG_N];               /* cgroup.procs, open for writing "0" in the child */
     /* The host side's (base's) procs file, open for init to leave the run's cgroup once the
      * sandbox is empty (see eb_init_loop_leave); -1 where it could not be opened. */
     int leave_fd[EB_CG_N];
+    int peak_fd; /* v2 with spares: memory.peak, reset through this fd when kept; else -1 */
+    /* The limits written, and the counters' values when it was kept (0 when made). */
+    uint64_t memory, quota;
+    uint32_t pids;
+    uint64_t oom_base;
+    int64_t cpu_base_ns;
 };
 
-/* Creates the run's cgroup named name in every usable controller, sets memory (no swap), pids
- * and cpu quota, and opens cgroup.procs for the child to join. 0 or -errno (err set); on
- * failure nothing is left behind. */
-int eb_cgroup_create(const struct eb_cgroup_root *root, const char *name, uint64_t memory,
-                     uint32_t pids, double cpus, struct eb_cgroup *cg, struct execbox_error *err);
+/* An empty cgroup (no directory, every fd -1): what eb_cgroup_destroy and release accept. */
+void eb_cgroup_init(struct eb_cgroup *cg);
+
+/* The run's cgroup: a kept one from spares (its limits rewritten where they differ) when there
+ * is one, else one named name made in every usable controller with memory (no swap), pids and
+ * cpu quota set; its cgroup.procs open for the child to join. spares may be NULL. 0 or -errno
+ * (err set); on failure nothing is left behind. */
+int eb_cgroup_create(const struct eb_cgroup_root *root, struct eb_cgroup_spares *spares,
+                     const char *name, uint64_t memory, uint32_t pids, double cpus,
+                     struct eb_cgroup *cg, struct execbox_error *err);
+
+/* Once the run is over and its init has exited: kept in cg->spares when it may be (see above),
+ * else as eb_cgroup_destroy. cg is left empty either way. */
+void eb_cgroup_release(struct eb_cgroup *cg);
 
 /* In the child (async-signal-safe): joins every controller's cgroup, closes the fds. */
 int eb_cgroup_join(struct eb_cgroup *cg);
@@ -88,6 +124,7 @@ int eb_cgroup_join(struct eb_cgroup *cg);
 /* SIGKILLs every process in the cgroup (v2: cgroup.kill; v1: the pids/memory task list). */
 void eb_cgroup_kill(const struct eb_cgroup *cg);
 
+/* Counters since the cgroup was made or last kept. */
 struct eb_cgroup_stats {
     uint64_t oom_kills;   /* kernel OOM kills inside the cgroup */
     int64_t cpu_ns;       /* -1 unknown */
@@ -102,7 +139,8 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st);
 /* Whether pid (as this process sees it) is in the run's cgroup now: 1, 0, or -errno (no
  * cgroup, or it could not be read). The caller pins pid first (a pidfd still alive). */
 int eb_cgroup_has(const struct eb_cgroup *cg, pid_t pid);
-/* Only the CPU time its processes had, in ns (one file); -1 unknown. */
+/* Only the CPU time its processes had since it was made or kept, in ns (one file); -1
+ * unknown. */
 int64_t eb_cgroup_cpu_ns(const struct eb_cgroup *cg);
 
 /* Kills what is left, removes the cgroup directories (retrying briefly while the kernel lets

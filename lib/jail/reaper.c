@@ -85,7 +85,7 @@ static void grave_bury(struct grave *g)
     struct pollfd p = {.fd = g->pidfd, .events = POLLIN};
     while (poll(&p, 1, EB_KILL_WAIT_MS) < 0 && errno == EINTR)
         ;
-    eb_cgroup_destroy(&g->cg);
+    eb_cgroup_release(&g->cg);
     close(g->pidfd);
     free(g);
 }
@@ -139,10 +139,7 @@ bool eb_grave_add(struct eb_cgroup *cg, int *pidfd)
         free(g);
         return false;
     }
-    for (int i = 0; i < EB_CG_N; i++) {
-        cg->dir[i][0] = '\0';
-        cg->procs_fd[i] = cg->leave_fd[i] = -1;
-    }
+    eb_cgroup_init(cg);
     *pidfd = -1;
     return true;
 }

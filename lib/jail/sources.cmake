@@ -5,7 +5,7 @@ list(APPEND EB_LIB_SOURCES jail/seccomp.c jail/landlock.c)
 # probe (backends/jail_probe.c); namespaces and ids, mounts, cgroups, the sandbox's init and life
 # cycle, the stage, workspaces, templates and network "allow" (jail/).
 list(APPEND EB_LIB_SOURCES backends/jail.c backends/jail_probe.c
-                           jail/ns.c jail/mounts.c jail/cgroup.c jail/netns.c jail/prewarm.c
+                           jail/ns.c jail/mounts.c jail/cgroup.c jail/cgroup_detect.c jail/netns.c jail/prewarm.c
                            jail/cache.c jail/mntpin.c jail/sdscope.c jail/uidpool.c
                            jail/box.c jail/child.c jail/stage.c jail/hostws.c jail/tmpfs.c
                            jail/reaper.c jail/proxyrun.c jail/tplclient.c

@@ -178,13 +178,19 @@ char *srv_metrics_render(struct srv_metrics *m, const struct srv_gauges *g, size
         "# TYPE execbox_templates_retired_total counter\nexecbox_templates_retired_total %llu\n"
         "# HELP execbox_template_memory_bytes The live templates' own memory (peak of their "
         "cgroups).\n"
-        "# TYPE execbox_template_memory_bytes gauge\nexecbox_template_memory_bytes %llu\n",
+        "# TYPE execbox_template_memory_bytes gauge\nexecbox_template_memory_bytes %llu\n"
+        "# HELP execbox_cgroups_reused_total Runs given a cgroup an earlier run had (emptied, "
+        "counters reset).\n"
+        "# TYPE execbox_cgroups_reused_total counter\nexecbox_cgroups_reused_total %llu\n"
+        "# HELP execbox_cgroups_kept Emptied cgroups kept for the next runs.\n"
+        "# TYPE execbox_cgroups_kept gauge\nexecbox_cgroups_kept %u\n",
         (unsigned long long)g->pool.hits, (unsigned long long)g->pool.forked,
         (unsigned long long)(g->pool.misses - g->pool.forked), (unsigned long long)g->pool.started,
         (unsigned long long)g->pool.expired, (unsigned long long)g->pool.failed, g->pool.ready,
         g->pool.templates, (unsigned long long)g->pool.templates_started,
         (unsigned long long)g->pool.templates_retired,
-        (unsigned long long)g->pool.template_memory_bytes);
+        (unsigned long long)g->pool.template_memory_bytes,
+        (unsigned long long)g->pool.cgroups_reused, g->pool.cgroups_kept);
     fprintf(f,
             "# HELP execbox_sessions_open Sessions open now (--max-sessions at most).\n"
             "# TYPE execbox_sessions_open gauge\nexecbox_sessions_open %zu\n"

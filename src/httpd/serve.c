@@ -452,6 +452,7 @@ static int set_up(struct serve_opts *o, struct srv_config *cfg, char *shown, siz
     /* A server restarted after a kill -9 cleans up after its predecessor now, not at some
      * later run. */
     o->sb.exec.sweep_now = true;
+    o->sb.exec.keep_cgroups = true;
     if (execbox_executor_new(&o->sb.exec, &cfg->exec, &err) < 0) {
         fprintf(stderr, "execbox serve: %s\n", err.msg);
         tenants_free(cfg->tenants);

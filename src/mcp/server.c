@@ -159,6 +159,7 @@ static int start(struct server *s, struct cli_sandbox *sb)
     if (take_stdio(s) < 0)
         return -1;
     sb->exec.sweep_now = true; /* a restart cleans up after its killed predecessor now */
+    sb->exec.keep_cgroups = true;
     if (cli_sandbox_executor(sb, &s->ex) < 0)
         return -1;
     /* With --pool, Python sandboxes for the host's own policy start now, before the first call

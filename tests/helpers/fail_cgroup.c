@@ -1,28 +1,75 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fail_cgroup.c - an LD_PRELOAD shim for tests: while the file named by EB_TEST_CGROUP_FAIL
- * exists, every mkdir of an execbox cgroup (a path under /sys/fs/cgroup whose last part starts
- * with "execbox-") fails with EACCES, as on a host whose cgroup tree refuses us. Everything else
- * goes to libc's mkdir.
+ * exists, the host refuses execbox's cgroups, as a cgroup tree that refuses us does: every mkdir
+ * of an execbox cgroup (a path under /sys/fs/cgroup whose last part starts with "execbox-")
+ * fails with EACCES, and so does every open for writing of the file that resets a cgroup's peak
+ * (memory.max_usage_in_bytes, memory.peak) in one, so that no emptied cgroup is kept for reuse
+ * either. Everything else goes to libc.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+static bool refusing(const char *path)
+{
+    const char *flag = getenv("EB_TEST_CGROUP_FAIL");
+    return flag && *flag && strncmp(path, "/sys/fs/cgroup/", 15) == 0 && access(flag, F_OK) == 0;
+}
 
 int mkdir(const char *path, mode_t mode)
 {
     static int (*real)(const char *, mode_t);
     if (!real)
         real = (int (*)(const char *, mode_t))dlsym(RTLD_NEXT, "mkdir");
-    const char *flag = getenv("EB_TEST_CGROUP_FAIL");
     const char *last = strrchr(path, '/');
-    if (flag && *flag && strncmp(path, "/sys/fs/cgroup/", 15) == 0 && last &&
-        strncmp(last + 1, "execbox-", 8) == 0 && access(flag, F_OK) == 0) {
+    if (last && strncmp(last + 1, "execbox-", 8) == 0 && refusing(path)) {
         errno = EACCES;
         return -1;
     }
     return real(path, mode);
+}
+
+/* A reset of an execbox cgroup's peak: opened for writing, below an "execbox-" directory. */
+static bool peak_reset(const char *path, int flags)
+{
+    const char *last = strrchr(path, '/');
+    return (flags & O_ACCMODE) != O_RDONLY && last && strstr(path, "/execbox-") &&
+           (strcmp(last, "/memory.max_usage_in_bytes") == 0 || strcmp(last, "/memory.peak") == 0) &&
+           refusing(path);
+}
+
+static int open_as(const char *name, const char *path, int flags, va_list ap)
+{
+    mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+    if (peak_reset(path, flags)) {
+        errno = EACCES;
+        return -1;
+    }
+    int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, name);
+    return real(path, flags, mode);
+}
+
+int open(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    int r = open_as("open", path, flags, ap);
+    va_end(ap);
+    return r;
+}
+
+int open64(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    int r = open_as("open64", path, flags, ap);
+    va_end(ap);
+    return r;
 }

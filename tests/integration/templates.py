@@ -54,6 +54,14 @@ def template_pids(owner):
     return pids
 
 
+def reuse_expected():
+    """Whether emptied cgroups are kept for reuse here: v1, or v2 from Linux 6.12."""
+    if not os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        return True
+    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
+    return (major, minor) >= (6, 12)
+
+
 def cgroups_of(pid):
     """cgroup directories named after an execbox process (execbox-<pid>-...)."""
     return glob.glob(f"/sys/fs/cgroup/**/execbox-{pid}-*", recursive=True)
@@ -325,8 +333,8 @@ class TemplateTests(Tests):
         assert not template_pids(pid)
 
     def test_cgroup_that_cannot_be_made(self):
-        """While the host refuses execbox's cgroups (an LD_PRELOAD shim fails their mkdir), a
-        run whose fork cannot get its cgroup runs cold, which cannot get one either: a
+        """While the host refuses execbox's cgroups (an LD_PRELOAD shim fails their mkdir and
+        the reset of a kept one's peak), a run whose fork cannot get its cgroup runs cold, which cannot get one either: a
         structured SandboxError, at once, never a hang; once the host allows them again runs
         are forks again, and nothing is left behind after the server stops."""
         shim = os.environ.get("EB_FAIL_CGROUP")
@@ -343,9 +351,17 @@ class TemplateTests(Tests):
                 deadline = time.time() + 60
                 while srv.metrics()["execbox_pool_ready"] < 1 and time.time() < deadline:
                     time.sleep(0.05)
-                # The ready fork has its cgroup already; the next ones cannot get one.
+                # The ready fork has its cgroup already, and emptied cgroups kept for reuse
+                # may serve a few more (none is kept from now on: their reset is refused);
+                # after those, no run can get one.
                 open(flag, "w").close()
                 assert execute(srv, "print(1)")["stdout"] == "1\n"
+                for _ in range(8):
+                    res = execute(srv, "print(2)", timeout=60)
+                    if res["exit_code"] != 0:
+                        break
+                    assert res["stdout"] == "2\n", res
+                assert res["exit_code"] == 1 and res["error"]["name"] == "SandboxError", res
                 for _ in range(3):
                     t = time.time()
                     res = execute(srv, "print(2)", timeout=60)
@@ -367,6 +383,37 @@ class TemplateTests(Tests):
         finally:
             if os.path.exists(flag):
                 os.unlink(flag)
+
+    def test_cgroups_reused_with_limits_and_counters_reset(self):
+        """An emptied run's cgroup is kept and given to a later run (cgroup v1, and v2 from
+        Linux 6.12, whose memory.peak can be reset) with its limits rewritten and its counters
+        reset: a lower limit holds and a higher one allows again, a run after an OOM kill
+        reports none, and each run reports its own peak and CPU, not the last run's. On v2
+        before 6.12 nothing is kept and the same holds."""
+        big = "b = b'x' * (300 << 20)\nprint(len(b) >> 20)"
+        mid = "b = b'x' * (150 << 20)\nprint(1)"
+        burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass"
+        with Server("--pool", "1", "--memory", "512M") as srv:
+            for _ in range(3):
+                r = execute(srv, big, timeout=120)
+                assert r["exit_code"] == 0 and r["stdout"] == "300\n", r
+                assert r["peak_memory_bytes"] >= 300 << 20, r
+                r = execute(srv, mid, memory="100M", timeout=120)
+                assert r["oom_killed"] is True and r["exit_code"] == 137, r
+                r = execute(srv, burn, timeout=120)
+                assert r["exit_code"] == 0 and r["cpu_time"] >= 0.9, r
+                r = execute(srv, "print(1)")
+                assert r["exit_code"] == 0 and r["oom_killed"] is False, r
+                assert r["peak_memory_bytes"] < 64 << 20, r
+                assert r["cpu_time"] < 0.5, r
+            reused = srv.metrics().get("execbox_cgroups_reused_total", 0)
+            pid = srv.proc.pid
+            assert srv.stop() == 0
+        if reuse_expected():
+            assert reused >= 4, reused
+        else:
+            assert reused == 0, reused
+        assert cgroups_of(pid) == [], cgroups_of(pid)
 
     def test_check_reports_template_memory(self):
         """`execbox check --preload` starts the template as serve would and says what it holds

@@ -91,7 +91,7 @@ static void test_v2_delegated(void **state)
 
     struct eb_cgroup cg;
     struct execbox_error err = {0};
-    assert_int_equal(eb_cgroup_create(&r, "execbox-1-0", 64 << 20, 32, 1.5, &cg, &err), 0);
+    assert_int_equal(eb_cgroup_create(&r, NULL, "execbox-1-0", 64 << 20, 32, 1.5, &cg, &err), 0);
     char buf[64];
     get("svc/execbox-1-0/memory.max", buf, sizeof(buf));
     assert_string_equal(buf, "67108864");
@@ -173,7 +173,7 @@ static void test_v2_in_leaf(void **state)
     assert_non_null(strstr(r.place, EB_CG_LEAF));
     struct eb_cgroup cg;
     struct execbox_error err = {0};
-    assert_int_equal(eb_cgroup_create(&r, "execbox-1-1", 64 << 20, 32, 1, &cg, &err), 0);
+    assert_int_equal(eb_cgroup_create(&r, NULL, "execbox-1-1", 64 << 20, 32, 1, &cg, &err), 0);
     assert_true(cg.leave_fd[0] >= 0);
     assert_int_equal(write(cg.leave_fd[0], "0", 1), 1);
     char buf[64];
@@ -296,10 +296,8 @@ static void test_v2_limits_and_stats(void **state)
     snprintf(to, sizeof(to), "%s/prepared", root);
     assert_int_equal(rename(from, to), 0);
     struct eb_cgroup cg;
-    memset(&cg, 0, sizeof(cg));
+    eb_cgroup_init(&cg);
     cg.root = &r;
-    for (int i = 0; i < EB_CG_N; i++)
-        cg.procs_fd[i] = cg.leave_fd[i] = -1;
     /* Use the prepared directory as the run's cgroup. */
     snprintf(cg.dir[0], sizeof(cg.dir[0]), "%s", to);
     put("prepared/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
@@ -366,7 +364,7 @@ static void test_v1_stats(void **state)
     memset(&r, 0, sizeof(r));
     r.version = 1;
     struct eb_cgroup cg;
-    memset(&cg, 0, sizeof(cg));
+    eb_cgroup_init(&cg);
     cg.root = &r;
     snprintf(cg.dir[EB_CG_MEMORY], sizeof(cg.dir[0]), "%s/memory/run", root);
     snprintf(cg.dir[EB_CG_CPUACCT], sizeof(cg.dir[0]), "%s/cpuacct/run", root);
@@ -379,6 +377,150 @@ static void test_v1_stats(void **state)
     assert_int_equal(eb_cgroup_cpu_ns(&cg), 123456789); /* v1: cpuacct */
 }
 
+/* A fake v1 tree with memory and cpuacct below root/memory and root/cpuacct. */
+static void v1_root(struct eb_cgroup_root *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->version = 1;
+    r->have[EB_CG_MEMORY] = r->have[EB_CG_CPUACCT] = true;
+    mk("memory");
+    mk("cpuacct");
+    snprintf(r->base[EB_CG_MEMORY], sizeof(r->base[0]), "%s/memory", root);
+    snprintf(r->base[EB_CG_CPUACCT], sizeof(r->base[0]), "%s/cpuacct", root);
+}
+
+static bool exists(const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s", root, rel);
+    return access(p, F_OK) == 0;
+}
+
+static unsigned kept(struct eb_cgroup_spares *sp)
+{
+    unsigned n;
+    uint64_t reused;
+    eb_cgroup_spares_count(sp, &n, &reused);
+    return n;
+}
+
+/* A run's emptied cgroup is kept, reset, and given to the next run: the same directory (no
+ * mkdir), its limits rewritten where they differ, its peak reset and its OOM and CPU counters
+ * counted from where the last run left them. */
+static void test_v1_kept_and_reused(void **state)
+{
+    (void)state;
+    struct eb_cgroup_root r;
+    v1_root(&r);
+    struct eb_cgroup_spares *sp = eb_cgroup_spares_new(&r);
+    assert_non_null(sp);
+    struct execbox_error err = {0, ""};
+    struct eb_cgroup cg;
+    assert_int_equal(eb_cgroup_create(&r, sp, "execbox-1-a", 64 << 20, 32, 1, &cg, &err), 0);
+    char buf[64];
+    get("memory/execbox-1-a/memory.limit_in_bytes", buf, sizeof(buf));
+    assert_string_equal(buf, "67108864");
+    /* What the first run left: two OOM kills, a peak, CPU, a little memory still charged. */
+    put("memory/execbox-1-a/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+    put("memory/execbox-1-a/memory.usage_in_bytes", "4096\n");
+    put("memory/execbox-1-a/memory.max_usage_in_bytes", "6\n"); /* (a fake file: "0" overwrites) */
+    put("cpuacct/execbox-1-a/cpuacct.usage", "5000\n");
+    eb_cgroup_release(&cg);
+    assert_int_equal(kept(sp), 1);
+    assert_string_equal(cg.dir[EB_CG_MEMORY], "");
+    get("memory/execbox-1-a/memory.max_usage_in_bytes", buf, sizeof(buf));
+    assert_string_equal(buf, "0\n"); /* the kernel then starts the peak afresh */
+    put("memory/execbox-1-a/memory.max_usage_in_bytes", "4096\n");
+
+    assert_int_equal(eb_cgroup_create(&r, sp, "execbox-1-b", 32 << 20, 32, 1, &cg, &err), 0);
+    assert_false(exists("memory/execbox-1-b"));
+    assert_int_equal(kept(sp), 0);
+    assert_non_null(strstr(cg.dir[EB_CG_MEMORY], "/memory/execbox-1-a"));
+    assert_true(cg.procs_fd[EB_CG_MEMORY] >= 0);
+    get("memory/execbox-1-a/memory.limit_in_bytes", buf, sizeof(buf));
+    assert_string_equal(buf, "33554432");
+    struct eb_cgroup_stats st;
+    eb_cgroup_stats(&cg, &st);
+    assert_int_equal(st.oom_kills, 0);
+    assert_int_equal(st.cpu_ns, 0);
+    assert_int_equal(st.peak_memory, 4096);
+    put("memory/execbox-1-a/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+    put("cpuacct/execbox-1-a/cpuacct.usage", "7000\n");
+    eb_cgroup_stats(&cg, &st);
+    assert_int_equal(st.oom_kills, 1);
+    assert_int_equal(st.cpu_ns, 2000);
+    assert_int_equal(eb_cgroup_cpu_ns(&cg), 2000);
+    unsigned n;
+    uint64_t reused;
+    eb_cgroup_spares_count(sp, &n, &reused);
+    assert_int_equal(reused, 1);
+    eb_cgroup_destroy(&cg);
+    eb_cgroup_spares_free(sp);
+}
+
+/* Not kept (removed as before): a process still listed, a child cgroup, more than
+ * EB_CG_REUSE_LEFT still charged, or a peak that cannot be reset. */
+static void test_v1_not_kept(void **state)
+{
+    (void)state;
+    struct eb_cgroup_root r;
+    v1_root(&r);
+    struct eb_cgroup_spares *sp = eb_cgroup_spares_new(&r);
+    assert_non_null(sp);
+    struct execbox_error err = {0, ""};
+    static const char *const names[] = {"execbox-1-p", "execbox-1-c", "execbox-1-m", "execbox-1-r"};
+    for (int i = 0; i < 4; i++) {
+        struct eb_cgroup cg;
+        assert_int_equal(eb_cgroup_create(&r, sp, names[i], 64 << 20, 32, 1, &cg, &err), 0);
+        char p[128], big[32];
+        snprintf(p, sizeof(p), "memory/%s/memory.usage_in_bytes", names[i]);
+        snprintf(big, sizeof(big), "%u\n", EB_CG_REUSE_LEFT + 1);
+        put(p, i == 2 ? big : "0\n");
+        if (i == 0) {
+            snprintf(p, sizeof(p), "cpuacct/%s/tasks", names[i]);
+            put(p, "4242\n");
+        } else if (i == 1) {
+            snprintf(p, sizeof(p), "memory/%s/child", names[i]);
+            mk(p);
+        } else if (i == 3) { /* the reset's file cannot be written */
+            snprintf(p, sizeof(p), "memory/%s/memory.max_usage_in_bytes", names[i]);
+            mk(p);
+        }
+        eb_cgroup_release(&cg);
+        assert_int_equal(kept(sp), 0);
+        assert_string_equal(cg.dir[EB_CG_MEMORY], "");
+    }
+    eb_cgroup_spares_free(sp);
+}
+
+/* v2 before Linux 6.12: memory.peak cannot be written, so its reset cannot be had and nothing
+ * is ever kept: each run makes its own cgroup, as without spares. */
+static void test_v2_without_peak_reset_keeps_nothing(void **state)
+{
+    (void)state;
+    struct eb_cgroup_root r;
+    memset(&r, 0, sizeof(r));
+    r.version = 2;
+    r.have[EB_CG_MEMORY] = r.have[EB_CG_PIDS] = true;
+    mk("a");
+    snprintf(r.base[0], sizeof(r.base[0]), "%s/a", root);
+    struct eb_cgroup_spares *sp = eb_cgroup_spares_new(&r);
+    assert_non_null(sp);
+    struct execbox_error err = {0, ""};
+    struct eb_cgroup cg;
+    assert_int_equal(eb_cgroup_create(&r, sp, "execbox-1-a", 64 << 20, 32, 1, &cg, &err), 0);
+    assert_null(cg.spares);
+    assert_int_equal(cg.peak_fd, -1);
+    put("a/execbox-1-a/cgroup.events", "populated 0\nfrozen 0\n");
+    put("a/execbox-1-a/memory.current", "0\n");
+    eb_cgroup_release(&cg);
+    assert_int_equal(kept(sp), 0);
+    assert_int_equal(eb_cgroup_create(&r, sp, "execbox-1-b", 64 << 20, 32, 1, &cg, &err), 0);
+    assert_true(exists("a/execbox-1-b"));
+    eb_cgroup_destroy(&cg);
+    eb_cgroup_spares_free(sp);
+}
+
 static void test_nothing_usable(void **state)
 {
     (void)state;
@@ -388,7 +530,7 @@ static void test_nothing_usable(void **state)
     assert_true(r.why[0] != '\0');
     struct eb_cgroup cg;
     struct execbox_error err = {0};
-    assert_int_equal(eb_cgroup_create(&r, "x", 1, 1, 1, &cg, &err), 0);
+    assert_int_equal(eb_cgroup_create(&r, NULL, "x", 1, 1, 1, &cg, &err), 0);
     eb_cgroup_destroy(&cg);
 }
 
@@ -423,7 +565,7 @@ static struct eb_cgroup v1_run(struct eb_cgroup_root *r, const char *procs)
     memset(r, 0, sizeof(*r));
     r->version = 1;
     struct eb_cgroup cg;
-    memset(&cg, 0, sizeof(cg));
+    eb_cgroup_init(&cg);
     cg.root = r;
     snprintf(cg.dir[EB_CG_PIDS], sizeof(cg.dir[0]), "%s/pids/execbox-1-run", root);
     return cg;
@@ -519,6 +661,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v2_limits_and_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_undelegated_falls_back_to_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_stats, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v1_kept_and_reused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v1_not_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_without_peak_reset_keeps_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_usable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_kill_never_takes_a_cut_off_number, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_kill_only_members, setup, teardown),

@@ -266,6 +266,44 @@ def check_session():
         raise Fail(f"serve exited {rc} after SIGTERM: {tail(s.proc.stderr.read())}")
 
 
+def reuse_expected():
+    # Emptied cgroups are kept for reuse where a cgroup's peak can be reset: v2 from 6.12.
+    major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+    return (major, minor) >= (6, 12)
+
+
+def check_cgroup_reuse():
+    # A run's emptied cgroup given to the next runs (6.12+) has its limits rewritten and its
+    # counters reset: a lower cap holds, a higher one allows again, a run after an OOM kill
+    # reports none and its own peak. Before 6.12 nothing is kept, and the same must hold.
+    s = Serve("--pool", "1", "--memory", "256M")
+    try:
+        for i in range(2):
+            r = s.jreq("POST", "/v1/execute", {"code": "b = b'x' * (150 << 20)\nprint(len(b) >> 20)"})
+            if r.get("stdout") != "150\n" or (r.get("peak_memory_bytes") or 0) < 150 << 20:
+                raise Fail(f"round {i}, 150 MiB under 256M: exit {r.get('exit_code')} stdout "
+                           f"{r.get('stdout')!r} peak {r.get('peak_memory_bytes')} error "
+                           f"{r.get('error')!r}")
+            r = s.jreq("POST", "/v1/execute", {"code": "b = b'x' * (150 << 20)", "memory": "100M"})
+            want_memory_limit(r, f"round {i}, 150 MiB under 100M")
+            r = s.jreq("POST", "/v1/execute", {"code": "print(1)"})
+            if r.get("stdout") != "1\n" or r.get("oom_killed") is not False or \
+                    (r.get("peak_memory_bytes") or 1 << 40) >= 64 << 20:
+                raise Fail(f"round {i}, print(1) after them: stdout {r.get('stdout')!r} "
+                           f"oom_killed {r.get('oom_killed')!r} peak {r.get('peak_memory_bytes')}")
+        st, data = s.req("GET", "/metrics")
+        reused = [ln.split()[1] for ln in data.decode().splitlines()
+                  if ln.startswith("execbox_cgroups_reused_total ")]
+    finally:
+        rc = s.stop()
+    if rc != 0:
+        raise Fail(f"serve exited {rc} after SIGTERM: {tail(s.proc.stderr.read())}")
+    n = int(float(reused[0])) if reused else -1
+    if reuse_expected() and n < 2 or not reuse_expected() and n != 0:
+        raise Fail(f"execbox_cgroups_reused_total {n} on {os.uname().release}")
+    print(f"  cgroups reused: {n}", flush=True)
+
+
 class Hello(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = b"hello from the vm"
@@ -436,7 +474,8 @@ def check_walls():
 
 CHECKS = [("check", check_check), ("churn", check_churn), ("memory_limit", check_memory_limit),
           ("warm", check_warm), ("host_workspace", check_host_workspace),
-          ("session", check_session), ("network", check_network),
+          ("session", check_session), ("cgroup_reuse", check_cgroup_reuse),
+          ("network", check_network),
           ("teardown", check_teardown), ("teardown_kill", check_teardown_kill)]
 EXTRA = {"busctl": check_busctl, "walls": check_walls}
 
