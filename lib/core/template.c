@@ -10,10 +10,10 @@
  *
  * A generation's successor is started ahead: the first acquire in the last quarter of a
  * generation (by runs or by age), or from its second quarter on when what is left of it at its
- * rate so far would pass in less than twice the last template's start, starts the next template
- * while the listed one goes on forking (eb_template_find, for runs that will not wait), and lists
- * it in its place once it is ready, so that the runs while a template starts (a preload's
- * imports: 0.3-0.5 s, more beside busy runs) still find one instead of going cold.
+ * recent rate would pass in less than six times the last template's start, starts the next
+ * template while the listed one goes on forking (eb_template_find, for runs that will not wait),
+ * and lists it in its place once it is ready, so that the runs while a template starts (a
+ * preload's imports: 0.4 s, 1.6-2.4 s beside busy runs) still find one instead of going cold.
  */
 #include "core/template.h"
 
@@ -32,6 +32,11 @@
 /* Starts shorter than this are not led by the rate of forks: scheduling noise of that order
  * would decide it, and the last quarter covers them at any rate a machine reaches. */
 #define TPL_LEAD_MIN_NS 20000000ULL
+/* How many of the last start's durations ahead the successor is started. The first start is
+ * measured before the runs begin: a numpy,pandas template took 0.39 s so, and 1.6-2.4 s beside
+ * eight concurrent runs on two cores (`execbox check --preload` under load, 2026-12-06); with
+ * twice or three times the idle figure, 10-29 of 1,200 runs at c=8 still went cold. */
+#define TPL_LEAD_STARTS 6.0
 
 struct eb_template {
     struct eb_tplproc *box;
@@ -40,6 +45,10 @@ struct eb_template {
     char preload[256];
     uint64_t born_ns;
     unsigned runs; /* forks asked for: the generation bound counts these */
+    /* The rate of forks lately (under mu): when runs passed the last two multiples of an
+     * eighth of the generation, [0] the older; the time it was born before that. */
+    uint64_t mark_ns[2];
+    unsigned mark_runs[2];
     unsigned refs; /* 1 while listed, +1 per acquire not yet released (under mu) */
     bool retired;
     bool renewing; /* its successor was asked for (under mu): once per generation */
@@ -136,21 +145,34 @@ void eb_templates_free(struct eb_templates *ts)
 }
 
 /* Under mu: whether it is time to start t's successor: its generation is in its last quarter
- * (by runs or by age), or what is left of it would pass, at its rate of forks so far, in less
- * than twice the last start took (a machine faster than a quarter of the default 1000 runs
- * covers, or a start slowed by the runs beside it: the runs after the end would go cold). */
+ * (by runs or by age), or what is left of it would pass, at its recent rate of forks (since
+ * the older of its last two eighths), in less than TPL_LEAD_STARTS times the last start took:
+ * on a machine faster than a quarter of the default 1000 runs covers, or with a start slowed by
+ * the runs beside it, the runs after the end would go cold. */
 static bool ending_locked(const struct eb_templates *ts, const struct eb_template *t, uint64_t now)
 {
     double age_s = (double)(now - t->born_ns) / 1e9;
     if (t->runs >= ts->max_runs - ts->max_runs / 4 || age_s >= ts->max_age * 3 / 4)
         return true;
-    double lead_s = 2.0 * (double)ts->start_ns / 1e9;
-    /* The rate is read over a quarter of the generation at least: a successor's first forks
-     * say little of it (and would start the next one at once). */
-    if (ts->start_ns < TPL_LEAD_MIN_NS || age_s <= 0 || t->runs < ts->max_runs / 4)
+    /* The rate is read from a quarter of the generation on: a successor's first forks say
+     * little of it (and would start the next one at once). */
+    if (ts->start_ns < TPL_LEAD_MIN_NS || t->runs < ts->max_runs / 4 || now <= t->mark_ns[0])
         return false;
-    double left_by_runs = (double)(ts->max_runs - t->runs) * age_s / t->runs;
-    return left_by_runs <= lead_s || ts->max_age - age_s <= lead_s;
+    double lead_s = TPL_LEAD_STARTS * (double)ts->start_ns / 1e9;
+    double rate = (double)(t->runs - t->mark_runs[0]) / ((double)(now - t->mark_ns[0]) / 1e9);
+    return (double)(ts->max_runs - t->runs) <= lead_s * rate || ts->max_age - age_s <= lead_s;
+}
+
+/* Under mu: one more fork of t counted, and its rate's marks moved on every eighth. */
+static void count_run_locked(const struct eb_templates *ts, struct eb_template *t, uint64_t now)
+{
+    unsigned step = ts->max_runs >= 8 ? ts->max_runs / 8 : 1;
+    if (++t->runs % step == 0) {
+        t->mark_ns[0] = t->mark_ns[1];
+        t->mark_runs[0] = t->mark_runs[1];
+        t->mark_ns[1] = now;
+        t->mark_runs[1] = t->runs;
+    }
 }
 
 /* Under mu: the listed template for the key, retiring it first when its generation is over or
@@ -176,7 +198,7 @@ static struct eb_template *find_locked(struct eb_templates *ts, const struct exe
         if (ret_renew && !t->renewing && ending_locked(ts, t, now))
             *ret_renew = t->renewing = true;
         t->refs++;
-        t->runs++;
+        count_run_locked(ts, t, now);
         return t;
     }
     return NULL;
@@ -231,6 +253,8 @@ static struct eb_template *start_locked(struct eb_templates *ts,
     t->lang = lang;
     snprintf(t->preload, sizeof(t->preload), "%s", preload);
     t->born_ns = eb_now_ns();
+    t->mark_ns[0] = t->mark_ns[1] = t->born_ns;
+    t->mark_runs[0] = t->mark_runs[1] = 1;
     pthread_mutex_lock(&ts->mu);
     ts->start_ns = t->born_ns - t0;
     pthread_mutex_unlock(&ts->mu);

@@ -255,15 +255,19 @@ static void test_failed_successor_keeps_old_to_its_bound(void **state)
     assert_int_equal(stopped, 2);
 }
 
-/* A start of 50 ms and forks far quicker than that (300 in well under 30 ms): the rest of the
- * 1000-run generation would pass before a successor is ready, so it is started as soon as the
- * rate is read (a quarter: run 251), long before the last quarter (run 751), and only once. */
+/* A start of 50 ms, a second of idleness, then forks far quicker than that (300 in well under
+ * 30 ms): the rest of the 1000-run generation would pass before a successor is ready, so it is
+ * started as soon as the rate is read (a quarter: run 251), long before the last quarter (run
+ * 751), and only once. The rate is the recent one: over the generation's whole age, idleness
+ * included, it would be 250 runs a second and start nothing. */
 static void test_successor_led_by_the_rate_of_forks(void **state)
 {
     (void)state;
     start_ms = 50;
     struct eb_templates *ts = registry(1000);
-    for (int i = 0; i < 300; i++)
+    eb_template_release(ts, acquire(ts));
+    sleep_ms(1000);
+    for (int i = 1; i < 300; i++)
         eb_template_release(ts, acquire(ts));
     assert_int_equal(started, 2);
     struct eb_template *f = eb_template_find(ts, &policy, python, "");
@@ -273,9 +277,9 @@ static void test_successor_led_by_the_rate_of_forks(void **state)
     eb_templates_free(ts);
 }
 
-/* The same start with a fork every 5 ms: the rest of a 100-run generation takes longer than
- * two starts until near its end, so the successor is not started before run 50 (the rate's
- * rule would need a start over 120 ms there), and is by the last quarter (run 76). */
+/* The same start with a fork every 10 ms: the rest of a 100-run generation takes longer than
+ * six starts until near its end, so the successor is not started before run 50 (the rate's
+ * rule would need a start over 80 ms there), and is by the last quarter (run 76). */
 static void test_successor_not_led_by_slow_forks(void **state)
 {
     (void)state;
@@ -287,7 +291,7 @@ static void test_successor_not_led_by_slow_forks(void **state)
         if (id_of(t) == 2 && !first_of_2)
             first_of_2 = i;
         eb_template_release(ts, t);
-        sleep_ms(5);
+        sleep_ms(10);
     }
     assert_int_equal(started, 2);
     assert_true(first_of_2 >= 50);
