@@ -22,6 +22,10 @@
 #include "base/limits.h"
 #include "base/util.h"
 
+#ifndef W_EXITCODE /* glibc's; musl, which the templates' init is built with, has none */
+#define W_EXITCODE(ret, sig) ((ret) << 8 | (sig))
+#endif
+
 void eb_child_send_err(int fd, const struct execbox_error *e)
 {
     struct eb_msg m;
