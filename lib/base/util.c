@@ -301,19 +301,23 @@ int eb_wait_child(pid_t pid, int timeout_ms, int *ret_status)
     return r > 0 ? 0 : r;
 }
 
-bool eb_compat_forced(const char *mechanism)
+bool eb_word_in(const char *list, const char *word, const char *seps)
 {
-    const char *v = secure_getenv("EXECBOX_JAIL_COMPAT");
-    size_t n = strlen(mechanism);
-    for (const char *p = v; p && *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(p, mechanism, n) == 0)
+    size_t n = strlen(word);
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, seps);
+        if (len == n && strncmp(p, word, n) == 0)
             return true;
         p += len;
         if (*p)
             p++;
     }
     return false;
+}
+
+bool eb_compat_forced(const char *mechanism)
+{
+    return eb_word_in(secure_getenv("EXECBOX_JAIL_COMPAT"), mechanism, ",");
 }
 
 /* The "Pid:" line of a pidfd's fdinfo: the process's pid in our pid namespace, -1 once it is

@@ -105,4 +105,7 @@ const char *eb_tmp_dir(void);
  * the fallback on a newer kernel too. Never a way to turn a wall off. */
 bool eb_compat_forced(const char *mechanism);
 
+/* Whether word is one of the items of list (NULL: none) separated by any of seps. */
+bool eb_word_in(const char *list, const char *word, const char *seps);
+
 #endif

@@ -19,20 +19,6 @@
 
 static const char *const ctrl_name[EB_CG_N] = {"memory", "pids", "cpu", "cpuacct"};
 
-static bool word_in(const char *list, const char *word, const char *seps)
-{
-    size_t n = strlen(word);
-    for (const char *p = list; *p;) {
-        size_t len = strcspn(p, seps);
-        if (len == n && strncmp(p, word, n) == 0)
-            return true;
-        p += len;
-        if (*p)
-            p++;
-    }
-    return false;
-}
-
 static bool is_dir_writable(const char *d)
 {
     struct stat st;
@@ -42,8 +28,8 @@ static bool is_dir_writable(const char *d)
 /* The controllers runs need, as subtree_control words (cpu where the cgroup has it). */
 static bool has_ctrls(const char *list, bool cpu)
 {
-    return word_in(list, "memory", " \n") && word_in(list, "pids", " \n") &&
-           (!cpu || word_in(list, "cpu", " \n"));
+    return eb_word_in(list, "memory", " \n") && eb_word_in(list, "pids", " \n") &&
+           (!cpu || eb_word_in(list, "cpu", " \n"));
 }
 
 /* systemd marks the cgroups it delegates (Delegate=yes; v251+) with this extended attribute. */
@@ -139,7 +125,7 @@ static bool detect_top(const char *mnt, const char *ctl_avail, const char *faile
     if (!is_dir_writable(mnt) || !has_ctrls(ctl_avail, false) ||
         snprintf(top, sizeof(top), "%s/" EB_CG_TOP, mnt) >= (int)sizeof(top))
         return false;
-    bool cpu_avail = word_in(ctl_avail, "cpu", " \n");
+    bool cpu_avail = eb_word_in(ctl_avail, "cpu", " \n");
     const char *want = cpu_avail ? "+memory +pids +cpu" : "+memory +pids";
     int w = 0;
     if (eb_cg_read(mnt, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
@@ -165,9 +151,9 @@ static bool detect_top(const char *mnt, const char *ctl_avail, const char *faile
     }
     r->version = 2;
     snprintf(r->base[0], sizeof(r->base[0]), "%s", top);
-    r->have[EB_CG_MEMORY] = word_in(buf, "memory", " \n");
-    r->have[EB_CG_PIDS] = word_in(buf, "pids", " \n");
-    r->have[EB_CG_CPU] = word_in(buf, "cpu", " \n");
+    r->have[EB_CG_MEMORY] = eb_word_in(buf, "memory", " \n");
+    r->have[EB_CG_PIDS] = eb_word_in(buf, "pids", " \n");
+    r->have[EB_CG_CPU] = eb_word_in(buf, "cpu", " \n");
     r->have[EB_CG_CPUACCT] = true;
     snprintf(r->place, sizeof(r->place),
              "/" EB_CG_TOP " (made at the top: no systemd to delegate a cgroup, and %.120s)",
@@ -195,14 +181,14 @@ static bool detect_v2(const char *mnt, const char *path, const struct eb_cgroup_
     if (eb_cg_read(mnt, "cgroup.controllers", buf, sizeof(buf)) < 0)
         return false;
     buf[strcspn(buf, "\n")] = '\0';
-    if (!word_in(buf, "memory", " \n") || !word_in(buf, "pids", " \n")) {
+    if (!eb_word_in(buf, "memory", " \n") || !eb_word_in(buf, "pids", " \n")) {
         snprintf(r->why, sizeof(r->why), "v2 lacks memory/pids (has: %.40s)",
                  buf[0] ? buf : "none");
         return false;
     }
     char ctl[512] = "";
     (void)eb_cg_read(base, "cgroup.controllers", ctl, sizeof(ctl));
-    bool cpu_avail = word_in(ctl, "cpu", " \n");
+    bool cpu_avail = eb_word_in(ctl, "cpu", " \n");
     const char *want = cpu_avail ? "+memory +pids +cpu" : "+memory +pids";
     bool root_cg = strcmp(base, mnt) == 0 && strcmp(path, "/") == 0;
     if (!is_dir_writable(base) || !has_ctrls(ctl, false)) {
@@ -270,9 +256,9 @@ static bool detect_v2(const char *mnt, const char *path, const struct eb_cgroup_
     }
     r->version = 2;
     snprintf(r->base[0], sizeof(r->base[0]), "%s", base);
-    r->have[EB_CG_MEMORY] = word_in(buf, "memory", " \n");
-    r->have[EB_CG_PIDS] = word_in(buf, "pids", " \n");
-    r->have[EB_CG_CPU] = word_in(buf, "cpu", " \n");
+    r->have[EB_CG_MEMORY] = eb_word_in(buf, "memory", " \n");
+    r->have[EB_CG_PIDS] = eb_word_in(buf, "pids", " \n");
+    r->have[EB_CG_CPU] = eb_word_in(buf, "cpu", " \n");
     r->have[EB_CG_CPUACCT] = true; /* cpu.stat usage_usec exists in every v2 cgroup */
     snprintf(r->why, sizeof(r->why), "cgroup v2 at %s", base);
     return true;
@@ -336,7 +322,7 @@ void eb_cgroup_detect(const char *fs_root, const char *self_cgroup,
             ctrls[cn] = '\0';
             memcpy(path, b + 1, pn);
             path[pn] = '\0';
-            if (!word_in(ctrls, ctrl_name[c], ","))
+            if (!eb_word_in(ctrls, ctrl_name[c], ","))
                 continue;
             const char *mounts[] = {ctrls, ctrl_name[c]};
             for (size_t m = 0; m < 2 && !r->have[c]; m++) {

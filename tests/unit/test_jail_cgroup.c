@@ -389,6 +389,15 @@ static void v1_root(struct eb_cgroup_root *r)
     snprintf(r->base[EB_CG_CPUACCT], sizeof(r->base[0]), "%s/cpuacct", root);
 }
 
+/* A fake v1 tree (v1_root) and an empty set of spares for it. */
+static struct eb_cgroup_spares *v1_spares(struct eb_cgroup_root *r)
+{
+    v1_root(r);
+    struct eb_cgroup_spares *sp = eb_cgroup_spares_new(r);
+    assert_non_null(sp);
+    return sp;
+}
+
 static bool exists(const char *rel)
 {
     char p[512];
@@ -411,9 +420,7 @@ static void test_v1_kept_and_reused(void **state)
 {
     (void)state;
     struct eb_cgroup_root r;
-    v1_root(&r);
-    struct eb_cgroup_spares *sp = eb_cgroup_spares_new(&r);
-    assert_non_null(sp);
+    struct eb_cgroup_spares *sp = v1_spares(&r);
     struct execbox_error err = {0, ""};
     struct eb_cgroup cg;
     assert_int_equal(eb_cgroup_create(&r, sp, "execbox-1-a", 64 << 20, 32, 1, &cg, &err), 0);
@@ -464,9 +471,7 @@ static void test_v1_not_kept(void **state)
 {
     (void)state;
     struct eb_cgroup_root r;
-    v1_root(&r);
-    struct eb_cgroup_spares *sp = eb_cgroup_spares_new(&r);
-    assert_non_null(sp);
+    struct eb_cgroup_spares *sp = v1_spares(&r);
     struct execbox_error err = {0, ""};
     static const char *const names[] = {"execbox-1-p", "execbox-1-c", "execbox-1-m", "execbox-1-r"};
     for (int i = 0; i < 4; i++) {
