@@ -278,7 +278,7 @@ def check_cgroup_reuse():
     # reports none and its own peak. Before 6.12 nothing is kept, and the same must hold.
     s = Serve("--pool", "1", "--memory", "256M")
     try:
-        for i in range(2):
+        for i in range(3):
             r = s.jreq("POST", "/v1/execute", {"code": "b = b'x' * (150 << 20)\nprint(len(b) >> 20)"})
             if r.get("stdout") != "150\n" or (r.get("peak_memory_bytes") or 0) < 150 << 20:
                 raise Fail(f"round {i}, 150 MiB under 256M: exit {r.get('exit_code')} stdout "
@@ -299,7 +299,9 @@ def check_cgroup_reuse():
     if rc != 0:
         raise Fail(f"serve exited {rc} after SIGTERM: {tail(s.proc.stderr.read())}")
     n = int(float(reused[0])) if reused else -1
-    if reuse_expected() and n < 2 or not reuse_expected() and n != 0:
+    # At least one: runs release their cgroups in the background, and a pool's refill may come
+    # first and make its own.
+    if reuse_expected() and n < 1 or not reuse_expected() and n != 0:
         raise Fail(f"execbox_cgroups_reused_total {n} on {os.uname().release}")
     print(f"  cgroups reused: {n}", flush=True)
 
