@@ -586,9 +586,10 @@ static uint64_t charged(const struct eb_cgroup *cg)
 }
 
 /* Makes the vacated cg a fresh run's: at most EB_CG_REUSE_LEFT bytes still charged to it, its
- * peak reset, its other counters' baselines taken. 0 or -errno. Nothing is reclaimed to get
- * there: the pages charged to it may be mapped by others now (a template's successor maps the
- * same libraries), whose reclaim would fault them in again from disk. */
+ * peak reset, its CPU bandwidth refilled, its other counters' baselines taken. 0 or -errno.
+ * Nothing is reclaimed to get there: the pages charged to it may be mapped by others now (a
+ * template's successor maps the same libraries), whose reclaim would fault them in again from
+ * disk. */
 static int renew_counters(struct eb_cgroup *cg)
 {
     int r;
@@ -601,6 +602,16 @@ static int renew_counters(struct eb_cgroup *cg)
                                         : eb_cg_write(d, "memory.max_usage_in_bytes", "0")) < 0)
             return r;
     }
+    /* The CPU quota written again: the kernel then refills the bandwidth of the period and
+     * unthrottles, so that a run that used up its quota does not leave the next one throttled
+     * (or able to tell) for the rest of the period. */
+    char val[48];
+    const char *cd = cg->root->version == 2 ? cg->dir[0] : cg->dir[EB_CG_CPU];
+    snprintf(val, sizeof(val), cg->root->version == 2 ? "%" PRIu64 " 100000" : "%" PRIu64,
+             cg->quota);
+    if (cg->root->have[EB_CG_CPU] && cd[0] &&
+        (r = eb_cg_write(cd, cg->root->version == 2 ? "cpu.max" : "cpu.cfs_quota_us", val)) < 0)
+        return r;
     cg->oom_base = raw_oom_kills(cg);
     int64_t cpu = raw_cpu_ns(cg);
     cg->cpu_base_ns = cpu > 0 ? cpu : 0;

@@ -382,10 +382,12 @@ static void v1_root(struct eb_cgroup_root *r)
 {
     memset(r, 0, sizeof(*r));
     r->version = 1;
-    r->have[EB_CG_MEMORY] = r->have[EB_CG_CPUACCT] = true;
+    r->have[EB_CG_MEMORY] = r->have[EB_CG_CPU] = r->have[EB_CG_CPUACCT] = true;
     mk("memory");
+    mk("cpu");
     mk("cpuacct");
     snprintf(r->base[EB_CG_MEMORY], sizeof(r->base[0]), "%s/memory", root);
+    snprintf(r->base[EB_CG_CPU], sizeof(r->base[0]), "%s/cpu", root);
     snprintf(r->base[EB_CG_CPUACCT], sizeof(r->base[0]), "%s/cpuacct", root);
 }
 
@@ -432,8 +434,11 @@ static void test_v1_kept_and_reused(void **state)
     put("memory/execbox-1-a/memory.usage_in_bytes", "4096\n");
     put("memory/execbox-1-a/memory.max_usage_in_bytes", "6\n"); /* (a fake file: "0" overwrites) */
     put("cpuacct/execbox-1-a/cpuacct.usage", "5000\n");
+    put("cpu/execbox-1-a/cpu.cfs_quota_us", "-"); /* (a fake file: the rewrite overwrites it) */
     eb_cgroup_release(&cg);
     assert_int_equal(kept(sp), 1);
+    get("cpu/execbox-1-a/cpu.cfs_quota_us", buf, sizeof(buf));
+    assert_string_equal(buf, "100000"); /* written again: the period's bandwidth refilled */
     assert_string_equal(cg.dir[EB_CG_MEMORY], "");
     get("memory/execbox-1-a/memory.max_usage_in_bytes", buf, sizeof(buf));
     assert_string_equal(buf, "0\n"); /* the kernel then starts the peak afresh */
