@@ -70,6 +70,19 @@ void eb_cgroup_init(struct eb_cgroup *cg)
     cg->peak_fd = -1;
 }
 
+/* Writes cg's CFS quota (per 100 ms period), which also refills the period's bandwidth and
+ * unthrottles the cgroup. 0 or -errno. */
+static int write_quota(const struct eb_cgroup *cg, uint64_t quota)
+{
+    char val[48];
+    if (cg->root->version == 2) {
+        snprintf(val, sizeof(val), "%" PRIu64 " 100000", quota);
+        return eb_cg_write(cg->dir[0], "cpu.max", val);
+    }
+    snprintf(val, sizeof(val), "%" PRIu64, quota);
+    return eb_cg_write(cg->dir[EB_CG_CPU], "cpu.cfs_quota_us", val);
+}
+
 /* Writes the limits into cg's directories: all of them, or (changed) those that differ from
  * the ones it has. 0 or -errno (err set). */
 static int set_limits(struct eb_cgroup *cg, uint64_t memory, uint32_t pids, uint64_t quota,
@@ -95,8 +108,7 @@ static int set_limits(struct eb_cgroup *cg, uint64_t memory, uint32_t pids, uint
         snprintf(val, sizeof(val), "%" PRIu32, pids);
         if (root->have[EB_CG_PIDS] && pid && (r = eb_cg_write(d, "pids.max", val)) < 0)
             return eb_error_set(err, r, "set pids.max: %s", execbox_strerror(r));
-        snprintf(val, sizeof(val), "%" PRIu64 " 100000", quota);
-        if (root->have[EB_CG_CPU] && cpu && (r = eb_cg_write(d, "cpu.max", val)) < 0)
+        if (root->have[EB_CG_CPU] && cpu && (r = write_quota(cg, quota)) < 0)
             return eb_error_set(err, r, "set cpu.max: %s", execbox_strerror(r));
     } else {
         if (root->have[EB_CG_MEMORY] && mem) {
@@ -121,10 +133,9 @@ static int set_limits(struct eb_cgroup *cg, uint64_t memory, uint32_t pids, uint
                 return eb_error_set(err, r, "set pids.max: %s", execbox_strerror(r));
         }
         if (root->have[EB_CG_CPU] && cpu) {
-            snprintf(val, sizeof(val), "%" PRIu64, quota);
             if ((!changed &&
                  (r = eb_cg_write(cg->dir[EB_CG_CPU], "cpu.cfs_period_us", "100000")) < 0) ||
-                (r = eb_cg_write(cg->dir[EB_CG_CPU], "cpu.cfs_quota_us", val)) < 0)
+                (r = write_quota(cg, quota)) < 0)
                 return eb_error_set(err, r, "set the cpu quota: %s", execbox_strerror(r));
         }
     }
@@ -308,6 +319,17 @@ static int64_t raw_cpu_ns(const struct eb_cgroup *cg)
     return -1;
 }
 
+/* Memory still charged to cg (page cache, kernel objects of its lookups); UINT64_MAX unknown. */
+static uint64_t charged(const struct eb_cgroup *cg)
+{
+    char buf[64];
+    const char *d = mem_dir(cg);
+    if (eb_cg_read(d, cg->root->version == 2 ? "memory.current" : "memory.usage_in_bytes", buf,
+                   sizeof(buf)) < 0)
+        return UINT64_MAX;
+    return strtoull(buf, NULL, 10);
+}
+
 void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
 {
     memset(st, 0, sizeof(*st));
@@ -321,8 +343,8 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
         bool v2 = cg->root->version == 2;
         v = raw_oom_kills(cg);
         st->oom_kills = v > cg->oom_base ? v - cg->oom_base : 0;
-        if (eb_cg_read(d, v2 ? "memory.current" : "memory.usage_in_bytes", buf, 64) == 0)
-            st->memory = strtoull(buf, NULL, 10);
+        uint64_t now = charged(cg);
+        st->memory = now == UINT64_MAX ? 0 : now;
         ssize_t n;
         if (cg->peak_fd >= 0) { /* reset through this fd: only it reads the run's peak */
             if ((n = pread(cg->peak_fd, buf, 63, 0)) > 0) {
@@ -574,17 +596,6 @@ static bool vacated(const struct eb_cgroup *cg)
             eb_cg_keyed(buf, "populated", &v) && v == 0);
 }
 
-/* Memory still charged to cg (page cache, kernel objects of its lookups); UINT64_MAX unknown. */
-static uint64_t charged(const struct eb_cgroup *cg)
-{
-    char buf[64];
-    const char *d = mem_dir(cg);
-    if (eb_cg_read(d, cg->root->version == 2 ? "memory.current" : "memory.usage_in_bytes", buf,
-                   sizeof(buf)) < 0)
-        return UINT64_MAX;
-    return strtoull(buf, NULL, 10);
-}
-
 /* Makes the vacated cg a fresh run's: at most EB_CG_REUSE_LEFT bytes still charged to it, its
  * peak reset, its CPU bandwidth refilled, its other counters' baselines taken. 0 or -errno.
  * Nothing is reclaimed to get there: the pages charged to it may be mapped by others now (a
@@ -602,15 +613,9 @@ static int renew_counters(struct eb_cgroup *cg)
                                         : eb_cg_write(d, "memory.max_usage_in_bytes", "0")) < 0)
             return r;
     }
-    /* The CPU quota written again: the kernel then refills the bandwidth of the period and
-     * unthrottles, so that a run that used up its quota does not leave the next one throttled
-     * (or able to tell) for the rest of the period. */
-    char val[48];
-    const char *cd = cg->root->version == 2 ? cg->dir[0] : cg->dir[EB_CG_CPU];
-    snprintf(val, sizeof(val), cg->root->version == 2 ? "%" PRIu64 " 100000" : "%" PRIu64,
-             cg->quota);
-    if (cg->root->have[EB_CG_CPU] && cd[0] &&
-        (r = eb_cg_write(cd, cg->root->version == 2 ? "cpu.max" : "cpu.cfs_quota_us", val)) < 0)
+    /* The quota written again, so that a run that used it up does not leave the next one
+     * throttled (or able to tell) for the rest of the period. */
+    if (cg->root->have[EB_CG_CPU] && (r = write_quota(cg, cg->quota)) < 0)
         return r;
     cg->oom_base = raw_oom_kills(cg);
     int64_t cpu = raw_cpu_ns(cg);

@@ -60,7 +60,7 @@ if(EB_MUSL_GCC)
   endif()
   list(TRANSFORM EB_TPL_INIT_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
   file(GLOB eb_tpl_init_headers ${CMAKE_CURRENT_SOURCE_DIR}/proc/*.h ${CMAKE_CURRENT_SOURCE_DIR}/base/*.h
-       ${CMAKE_CURRENT_SOURCE_DIR}/jail/tpl_proto.h ${PROJECT_SOURCE_DIR}/include/execbox/*.h)
+       ${PROJECT_SOURCE_DIR}/include/execbox/*.h)
   add_custom_command(OUTPUT ${EB_TPL_OUT}/init
     COMMAND ${CMAKE_COMMAND} -E make_directory ${EB_TPL_OUT}
     COMMAND ${EB_MUSL_GCC} -D_GNU_SOURCE -std=gnu11 -O2 -Wall -Wextra -Werror
