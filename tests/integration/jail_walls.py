@@ -476,12 +476,19 @@ class JailWalls(Tests):
         dead.wait()
         free = f"/run/execbox/jail.{dead.pid}-FREE00"
         held = f"/run/execbox/jail.{dead.pid}-HELD00"
+        # Each stage is made whole (and the held one locked) under a name no sweep reads, then
+        # renamed into place: a parallel test's serve or mcp sweeps at its start, and must not
+        # find one half made (CI: its sweep removed FREE00 between its mkdir and its etc's).
+        fd = None
         for d in (free, held):
-            os.makedirs(os.path.join(d, "etc"))
-            os.chmod(d, 0o755)
-        fd = os.open(held, os.O_RDONLY | os.O_DIRECTORY)
+            part = f"/run/execbox/.eb-test-{os.path.basename(d)}"
+            os.makedirs(os.path.join(part, "etc"))
+            os.chmod(part, 0o755)
+            if d == held:
+                fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY)
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            os.rename(part, d)
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
             force_sweep()
             ok(jail("print(1)"))
             assert not os.path.exists(free), "an unused stage of a dead execbox was kept"
