@@ -67,7 +67,75 @@ void eb_cgroup_init(struct eb_cgroup *cg)
     memset(cg, 0, sizeof(*cg));
     for (int c = 0; c < EB_CG_N; c++)
         cg->procs_fd[c] = cg->leave_fd[c] = -1;
-    cg->peak_fd = -1;
+    for (int f = 0; f < EB_CGF_N; f++)
+        cg->file_fd[f] = -1;
+}
+
+/* Where each enum eb_cg_file is: v1's hierarchy (v2: the one directory), its name in v2 and in
+ * v1, and how it is opened. */
+static const struct {
+    enum eb_cg_ctrl ctrl;
+    const char *v2, *v1;
+    int mode;
+} cg_files[EB_CGF_N] = {
+    [EB_CGF_OOM] = {EB_CG_MEMORY, "memory.events", "memory.oom_control", O_RDONLY},
+    [EB_CGF_CHARGED] = {EB_CG_MEMORY, "memory.current", "memory.usage_in_bytes", O_RDONLY},
+    [EB_CGF_PEAK] = {EB_CG_MEMORY, "memory.peak", "memory.max_usage_in_bytes", O_RDWR},
+    [EB_CGF_STAT] = {EB_CG_MEMORY, "memory.stat", "memory.stat", O_RDONLY},
+    [EB_CGF_CPU] = {EB_CG_CPUACCT, "cpu.stat", "cpuacct.usage", O_RDONLY},
+    [EB_CGF_QUOTA] = {EB_CG_CPU, "cpu.max", "cpu.cfs_quota_us", O_WRONLY},
+};
+
+static const char *file_dir(const struct eb_cgroup *cg, enum eb_cg_file f)
+{
+    return cg->root->version == 2 ? cg->dir[0] : cg->dir[cg_files[f].ctrl];
+}
+
+static const char *file_name(const struct eb_cgroup *cg, enum eb_cg_file f)
+{
+    return cg->root->version == 2 ? cg_files[f].v2 : cg_files[f].v1;
+}
+
+/* Opens the files of a cgroup just made (those it has). A peak that cannot be opened for
+ * writing (v2 before Linux 6.12) is opened for reading: it cannot be reset then. */
+static void open_files(struct eb_cgroup *cg)
+{
+    for (int f = 0; f < EB_CGF_N; f++) {
+        const char *d = file_dir(cg, f);
+        char p[EXECBOX_PATH_MAX + 64];
+        if (!d[0] || snprintf(p, sizeof(p), "%s/%s", d, file_name(cg, f)) >= (int)sizeof(p))
+            continue;
+        cg->file_fd[f] = open(p, cg_files[f].mode | O_CLOEXEC | O_NOFOLLOW);
+        if (cg->file_fd[f] < 0 && cg_files[f].mode == O_RDWR)
+            cg->file_fd[f] = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    }
+}
+
+/* Reads file f of cg into buf (NUL-terminated, at most len - 1 bytes): from its start through
+ * its fd, else by its path. 0 or -errno. */
+static int file_read(const struct eb_cgroup *cg, enum eb_cg_file f, char *buf, size_t len)
+{
+    int fd = cg->file_fd[f];
+    if (fd < 0)
+        return eb_cg_read(file_dir(cg, f), file_name(cg, f), buf, len);
+    /* One read from offset 0: a cgroup file shows its whole text, made afresh, in one. */
+    ssize_t n;
+    do
+        n = pread(fd, buf, len - 1, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    buf[n] = '\0';
+    return 0;
+}
+
+/* Writes val to file f of cg: through its fd, else by its path. 0 or -errno. */
+static int file_write(const struct eb_cgroup *cg, enum eb_cg_file f, const char *val)
+{
+    int fd = cg->file_fd[f];
+    if (fd < 0)
+        return eb_cg_write(file_dir(cg, f), file_name(cg, f), val);
+    return pwrite(fd, val, strlen(val), 0) < 0 ? -errno : 0;
 }
 
 /* Writes cg's CFS quota (per 100 ms period), which also refills the period's bandwidth and
@@ -75,12 +143,8 @@ void eb_cgroup_init(struct eb_cgroup *cg)
 static int write_quota(const struct eb_cgroup *cg, uint64_t quota)
 {
     char val[48];
-    if (cg->root->version == 2) {
-        snprintf(val, sizeof(val), "%" PRIu64 " 100000", quota);
-        return eb_cg_write(cg->dir[0], "cpu.max", val);
-    }
-    snprintf(val, sizeof(val), "%" PRIu64, quota);
-    return eb_cg_write(cg->dir[EB_CG_CPU], "cpu.cfs_quota_us", val);
+    snprintf(val, sizeof(val), cg->root->version == 2 ? "%" PRIu64 " 100000" : "%" PRIu64, quota);
+    return file_write(cg, EB_CGF_QUOTA, val);
 }
 
 /* Writes the limits into cg's directories: all of them, or (changed) those that differ from
@@ -147,6 +211,22 @@ static int set_limits(struct eb_cgroup *cg, uint64_t memory, uint32_t pids, uint
 
 static bool spare_take(struct eb_cgroup_spares *sp, struct eb_cgroup *cg);
 static void spare_adopt(struct eb_cgroup_spares *sp, struct eb_cgroup *cg);
+static const int *spare_leave_fds(const struct eb_cgroup_spares *sp);
+
+/* Opens the host side's procs file of controller c, by which a run's init leaves the run's
+ * cgroup once the sandbox is empty (eb_init_loop_leave). Opened by us, so that the kernel checks
+ * our credentials and cgroup namespace (5.16+) when the unprivileged init writes to it. Best
+ * effort (-1): without it the run's cgroup is removed only after init's exit. */
+static int open_leave(const struct eb_cgroup_root *root, int c)
+{
+    char p[EXECBOX_PATH_MAX + 32];
+    if (root->version == 2 && root->leaf[0]) /* base has controllers: no processes */
+        snprintf(p, sizeof(p), "%s/cgroup.procs", root->leaf);
+    else
+        snprintf(p, sizeof(p), "%s/%s", root->base[root->version == 1 ? c : 0],
+                 root->version == 1 ? "tasks" : "cgroup.procs");
+    return open(p, O_WRONLY | O_CLOEXEC);
+}
 
 int eb_cgroup_create(const struct eb_cgroup_root *root, struct eb_cgroup_spares *spares,
                      const char *name, uint64_t memory, uint32_t pids, double cpus,
@@ -183,6 +263,9 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, struct eb_cgroup_spares 
     }
     if ((r = set_limits(cg, memory, pids, quota, false, err)) < 0)
         goto fail;
+    open_files(cg);
+    const int *shared = spare_leave_fds(spares);
+    cg->leave_shared = shared != NULL;
     for (int c = 0; c < EB_CG_N; c++) {
         if (!cg->dir[c][0])
             continue;
@@ -196,15 +279,7 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, struct eb_cgroup_spares 
             r = eb_error_set(err, -errno, "open %s: %s", p, execbox_strerror(-errno));
             goto fail;
         }
-        /* Opened by us, so that the kernel checks our credentials and cgroup namespace (5.16+)
-         * when the unprivileged init writes to it. Best effort: without it the run's cgroup
-         * is removed only after init's exit. */
-        if (root->version == 2 && root->leaf[0]) /* base has controllers: no processes */
-            snprintf(p, sizeof(p), "%s/cgroup.procs", root->leaf);
-        else
-            snprintf(p, sizeof(p), "%s/%s", root->base[root->version == 1 ? c : 0],
-                     root->version == 1 ? "tasks" : "cgroup.procs");
-        cg->leave_fd[c] = open(p, O_WRONLY | O_CLOEXEC);
+        cg->leave_fd[c] = shared ? shared[c] : open_leave(root, c);
     }
     spare_adopt(spares, cg);
     return 0;
@@ -295,10 +370,8 @@ static uint64_t raw_oom_kills(const struct eb_cgroup *cg)
 {
     char buf[2048];
     uint64_t v = 0;
-    const char *d = mem_dir(cg);
-    if (d[0])
-        (void)(eb_cg_read(d, cg->root->version == 2 ? "memory.events" : "memory.oom_control", buf,
-                          sizeof(buf)) == 0 &&
+    if (mem_dir(cg)[0])
+        (void)(file_read(cg, EB_CGF_OOM, buf, sizeof(buf)) == 0 &&
                eb_cg_keyed(buf, "oom_kill", &v));
     return v;
 }
@@ -308,24 +381,18 @@ static int64_t raw_cpu_ns(const struct eb_cgroup *cg)
 {
     char buf[2048];
     uint64_t v;
-    if (cg->root->version == 2)
-        return eb_cg_read(cg->dir[0], "cpu.stat", buf, sizeof(buf)) == 0 &&
-                       eb_cg_keyed(buf, "usage_usec", &v)
-                   ? (int64_t)v * 1000
-                   : -1;
-    if (cg->dir[EB_CG_CPUACCT][0] &&
-        eb_cg_read(cg->dir[EB_CG_CPUACCT], "cpuacct.usage", buf, sizeof(buf)) == 0)
+    if (!file_dir(cg, EB_CGF_CPU)[0] || file_read(cg, EB_CGF_CPU, buf, sizeof(buf)) < 0)
+        return -1;
+    if (cg->root->version == 1)
         return (int64_t)strtoull(buf, NULL, 10);
-    return -1;
+    return eb_cg_keyed(buf, "usage_usec", &v) ? (int64_t)v * 1000 : -1;
 }
 
 /* Memory still charged to cg (page cache, kernel objects of its lookups); UINT64_MAX unknown. */
 static uint64_t charged(const struct eb_cgroup *cg)
 {
     char buf[64];
-    const char *d = mem_dir(cg);
-    if (eb_cg_read(d, cg->root->version == 2 ? "memory.current" : "memory.usage_in_bytes", buf,
-                   sizeof(buf)) < 0)
+    if (file_read(cg, EB_CGF_CHARGED, buf, sizeof(buf)) < 0)
         return UINT64_MAX;
     return strtoull(buf, NULL, 10);
 }
@@ -340,21 +407,14 @@ void eb_cgroup_stats(const struct eb_cgroup *cg, struct eb_cgroup_stats *st)
     uint64_t v;
     const char *d = mem_dir(cg);
     if (d[0]) {
-        bool v2 = cg->root->version == 2;
         v = raw_oom_kills(cg);
         st->oom_kills = v > cg->oom_base ? v - cg->oom_base : 0;
         uint64_t now = charged(cg);
         st->memory = now == UINT64_MAX ? 0 : now;
-        ssize_t n;
-        if (cg->peak_fd >= 0) { /* reset through this fd: only it reads the run's peak */
-            if ((n = pread(cg->peak_fd, buf, 63, 0)) > 0) {
-                buf[n] = '\0';
-                st->peak_memory = strtoull(buf, NULL, 10);
-            }
-        } else if (eb_cg_read(d, v2 ? "memory.peak" : "memory.max_usage_in_bytes", buf, 64) == 0) {
+        /* (v2: a kept cgroup's peak was reset through its fd, and only it reads the reset.) */
+        if (file_read(cg, EB_CGF_PEAK, buf, 64) == 0)
             st->peak_memory = strtoull(buf, NULL, 10);
-        }
-        if (eb_cg_read(d, "memory.stat", buf, sizeof(buf)) == 0 && eb_cg_keyed(buf, "shmem", &v))
+        if (file_read(cg, EB_CGF_STAT, buf, sizeof(buf)) == 0 && eb_cg_keyed(buf, "shmem", &v))
             st->shmem = v;
     }
     st->cpu_ns = eb_cgroup_cpu_ns(cg);
@@ -436,14 +496,16 @@ void eb_cgroup_destroy(struct eb_cgroup *cg)
         if (cg->procs_fd[c] >= 0)
             close(cg->procs_fd[c]);
         cg->procs_fd[c] = -1;
-        if (cg->leave_fd[c] >= 0)
+        if (cg->leave_fd[c] >= 0 && !cg->leave_shared)
             close(cg->leave_fd[c]);
         cg->leave_fd[c] = -1;
         if (cg->dir[c][0])
             remove_dir(cg->dir[c]);
         cg->dir[c][0] = '\0';
     }
-    eb_close(&cg->peak_fd);
+    for (int f = 0; f < EB_CGF_N; f++)
+        eb_close(&cg->file_fd[f]);
+    cg->leave_shared = false;
     cg->spares = NULL;
     cg->oom_base = 0;
     cg->cpu_base_ns = 0;
@@ -489,6 +551,9 @@ struct eb_cgroup_spares {
     unsigned n;
     uint64_t reused;
     bool off; /* v2 whose memory.peak cannot be reset (before 6.12): nothing is kept */
+    /* The host side's procs files (open_leave), the same for every run's cgroup: opened once
+     * here and lent to each cgroup made; all -1 when any could not be (each opens its own). */
+    int leave_fd[EB_CG_N];
 };
 
 struct eb_cgroup_spares *eb_cgroup_spares_new(const struct eb_cgroup_root *root)
@@ -498,7 +563,26 @@ struct eb_cgroup_spares *eb_cgroup_spares_new(const struct eb_cgroup_root *root)
         return NULL;
     sp->root = root;
     pthread_mutex_init(&sp->mu, NULL);
+    bool all = true;
+    for (int c = 0; c < EB_CG_N; c++) {
+        sp->leave_fd[c] = -1;
+        if (root->version == 2 ? c == 0 : root->have[c])
+            all &= (sp->leave_fd[c] = open_leave(root, c)) >= 0;
+    }
+    for (int c = 0; c < EB_CG_N && !all; c++)
+        eb_close(&sp->leave_fd[c]);
     return sp;
+}
+
+/* The set's procs files for cgroups made with it to lend, or NULL (none, or not all open). */
+static const int *spare_leave_fds(const struct eb_cgroup_spares *sp)
+{
+    if (!sp)
+        return NULL;
+    for (int c = 0; c < EB_CG_N; c++)
+        if (sp->leave_fd[c] >= 0)
+            return sp->leave_fd;
+    return NULL;
 }
 
 void eb_cgroup_spares_free(struct eb_cgroup_spares *sp)
@@ -509,6 +593,8 @@ void eb_cgroup_spares_free(struct eb_cgroup_spares *sp)
         eb_cgroup_destroy(sp->kept[i]);
         free(sp->kept[i]);
     }
+    for (int c = 0; c < EB_CG_N; c++)
+        eb_close(&sp->leave_fd[c]);
     pthread_mutex_destroy(&sp->mu);
     free(sp);
 }
@@ -537,23 +623,15 @@ static bool spare_take(struct eb_cgroup_spares *sp, struct eb_cgroup *cg)
     return true;
 }
 
-/* (Re)opens v2's memory.peak for writing and resets the peak through it (6.12+: the reset holds
- * for reads through the same fd). */
-static int reset_peak_v2(struct eb_cgroup *cg)
+/* Resets the peak: v2 through memory.peak's own fd (6.12+: the reset holds for reads through
+ * that fd only, so never by path), v1 by writing 0 (the peak is then what is charged now). */
+static int reset_peak(struct eb_cgroup *cg)
 {
-    char p[EXECBOX_PATH_MAX + 16];
-    snprintf(p, sizeof(p), "%s/memory.peak", cg->dir[0]);
-    int fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -errno;
-    if (write(fd, "reset\n", 6) < 0) {
-        int r = -errno;
-        close(fd);
-        return r;
-    }
-    eb_close(&cg->peak_fd);
-    cg->peak_fd = fd;
-    return 0;
+    if (cg->root->version == 1)
+        return file_write(cg, EB_CGF_PEAK, "0");
+    if (cg->file_fd[EB_CGF_PEAK] < 0)
+        return -EBADF;
+    return pwrite(cg->file_fd[EB_CGF_PEAK], "reset\n", 6, 0) < 0 ? -errno : 0;
 }
 
 /* A cgroup just made: kept later when its kind can be (v1, or v2 with a writable memory.peak,
@@ -567,7 +645,7 @@ static void spare_adopt(struct eb_cgroup_spares *sp, struct eb_cgroup *cg)
     pthread_mutex_unlock(&sp->mu);
     if (off)
         return;
-    if (cg->root->version == 2 && cg->root->have[EB_CG_MEMORY] && reset_peak_v2(cg) < 0) {
+    if (cg->root->version == 2 && cg->root->have[EB_CG_MEMORY] && reset_peak(cg) < 0) {
         pthread_mutex_lock(&sp->mu);
         sp->off = true;
         pthread_mutex_unlock(&sp->mu);
@@ -608,9 +686,7 @@ static int renew_counters(struct eb_cgroup *cg)
     if (d[0]) {
         if (charged(cg) > EB_CG_REUSE_LEFT)
             return -EBUSY;
-        /* v1: writing 0 sets the peak to what is charged now. */
-        if ((r = cg->root->version == 2 ? reset_peak_v2(cg)
-                                        : eb_cg_write(d, "memory.max_usage_in_bytes", "0")) < 0)
+        if ((r = reset_peak(cg)) < 0)
             return r;
     }
     /* The quota written again, so that a run that used it up does not leave the next one

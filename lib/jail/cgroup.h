@@ -86,6 +86,19 @@ void eb_cgroup_spares_free(struct eb_cgroup_spares *sp);
 /* How many are kept now, and how many runs were given a kept one (for tests and metrics). */
 void eb_cgroup_spares_count(struct eb_cgroup_spares *sp, unsigned *kept, uint64_t *reused);
 
+/* The files of a run's cgroup that every run reads or writes (its counters at the end, its CPU
+ * base at the start, the reset when it is kept): opened once with the cgroup and then read with
+ * pread, which shows the value now, so that a run looks up no path. */
+enum eb_cg_file {
+    EB_CGF_OOM,     /* v2 memory.events, v1 memory.oom_control */
+    EB_CGF_CHARGED, /* memory.current, memory.usage_in_bytes */
+    EB_CGF_PEAK,    /* memory.peak, memory.max_usage_in_bytes: read-write where it can be reset */
+    EB_CGF_STAT,    /* memory.stat */
+    EB_CGF_CPU,     /* cpu.stat, cpuacct.usage */
+    EB_CGF_QUOTA,   /* cpu.max, cpu.cfs_quota_us: write-only */
+    EB_CGF_N
+};
+
 /* One run's cgroup. */
 struct eb_cgroup {
     const struct eb_cgroup_root *root;
@@ -93,9 +106,13 @@ struct eb_cgroup {
     char dir[EB_CG_N][EXECBOX_PATH_MAX]; /* "" where not created */
     int procs_fd[EB_CG_N];               /* cgroup.procs, open for writing "0" in the child */
     /* The host side's (base's) procs file, open for init to leave the run's cgroup once the
-     * sandbox is empty (see eb_init_loop_leave); -1 where it could not be opened. */
+     * sandbox is empty (see eb_init_loop_leave); -1 where it could not be opened. The same files
+     * for every run: with spares, the set's own (leave_shared), never closed with the cgroup. */
     int leave_fd[EB_CG_N];
-    int peak_fd; /* v2 with spares: memory.peak, reset through this fd when kept; else -1 */
+    bool leave_shared;
+    /* enum eb_cg_file, -1 where not open (read by path then). v2's memory.peak is reset through
+     * its fd when the cgroup is kept, and only reads through that fd see the reset. */
+    int file_fd[EB_CGF_N];
     /* The limits written, and the counters' values when it was kept (0 when made). */
     uint64_t memory, quota;
     uint32_t pids;

@@ -3,9 +3,10 @@
  * fail_cgroup.c - an LD_PRELOAD shim for tests: while the file named by EB_TEST_CGROUP_FAIL
  * exists, the host refuses execbox's cgroups, as a cgroup tree that refuses us does: every mkdir
  * of an execbox cgroup (a path under /sys/fs/cgroup whose last part starts with "execbox-")
- * fails with EACCES, and so does every open for writing of the file that resets a cgroup's peak
- * (memory.max_usage_in_bytes, memory.peak) in one, so that no emptied cgroup is kept for reuse
- * either. Everything else goes to libc.
+ * fails with EACCES, and so does every write that resets a cgroup's peak (to
+ * memory.max_usage_in_bytes or memory.peak in one: an open for writing, or a pwrite through an fd
+ * the library holds), so that no emptied cgroup is kept for reuse either. Everything else goes to
+ * libc.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -14,7 +15,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 static bool refusing(const char *path)
@@ -72,4 +75,41 @@ int open64(const char *path, int flags, ...)
     int r = open_as("open64", path, flags, ap);
     va_end(ap);
     return r;
+}
+
+/* A pwrite through an fd the library opened before the refusal began (the files of a cgroup
+ * are opened once, with it): refused by the file it names. */
+static bool fd_peak_reset(int fd)
+{
+    char link[64], path[512];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    if (n <= 0)
+        return false;
+    path[n] = '\0';
+    return peak_reset(path, O_WRONLY);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+    static ssize_t (*real)(int, const void *, size_t, off_t);
+    if (!real)
+        real = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+    if (fd_peak_reset(fd)) {
+        errno = EACCES;
+        return -1;
+    }
+    return real(fd, buf, len, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
+{
+    static ssize_t (*real)(int, const void *, size_t, off_t);
+    if (!real)
+        real = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
+    if (fd_peak_reset(fd)) {
+        errno = EACCES;
+        return -1;
+    }
+    return real(fd, buf, len, off);
 }

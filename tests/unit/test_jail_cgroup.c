@@ -470,6 +470,39 @@ static void test_v1_kept_and_reused(void **state)
     eb_cgroup_spares_free(sp);
 }
 
+/* The host side's procs files, by which each run's init leaves its cgroup, are the same for
+ * every run: a set of spares opens them once and lends them to each cgroup made with it, which
+ * never closes them; without a set each cgroup opens its own. */
+static void test_v1_leave_files_shared_with_spares(void **state)
+{
+    (void)state;
+    struct eb_cgroup_root r;
+    v1_root(&r);
+    put("memory/tasks", "");
+    put("cpu/tasks", "");
+    put("cpuacct/tasks", "");
+    struct eb_cgroup_spares *sp = eb_cgroup_spares_new(&r);
+    assert_non_null(sp);
+    struct execbox_error err = {0, ""};
+    struct eb_cgroup a, b, c;
+    assert_int_equal(eb_cgroup_create(&r, sp, "execbox-1-a", 64 << 20, 32, 1, &a, &err), 0);
+    assert_int_equal(eb_cgroup_create(&r, sp, "execbox-1-b", 64 << 20, 32, 1, &b, &err), 0);
+    assert_true(a.leave_shared && b.leave_shared);
+    for (int k = 0; k < EB_CG_N; k++)
+        assert_int_equal(a.leave_fd[k], b.leave_fd[k]);
+    assert_true(a.leave_fd[EB_CG_MEMORY] >= 0 && a.leave_fd[EB_CG_PIDS] < 0);
+    int lent = a.leave_fd[EB_CG_CPU];
+    eb_cgroup_destroy(&a);
+    assert_true(fcntl(lent, F_GETFD) >= 0); /* still the set's, and b's */
+    assert_int_equal(eb_cgroup_create(&r, NULL, "execbox-1-c", 64 << 20, 32, 1, &c, &err), 0);
+    assert_false(c.leave_shared);
+    assert_true(c.leave_fd[EB_CG_CPU] >= 0 && c.leave_fd[EB_CG_CPU] != lent);
+    eb_cgroup_destroy(&c);
+    eb_cgroup_destroy(&b);
+    eb_cgroup_spares_free(sp);
+    assert_true(fcntl(lent, F_GETFD) < 0); /* closed with the set */
+}
+
 /* Not kept (removed as before): a process still listed, a child cgroup, more than
  * EB_CG_REUSE_LEFT still charged, or a peak that cannot be reset. */
 static void test_v1_not_kept(void **state)
@@ -520,7 +553,7 @@ static void test_v2_without_peak_reset_keeps_nothing(void **state)
     struct eb_cgroup cg;
     assert_int_equal(eb_cgroup_create(&r, sp, "execbox-1-a", 64 << 20, 32, 1, &cg, &err), 0);
     assert_null(cg.spares);
-    assert_int_equal(cg.peak_fd, -1);
+    assert_int_equal(cg.file_fd[EB_CGF_PEAK], -1); /* no memory.peak to reset */
     put("a/execbox-1-a/cgroup.events", "populated 0\nfrozen 0\n");
     put("a/execbox-1-a/memory.current", "0\n");
     eb_cgroup_release(&cg);
@@ -672,6 +705,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v2_undelegated_falls_back_to_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_kept_and_reused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v1_leave_files_shared_with_spares, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_not_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_without_peak_reset_keeps_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_usable, setup, teardown),
