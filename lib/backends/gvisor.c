@@ -20,6 +20,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -107,11 +108,9 @@ static int run_tool(char *const argv[], int ms, char *out, size_t out_size)
     int status = -1;
     for (;;) {
         if (out && got + 1 < out_size) {
-            struct timeval tv = {0, 20000};
-            fd_set fs;
-            FD_ZERO(&fs);
-            FD_SET(p[0], &fs);
-            if (select(p[0] + 1, &fs, NULL, NULL, &tv) > 0) {
+            /* poll, not select: a server may hold more than FD_SETSIZE fds. */
+            struct pollfd pf = {.fd = p[0], .events = POLLIN};
+            if (poll(&pf, 1, 20) > 0) {
                 ssize_t n = read(p[0], out + got, out_size - 1 - got);
                 if (n > 0)
                     got += (size_t)n;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +57,19 @@ int cli_save_new(const char *stem, const char *ext, const void *data, size_t len
     if (close(fd) < 0 && w == 0)
         w = -errno;
     return w;
+}
+
+unsigned long cli_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 0;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit up = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl.rlim_cur = rl.rlim_max;
+    }
+    return (unsigned long)rl.rlim_cur;
 }
 
 uint64_t cli_now_ns(void)

@@ -22,6 +22,13 @@ int cli_save_new(const char *stem, const char *ext, const void *data, size_t len
  * when the reader has no room by then (some bytes may have been written). */
 int cli_write_until(int fd, const void *buf, size_t len, uint64_t deadline_ns);
 
+/* Raises this process's soft limit of open files to its hard one. For the long-running servers
+ * (serve, mcp): each sandbox holds fds in them (its pipes, the pool's and the template's forks,
+ * the cgroups kept for reuse), some 500 at --pool 8 and eight runs at once, past the soft 1024
+ * a service manager gives by default. Their sandboxes set their own limit (EB_NOFILE), not
+ * this one. Returns the soft limit now (0 when it cannot be read). */
+unsigned long cli_raise_nofile(void);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cli_now_ns(void);
 

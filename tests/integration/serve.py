@@ -581,6 +581,53 @@ class ServeTests(Tests):
             assert m['execbox_http_requests_total{status="200"}'] >= 50, m
             assert s.stop() == 0
 
+    def test_low_fd_limit_is_raised_for_a_burst(self):
+        """A server holds fds per sandbox (the pool's, the template's forks, the cgroups kept for
+        reuse, each run's pipes): at --pool 8 and eight at once some 500. Started with a soft
+        limit of 256 (a service manager's default is 1024) it raises its own soft limit to the
+        hard one, and a burst of 160 runs, 8 at a time, all succeed; the runs themselves still
+        get the sandbox's own limit."""
+        if not os.environ.get("EXECBOX_TEST_BACKEND", "jail") == "jail" or os.geteuid() != 0:
+            print("     (the jail backend as root only: its pool and templates)")
+            return
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        low = min(256, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+        try:
+            s = Server("--pool", "8", "--workers", "8", "--queue", "64", "--preload", "json")
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        with s:
+            with open(f"/proc/{s.proc.pid}/limits") as f:
+                line = [ln for ln in f if ln.startswith("Max open files")][0].split()
+            assert (int(line[3]), int(line[4])) == (hard, hard), line
+            results = []
+            lock = threading.Lock()
+
+            def worker(k):
+                for i in range(20):
+                    try:
+                        st, _, r = s.execute({"code": f"import resource\nprint({k * 100 + i}, "
+                                                      "resource.getrlimit(resource.RLIMIT_NOFILE))"},
+                                             timeout=120)
+                        res = (st, r.get("stdout"), r.get("error"))
+                    except Exception as e:  # noqa: BLE001
+                        res = (None, None, repr(e))
+                    with lock:
+                        results.append((k * 100 + i, res))
+            threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(300)
+            assert len(results) == 160, len(results)
+            for n, (st, out, error) in results:
+                assert st == 200 and error is None, (n, st, out, error)
+                assert out.startswith(f"{n} "), (n, out)
+                assert out.split(" ", 1)[1] == "(1024, 1024)\n", (n, out)  # the sandbox's own
+            assert s.stop() == 0
+
     def test_queue_overflow_429_and_accepted_complete(self):
         with Server("--workers", "1", "--queue", "2") as s:
             results = [None] * 12
