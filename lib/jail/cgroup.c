@@ -261,9 +261,9 @@ int eb_cgroup_create(const struct eb_cgroup_root *root, struct eb_cgroup_spares 
             goto fail;
         }
     }
+    open_files(cg); /* (the quota's first write goes through its fd too) */
     if ((r = set_limits(cg, memory, pids, quota, false, err)) < 0)
         goto fail;
-    open_files(cg);
     const int *shared = spare_leave_fds(spares);
     cg->leave_shared = shared != NULL;
     for (int c = 0; c < EB_CG_N; c++) {
