@@ -90,26 +90,23 @@ static bool fd_peak_reset(int fd)
     return peak_reset(path, O_WRONLY);
 }
 
-ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+static ssize_t pwrite_as(const char *name, int fd, const void *buf, size_t len, off_t off)
 {
-    static ssize_t (*real)(int, const void *, size_t, off_t);
-    if (!real)
-        real = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
     if (fd_peak_reset(fd)) {
         errno = EACCES;
         return -1;
     }
+    ssize_t (*real)(int, const void *, size_t, off_t) =
+        (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, name);
     return real(fd, buf, len, off);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+    return pwrite_as("pwrite", fd, buf, len, off);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
 {
-    static ssize_t (*real)(int, const void *, size_t, off_t);
-    if (!real)
-        real = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
-    if (fd_peak_reset(fd)) {
-        errno = EACCES;
-        return -1;
-    }
-    return real(fd, buf, len, off);
+    return pwrite_as("pwrite64", fd, buf, len, off);
 }
