@@ -197,8 +197,12 @@ print(json.dumps({{"body": body, "head": head.decode(), "sent": len(req), "got":
         cold."""
         P = self.web.port
         code = f"""
-import json, urllib.request
-init = [a for a in open("/proc/1/cmdline").read().split(chr(0)) if a]
+import json, time, urllib.request
+for _ in range(500):  # a fork may run a moment before its init's exec has set its arguments
+    init = [a for a in open("/proc/1/cmdline").read().split(chr(0)) if a]
+    if init:
+        break
+    time.sleep(0.01)
 body = urllib.request.urlopen("http://web.test:{P}/hello", timeout=5).read().decode()
 print(json.dumps({{"init": init, "body": body}}))
 """
