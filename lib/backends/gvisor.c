@@ -20,11 +20,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <poll.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>

@@ -59,17 +59,13 @@ int cli_save_new(const char *stem, const char *ext, const void *data, size_t len
     return w;
 }
 
-unsigned long cli_raise_nofile(void)
+void cli_raise_nofile(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-        return 0;
-    if (rl.rlim_cur < rl.rlim_max) {
-        struct rlimit up = {rl.rlim_max, rl.rlim_max};
-        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
-            rl.rlim_cur = rl.rlim_max;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
     }
-    return (unsigned long)rl.rlim_cur;
 }
 
 uint64_t cli_now_ns(void)

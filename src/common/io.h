@@ -24,10 +24,10 @@ int cli_write_until(int fd, const void *buf, size_t len, uint64_t deadline_ns);
 
 /* Raises this process's soft limit of open files to its hard one. For the long-running servers
  * (serve, mcp): each sandbox holds fds in them (its pipes, the pool's and the template's forks,
- * the cgroups kept for reuse), some 500 at --pool 8 and eight runs at once, past the soft 1024
+ * the cgroups kept for reuse), some 550 at --pool 8 and eight runs at once, past the soft 1024
  * a service manager gives by default. Their sandboxes set their own limit (EB_NOFILE), not
- * this one. Returns the soft limit now (0 when it cannot be read). */
-unsigned long cli_raise_nofile(void);
+ * this one. Best effort: the limit stays as it was when it cannot be raised. */
+void cli_raise_nofile(void);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cli_now_ns(void);

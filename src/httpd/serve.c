@@ -571,7 +571,7 @@ int cmd_serve(int argc, char **argv)
         return r > 0 ? 0 : EXIT_EXECBOX;
     struct srv_config cfg;
     char shown[300];
-    (void)cli_raise_nofile(); /* before the executor and its pool open anything */
+    cli_raise_nofile(); /* before the executor and its pool open anything */
     if (set_up(&o, &cfg, shown, sizeof(shown)) < 0)
         return EXIT_EXECBOX;
 

@@ -257,7 +257,7 @@ int cmd_mcp(int argc, char **argv)
     cli_sandbox_init(&sb);
     /* jansson seeds its hash function on first use; do it now, before any thread exists. */
     json_object_seed(0);
-    (void)cli_raise_nofile(); /* before the executor and its pool open anything */
+    cli_raise_nofile(); /* before the executor and its pool open anything */
     struct server s = {.in_fd = -1, .out_fd = -1};
     s.inline_max = MCP_DEFAULT_INLINE_MAX;
     s.frame_limit = MCP_DEFAULT_FRAME_LIMIT;

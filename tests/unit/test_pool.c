@@ -36,8 +36,6 @@ static int count_entries(const char *dir)
     return n;
 }
 
-/* What a backend leaves behind while sandboxes exist: run dirs in TMPDIR (subprocess), run
- * cgroups named execbox-<our pid>-* (jail; v1 memory or v2 unified, where this process is). */
 /* Python that sets a to pid 1's arguments, read again (for up to 5 s) while the list is empty:
  * see test_miss_forks_from_live_template. */
 #define INIT_ARGS                                                                                  \
@@ -48,6 +46,8 @@ static int count_entries(const char *dir)
     "        break\n"                                                                              \
     "    time.sleep(0.01)\n"
 
+/* What a backend leaves behind while sandboxes exist: run dirs in TMPDIR (subprocess), run
+ * cgroups named execbox-<our pid>-* (jail; v1 memory or v2 unified, where this process is). */
 static int count_leftovers(void)
 {
     if (strcmp(backend, "subprocess") == 0)
