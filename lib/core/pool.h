@@ -27,6 +27,13 @@ bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *policy,
 bool eb_pool_fork(struct eb_pool *p, const struct execbox_policy *policy,
                   const struct eb_language *lang, struct eb_lease *ret);
 
+/* Brackets a run of the executor, whatever sandbox it gets, or a cell of one of its sessions (p
+ * may be NULL: nothing). While runs are in flight, and for a moment after the last one ends, a pair
+ * with at least half its sandboxes ready waits to refill, so that its forks do not take CPU from
+ * the runs' paths. */
+void eb_pool_run_begin(struct eb_pool *p);
+void eb_pool_run_end(struct eb_pool *p);
+
 /* Marks the pair wanted now. */
 int eb_pool_prewarm(struct eb_pool *p, const struct execbox_policy *policy,
                     const struct eb_language *lang, struct execbox_error *err);

@@ -21,6 +21,7 @@
 #include "core/cells.h"
 #include "core/executor.h"
 #include "core/pipeline.h"
+#include "core/pool.h"
 #include "model/lang.h"
 #include "model/policy.h"
 #include "model/result.h"
@@ -37,6 +38,7 @@ struct execbox_session {
     atomic_bool busy;
     uint64_t rolled_back;
     double created, last_used;
+    struct eb_pool *pool; /* the executor's (NULL none): its refill gives way to cells too */
 };
 
 static double now_wall(void)
@@ -95,7 +97,10 @@ int execbox_session_new(struct execbox_executor *ex, const struct execbox_sessio
 {
     if (!ex || !ret)
         return eb_error_set(err, -EINVAL, "executor and result are required");
-    return session_open(&ex->lc, o, ret, err);
+    int r = session_open(&ex->lc, o, ret, err);
+    if (r == 0)
+        (*ret)->pool = ex->pool;
+    return r;
 }
 
 static void touch(struct execbox_session *s)
@@ -154,6 +159,7 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
         return eb_error_set(err, -ENOMEM, "out of memory");
     }
     struct execbox_error serr = {0, ""};
+    eb_pool_run_begin(s->pool);
     /* The input files go into the workspace first: failing that is the request's error. */
     bool placed = !req->n_files || (r = eb_ws_place(s->cb.link.ws_fd, req, &p.policy, err)) == 0;
     if (placed) {
@@ -171,6 +177,7 @@ int execbox_session_run(struct execbox_session *s, const struct execbox_request 
         pthread_mutex_unlock(&s->lock);
         r = eb_finish(s->cb.lc, s->lang, r, &serr, p.start_ns, res, err);
     }
+    eb_pool_run_end(s->pool);
     touch(s);
     atomic_store(&s->busy, false);
     if (r < 0) {

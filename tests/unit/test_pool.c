@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -366,6 +368,102 @@ static void test_miss_forks_from_live_template(void **state)
     execbox_executor_free(ex);
 }
 
+struct slow_run {
+    struct execbox_executor *ex;
+    int r;
+    int exit_code;
+    atomic_bool done;
+};
+
+static void *slow_run(void *arg)
+{
+    struct slow_run *c = arg;
+    struct execbox_request req = {.code = "import time\ntime.sleep(3)\n"};
+    struct execbox_result *res = NULL;
+    struct execbox_error err = {0};
+    c->r = execbox_executor_run(c->ex, &req, &res, &err);
+    c->exit_code = res ? res->exit_code : -1;
+    execbox_result_free(res);
+    atomic_store(&c->done, true);
+    return NULL;
+}
+
+/* While a run is in flight, a pair that still has half its sandboxes ready waits to refill (its
+ * forks would take CPU from the run), and refills once the run is over; a pair run low refills
+ * at once, runs in flight or not. Every run is joined and the executor freed before the verdict,
+ * so that a failure leaves no sandbox behind for the next test to count. */
+static void test_refill_yields_to_runs(void **state)
+{
+    (void)state;
+    struct execbox_executor *ex = open_pool(4, "", 60);
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
+    wait_ready(ex, 4);
+    struct execbox_pool_stats before, st;
+    execbox_executor_pool_stats(ex, &before);
+
+    /* One run: 3 of 4 ready, at least half, so nothing is started while it sleeps. */
+    struct slow_run one = {.ex = ex};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, slow_run, &one), 0);
+    for (int i = 0; i < 200; i++) { /* the take: 10 s at most */
+        execbox_executor_pool_stats(ex, &st);
+        if (st.hits > before.hits)
+            break;
+        usleep(50 * 1000);
+    }
+    uint64_t taken = st.hits - before.hits;
+    usleep(500 * 1000);
+    execbox_executor_pool_stats(ex, &st);
+    bool slow = atomic_load(&one.done);
+    uint64_t started_during = st.started - before.started;
+    unsigned ready_during = st.ready;
+    pthread_join(t, NULL);
+    execbox_executor_pool_stats(ex, &before);
+    for (int i = 0; i < 400 && before.ready < 4; i++) { /* refilled after it: 20 s at most */
+        usleep(50 * 1000);
+        execbox_executor_pool_stats(ex, &before);
+    }
+    unsigned ready_after = before.ready;
+
+    /* Three at once: 1 of 4 ready, below half, so the pool refills while they sleep. */
+    struct slow_run three[3];
+    pthread_t ts[3];
+    for (int i = 0; i < 3; i++) {
+        three[i] = (struct slow_run){.ex = ex};
+        assert_int_equal(pthread_create(&ts[i], NULL, slow_run, &three[i]), 0);
+    }
+    bool refilled = false, ended = false;
+    for (int i = 0; i < 400 && !refilled && !ended; i++) {
+        usleep(10 * 1000);
+        ended = atomic_load(&three[0].done) || atomic_load(&three[1].done) ||
+                atomic_load(&three[2].done);
+        execbox_executor_pool_stats(ex, &st);
+        refilled = st.started > before.started && !ended;
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(ts[i], NULL);
+    execbox_executor_free(ex);
+
+    assert_int_equal(taken, 1);
+    if (slow)
+        fail_msg("the 3 s run ended before its half second was up: the machine is too slow");
+    assert_int_equal(one.r, 0);
+    assert_int_equal(one.exit_code, 0);
+    if (started_during != 0 || ready_during != 3)
+        fail_msg("the pool refilled during a run with 3 of 4 ready (started %llu, ready %u)",
+                 (unsigned long long)started_during, ready_during);
+    assert_int_equal(ready_after, 4);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(three[i].r, 0);
+        assert_int_equal(three[i].exit_code, 0);
+    }
+    if (!refilled)
+        fail_msg("the pool did not refill while three of its four were in use (started %llu, "
+                 "was %llu)",
+                 (unsigned long long)st.started, (unsigned long long)before.started);
+}
+
 static void test_policy_isolation(void **state)
 {
     (void)state;
@@ -531,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_each_run_is_fresh),
         cmocka_unit_test(test_exhaustion_goes_cold),
         cmocka_unit_test(test_miss_forks_from_live_template),
+        cmocka_unit_test(test_refill_yields_to_runs),
         cmocka_unit_test(test_policy_isolation),
         cmocka_unit_test(test_allow_list_isolation),
         cmocka_unit_test(test_timeout_counts_from_run_start),
