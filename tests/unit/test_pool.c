@@ -115,6 +115,17 @@ static void wait_ready(struct execbox_executor *ex, unsigned want)
              (unsigned long long)st.failed);
 }
 
+/* A pool of size for python, filled ahead of its first run until want sandboxes are ready. */
+static struct execbox_executor *open_warm(unsigned size, const char *preload, double idle,
+                                          unsigned want)
+{
+    struct execbox_executor *ex = open_pool(size, preload, idle);
+    struct execbox_error err = {0};
+    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
+    wait_ready(ex, want);
+    return ex;
+}
+
 static struct execbox_result *run(struct execbox_executor *ex, const char *code,
                                   const struct execbox_policy *p, const char *in)
 {
@@ -131,10 +142,7 @@ static struct execbox_result *run(struct execbox_executor *ex, const char *code,
 static void test_warm_run_looks_cold(void **state)
 {
     (void)state;
-    struct execbox_executor *ex = open_pool(2, "json", 60);
-    struct execbox_error err = {0};
-    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
-    wait_ready(ex, 2);
+    struct execbox_executor *ex = open_warm(2, "json", 60, 2);
 
     struct execbox_result *r =
         run(ex,
@@ -308,22 +316,28 @@ static void test_exhaustion_goes_cold(void **state)
     execbox_executor_free(ex);
 }
 
+/* A run on a thread of its own: code (NULL: the side run below) on ex; done once it is over. */
 struct side_run {
     struct execbox_executor *ex;
+    const char *code;
     struct execbox_result *res;
     int r;
+    atomic_bool done;
 };
+
+/* pid 1's command line: a template run's init has its arguments (execbox-init, the guest's pid,
+ * the cgroups to leave), a cold run's only its name. Read until it has one: the template's vfork
+ * returns once the init's exec has its memory, a moment before the kernel has set its arguments
+ * there, and a loaded machine may run the program in between. */
+static const char pid1_args[] = INIT_ARGS "time.sleep(0.3)\nprint(a[0], len(a))\n";
 
 static void *side_run(void *arg)
 {
     struct side_run *c = arg;
-    /* pid 1's command line: a template run's init has its arguments (execbox-init, the guest's
-     * pid, the cgroups to leave), a cold run's only its name. Read until it has one: the
-     * template's vfork returns once the init's exec has its memory, a moment before the kernel
-     * has set its arguments there, and a loaded machine may run the program in between. */
-    struct execbox_request req = {.code = INIT_ARGS "time.sleep(0.3)\nprint(a[0], len(a))\n"};
+    struct execbox_request req = {.code = c->code ? c->code : pid1_args};
     struct execbox_error err = {0};
     c->r = execbox_executor_run(c->ex, &req, &c->res, &err);
+    atomic_store(&c->done, true);
     return NULL;
 }
 
@@ -333,10 +347,7 @@ static void *side_run(void *arg)
 static void test_miss_forks_from_live_template(void **state)
 {
     (void)state;
-    struct execbox_executor *ex = open_pool(1, "", 60);
-    struct execbox_error err = {0};
-    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
-    wait_ready(ex, 1);
+    struct execbox_executor *ex = open_warm(1, "", 60, 1);
     struct execbox_pool_stats before, after;
     execbox_executor_pool_stats(ex, &before);
     bool tpl = before.templates > 0;
@@ -368,26 +379,6 @@ static void test_miss_forks_from_live_template(void **state)
     execbox_executor_free(ex);
 }
 
-struct slow_run {
-    struct execbox_executor *ex;
-    int r;
-    int exit_code;
-    atomic_bool done;
-};
-
-static void *slow_run(void *arg)
-{
-    struct slow_run *c = arg;
-    struct execbox_request req = {.code = "import time\ntime.sleep(3)\n"};
-    struct execbox_result *res = NULL;
-    struct execbox_error err = {0};
-    c->r = execbox_executor_run(c->ex, &req, &res, &err);
-    c->exit_code = res ? res->exit_code : -1;
-    execbox_result_free(res);
-    atomic_store(&c->done, true);
-    return NULL;
-}
-
 /* While a run is in flight, a pair that still has half its sandboxes ready waits to refill (its
  * forks would take CPU from the run), and refills once the run is over; a pair run low refills
  * at once, runs in flight or not. Every run is joined and the executor freed before the verdict,
@@ -395,17 +386,15 @@ static void *slow_run(void *arg)
 static void test_refill_yields_to_runs(void **state)
 {
     (void)state;
-    struct execbox_executor *ex = open_pool(4, "", 60);
-    struct execbox_error err = {0};
-    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
-    wait_ready(ex, 4);
+    struct execbox_executor *ex = open_warm(4, "", 60, 4);
     struct execbox_pool_stats before, st;
     execbox_executor_pool_stats(ex, &before);
 
     /* One run: 3 of 4 ready, at least half, so nothing is started while it sleeps. */
-    struct slow_run one = {.ex = ex};
+    static const char nap[] = "import time\ntime.sleep(3)\n";
+    struct side_run one = {.ex = ex, .code = nap};
     pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, slow_run, &one), 0);
+    assert_int_equal(pthread_create(&t, NULL, side_run, &one), 0);
     for (int i = 0; i < 200; i++) { /* the take: 10 s at most */
         execbox_executor_pool_stats(ex, &st);
         if (st.hits > before.hits)
@@ -427,11 +416,11 @@ static void test_refill_yields_to_runs(void **state)
     unsigned ready_after = before.ready;
 
     /* Three at once: 1 of 4 ready, below half, so the pool refills while they sleep. */
-    struct slow_run three[3];
+    struct side_run three[3];
     pthread_t ts[3];
     for (int i = 0; i < 3; i++) {
-        three[i] = (struct slow_run){.ex = ex};
-        assert_int_equal(pthread_create(&ts[i], NULL, slow_run, &three[i]), 0);
+        three[i] = (struct side_run){.ex = ex, .code = nap};
+        assert_int_equal(pthread_create(&ts[i], NULL, side_run, &three[i]), 0);
     }
     bool refilled = false, ended = false;
     for (int i = 0; i < 400 && !refilled && !ended; i++) {
@@ -449,14 +438,16 @@ static void test_refill_yields_to_runs(void **state)
     if (slow)
         fail_msg("the 3 s run ended before its half second was up: the machine is too slow");
     assert_int_equal(one.r, 0);
-    assert_int_equal(one.exit_code, 0);
+    assert_int_equal(one.res->exit_code, 0);
+    execbox_result_free(one.res);
     if (started_during != 0 || ready_during != 3)
         fail_msg("the pool refilled during a run with 3 of 4 ready (started %llu, ready %u)",
                  (unsigned long long)started_during, ready_during);
     assert_int_equal(ready_after, 4);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(three[i].r, 0);
-        assert_int_equal(three[i].exit_code, 0);
+        assert_int_equal(three[i].res->exit_code, 0);
+        execbox_result_free(three[i].res);
     }
     if (!refilled)
         fail_msg("the pool did not refill while three of its four were in use (started %llu, "
@@ -467,10 +458,8 @@ static void test_refill_yields_to_runs(void **state)
 static void test_policy_isolation(void **state)
 {
     (void)state;
-    struct execbox_executor *ex = open_pool(2, "", 60);
+    struct execbox_executor *ex = open_warm(2, "", 60, 2);
     struct execbox_error err = {0};
-    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
-    wait_ready(ex, 2);
     struct execbox_pool_stats before, after;
     execbox_executor_pool_stats(ex, &before);
     struct execbox_policy p;
@@ -578,10 +567,7 @@ static void test_timeout_counts_from_run_start(void **state)
 static void test_idle_expiry_and_teardown(void **state)
 {
     (void)state;
-    struct execbox_executor *ex = open_pool(2, "", 0.5);
-    struct execbox_error err = {0};
-    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
-    wait_ready(ex, 1);
+    struct execbox_executor *ex = open_warm(2, "", 0.5, 1);
     assert_true(count_leftovers() >= 1); /* warm sandboxes hold run dirs or cgroups */
     struct execbox_pool_stats st;
     for (int i = 0; i < 100; i++) {
@@ -595,9 +581,7 @@ static void test_idle_expiry_and_teardown(void **state)
     execbox_executor_free(ex);
     assert_int_equal(count_leftovers(), 0); /* nothing left behind */
 
-    ex = open_pool(3, "", 60);
-    assert_int_equal(execbox_executor_prewarm(ex, NULL, "python", &err), 0);
-    wait_ready(ex, 3);
+    ex = open_warm(3, "", 60, 3);
     execbox_executor_free(ex);
     assert_int_equal(count_leftovers(), 0);
 }
