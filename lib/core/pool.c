@@ -124,7 +124,7 @@ static bool fill_yields(struct eb_pool *p, const struct pair *q, uint64_t now, u
         return true;
     }
     uint64_t until = p->last_end + POOL_YIELD_NS;
-    if (p->last_end == 0 || now >= until)
+    if (now >= until)
         return false;
     if (until < *wake)
         *wake = until;

@@ -112,17 +112,16 @@ int eb_run_oneshot(const struct eb_lifecycle *lc, struct eb_pool *pool,
         return eb_error_set(err, -ENOMEM, "out of memory");
     struct eb_run run = eb_prepared_run(req, &p);
     struct execbox_error berr = {0, ""};
+    int refused = 0;
     eb_pool_run_begin(pool);
-    if (req->rich_results) {
-        int refused = acquire_and_run_cell(lc, req, &p, res, &r, &berr, err);
-        eb_pool_run_end(pool);
-        if (refused < 0) {
-            execbox_result_free(res);
-            return refused;
-        }
-    } else {
+    if (req->rich_results)
+        refused = acquire_and_run_cell(lc, req, &p, res, &r, &berr, err);
+    else
         r = acquire_and_run(lc, pool, &run, &res, &berr);
-        eb_pool_run_end(pool);
+    eb_pool_run_end(pool);
+    if (refused < 0) {
+        execbox_result_free(res);
+        return refused;
     }
     if (!res)
         return eb_error_set(err, -ENOMEM, "out of memory");
