@@ -20,13 +20,25 @@ def _execbox_preload(preload, path):
             __import__(m)
         except Exception:
             pass
-    # One throwaway compile and file read, so that the first real ones are not cold.
-    exec(compile('_x = [i for i in range(2)]\nprint(end="")\n', path, 'exec'), {})
-    with open(sys.executable, 'rb') as f:
-        f.read(1)
     global _execbox_run_file, _execbox_report_done, _execbox_np_state
     _execbox_run_file, _execbox_report_done = _execbox_file_runner()
+    _execbox_warm_up()  # the first-call set-up of a run's path, done once here
+    with open(sys.executable, 'rb') as f:
+        f.read(1)
     _execbox_np_state = _execbox_np_state_ahead()
+
+
+def _execbox_warm_up():
+    # One throwaway run of an empty file, by the path a program takes (fopen, CPython's file
+    # tokenizer, the compiler, the exec), and one print: in a fork, the pages of the template
+    # that a run writes first are copied by this rather than by the program. A string compile
+    # would take another tokenizer's path, warming pages no run uses (some 30 more faults in a
+    # pandas fork). /dev/null is in every sandbox; without it, nothing is warmed.
+    try:
+        _execbox_run_file('/dev/null', {'__builtins__': __builtins__})
+        print(end='')
+    except Exception:
+        pass
 
 
 def _execbox_file_runner():
@@ -70,38 +82,62 @@ _execbox_np_state = None
 
 
 def _execbox_np_state_ahead():
-    # numpy's global RandomState as each fork will set it, made once ahead: a key of 624 words,
-    # filled from the kernel in each fork (all of MT19937's state, no SeedSequence: seed() would
-    # copy some 120 more of the template's pages into every fork), position 624 (the next draw
-    # regenerates, as after a seed) and no cached gaussian. One set_state here runs its code
-    # once, the state unchanged.
+    # numpy's global RandomState as each fork sets it, in the form numpy's own seed() leaves
+    # (that of a cold start): key[0] 0x80000000, key[1:624] random, position 623, no cached
+    # gaussian. Written in place into the MT19937 bit generator's C state (624 key words, then the
+    # position) through a view made here, the words from the kernel. No SeedSequence and no
+    # set_state in the fork: seed() copies some 120 of the template's pages into every fork,
+    # set_state's checks and conversions some 30, the view 2. The layout is checked here: a key
+    # written through the view must read back from get_state(), with the position and no cached
+    # gaussian; else (another numpy) the fork fills a key array and calls set_state.
     np_random = sys.modules.get('numpy.random')
     if np_random is None:
         return None
     try:
+        import ctypes
         import numpy
+        head, pos = (0x80000000).to_bytes(4, sys.byteorder), (623).to_bytes(4, sys.byteorder)
         key = numpy.zeros(624, numpy.uint32)
-        np_random.set_state(np_random.get_state())
-        return memoryview(key).cast('B'), ('MT19937', key, 624, 0, 0.0), np_random
+        key[0] = 0x80000000
+        state = ('MT19937', key, 623, 0, 0.0)
+        np_random.set_state(state)  # no cached gaussian from here on
+        view = None
+        bits = np_random.mtrand._rand._bit_generator
+        if type(bits).__name__ == 'MT19937':
+            view = memoryview((ctypes.c_ubyte * 2500).from_address(
+                bits.ctypes.state_address)).cast('B')
+            probe = numpy.arange(1, 625, dtype=numpy.uint32) * numpy.uint32(2654435761)
+            view[:2496] = probe.tobytes()
+            view[2496:] = pos
+            s = np_random.get_state()
+            if not (s[0] == 'MT19937' and (s[1] == probe).all() and s[2:] == (623, 0, 0.0)):
+                view = None
+        key[1:] = numpy.frombuffer(os.urandom(2492), numpy.uint32)  # the template's own
+        np_random.set_state(state)
+        return view, head, pos, memoryview(key[1:]).cast('B'), state, bits, np_random
     except Exception:
         return None
 
 
 def _execbox_reseed():
     # A template's runs are forks of one process: whatever was seeded at import is the same in
-    # every one of them unless it is seeded again from the kernel here. `random` already was
-    # (by its fork hook); tempfile's names, uuid4 and secrets read the kernel themselves.
-    import random
-    random.seed()
+    # every one of them unless it is seeded again from the kernel here. `random` already was, by
+    # its own fork hook (os.register_at_fork), which the helper runs in the guest; tempfile's
+    # names, uuid4 and secrets read the kernel themselves.
     np_random = sys.modules.get('numpy.random')
     if np_random is not None:
         try:
             ahead = _execbox_np_state
-            if ahead is not None and ahead[2] is np_random:
-                ahead[0][:] = os.urandom(len(ahead[0]))  # this fork's copy of the key
-                np_random.set_state(ahead[1])
-            else:
+            if ahead is None or ahead[6] is not np_random:
                 np_random.seed()  # the global RandomState, from the kernel's entropy
+            elif ahead[0] is not None:  # this fork's copy of the template's state
+                view = ahead[0]
+                view[4:2496] = os.urandom(2492)
+                view[:4] = ahead[1]
+                view[2496:] = ahead[2]
+            else:
+                ahead[3][:] = os.urandom(2492)  # this fork's copy of the key
+                np_random.set_state(ahead[4])
         except Exception:
             pass
     mp = sys.modules.get('multiprocessing.process')
@@ -113,12 +149,13 @@ def _execbox_reseed():
 
 
 def _execbox_prepare(path, types, importlib):
-    # A template's fork, ahead of the go byte: its own seeds, then one throwaway compile and run
-    # of what every run does, so that the pages of the template that a run writes first (the
-    # interpreter's state, the compiler's, stdout's) are copied now rather than during the run.
-    # Nothing of it is left where the program could see it.
+    # A template's fork, ahead of the go byte: its own seeds, then the warm-up (a throwaway run of
+    # an empty file and a print) and a module and loader as the run makes them, so that the pages
+    # of the template that a run writes first (the interpreter's state, the tokenizer's and the
+    # compiler's, stdout's) are copied now rather than during the run. Nothing of it is left where
+    # the program could see it.
     _execbox_reseed()
-    exec(compile('_x = [i for i in range(2)]\nprint(end="")\n', path, 'exec'), {})
+    _execbox_warm_up()
     types.ModuleType('__main__')
     importlib.machinery.SourceFileLoader('__main__', path)
 

@@ -186,16 +186,23 @@ class TemplateTests(Tests):
             assert srv.stop() == 0
 
     def test_forks_are_unique(self):
+        # numpy's global state in the form its own seed() leaves (a cold start's): key[0]
+        # 0x80000000, the rest its own, position 623, no cached gaussian; then the draws
         code = ("import json, random, uuid, numpy\n"
+                "s = numpy.random.get_state()\n"
                 "print(json.dumps([random.random(), float(numpy.random.rand()), "
-                "str(uuid.uuid4()), hash('execbox')]))")
+                "str(uuid.uuid4()), hash('execbox'), s[1][1:].tobytes().hex(), s[0], "
+                "int(s[1][0]), s[2], s[3], s[4], float(numpy.random.randn())]))")
         with Server("--pool", "4", "--preload", "numpy") as srv:
             rows = [out_json(execute(srv, code)) for _ in range(50)]
             m = srv.metrics()
             assert srv.stop() == 0
-        for i, what in enumerate(("random.random()", "numpy.random.rand()", "uuid4()")):
+        for i, what in ((0, "random.random()"), (1, "numpy.random.rand()"), (2, "uuid4()"),
+                        (4, "numpy's key"), (10, "numpy.random.randn()")):
             values = {r[i] for r in rows}
             assert len(values) == 50, f"{what}: {50 - len(values)} repeats"
+        assert {tuple(r[5:10]) for r in rows} == {("MT19937", 0x80000000, 623, 0, 0.0)}, \
+            [r[5:10] for r in rows]
         # one generation (1000 runs by default) shares the template's hash secret; a run that
         # found no fork ready went cold and has its own
         assert len({r[3] for r in rows}) <= (m["execbox_templates_started_total"] +
