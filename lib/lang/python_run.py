@@ -11,7 +11,11 @@
 # user's objects are finalised and unclosed files flushed), a collection, stdio flushed; then
 # os._exit (in a template's run, first the report to the run's init: see _execbox_file_runner).
 # What is skipped is the teardown of the library modules themselves.
-import sys, os
+# atexit is imported here, before a template forks, although only a run's end uses it: no preload
+# imports it (numpy and pandas do not), and its first import, through importlib, copies some 100
+# of the template's pages into every fork that makes it. Every program sees it imported either
+# way, as before: a run imported it ahead of the go byte.
+import sys, os, atexit
 
 
 def _execbox_preload(preload, path):
