@@ -12,7 +12,7 @@
 # os._exit (in a template's run, first the report to the run's init: see _execbox_file_runner).
 # What is skipped is the teardown of the library modules themselves.
 # atexit is imported here, before a template forks, although only a run's end uses it: no preload
-# imports it (numpy and pandas do not), and its first import, through importlib, copies some 100
+# imports it (numpy and pandas do not), and its first import, through importlib, copies some 70
 # of the template's pages into every fork that makes it. Every program sees it imported either
 # way, as before: a run imported it ahead of the go byte.
 import sys, os, atexit
@@ -91,9 +91,10 @@ def _execbox_np_state_ahead():
     # gaussian. Written in place into the MT19937 bit generator's C state (624 key words, then the
     # position) through a view made here, the words from the kernel. No SeedSequence and no
     # set_state in the fork: seed() copies some 120 of the template's pages into every fork,
-    # set_state's checks and conversions some 30, the view 2. The layout is checked here: a key
-    # written through the view must read back from get_state(), with the position and no cached
-    # gaussian; else (another numpy) the fork fills a key array and calls set_state.
+    # set_state some 25 more than the view. The layout is checked here: a key written through the
+    # view must read back from get_state(), with the position and no cached gaussian; else
+    # (another numpy) the fork fills a key array and calls set_state. Whatever fails here leaves
+    # numpy seeded from the kernel (never the probe key) and the forks calling seed().
     np_random = sys.modules.get('numpy.random')
     if np_random is None:
         return None
@@ -120,6 +121,10 @@ def _execbox_np_state_ahead():
         np_random.set_state(state)
         return view, head, pos, memoryview(key[1:]).cast('B'), state, bits, np_random
     except Exception:
+        try:
+            np_random.seed()
+        except Exception:
+            pass
         return None
 
 
