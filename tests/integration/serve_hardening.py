@@ -96,7 +96,8 @@ class HardeningTests(Tests):
     CHECK_TEMP_LEFTOVERS = True
 
     def test_sse_flood_with_a_steady_reader_keeps_memory_bounded(self):
-        """Code prints at 16 MB/s until its 15 s timeout; the client reads steadily at 8 MB/s,
+        """Code prints at 16 MB/s until its timeout (15 s; 40 s under ASan, slower to relay it);
+        the client reads steadily at 8 MB/s,
         slower than the code prints. A stream carries at most output_limit bytes, here a large
         128 MiB, which the record's head and tail also hold in serve's memory. Before the fix,
         the stream's buffer was compacted only when fully drained, which a steady reader never
@@ -109,7 +110,12 @@ class HardeningTests(Tests):
         # free), which is its memory, not the server's: cap it, so that RSS measures serve.
         asan = os.environ.get("ASAN_OPTIONS")
         env = {"ASAN_OPTIONS": asan + ":quarantine_size_mb=8"} if asan else None
-        with Server("--timeout", "15", "--workers", "1", "--output-limit", "128M", env=env) as s:
+        # The stream must carry more than 48 MiB for the bound below to mean anything. An ASan
+        # build relays it more slowly than the reader reads: 2-4 MB/s on a slow machine (35 MiB
+        # in 15 s), so it gets 40 s to carry them; the reader still stops at 60 s.
+        timeout = "40" if asan else "15"
+        with Server("--timeout", timeout, "--workers", "1", "--output-limit", "128M",
+                    env=env) as s:
             # Paced so that the stream outlasts its first seconds: a limit's worth at full speed
             # would be written (and mostly dropped) before the reader got far.
             code = ("import sys, time\nb = 'x' * 65535 + '\\n'\nt0 = time.monotonic()\nn = 0\n"
