@@ -24,12 +24,11 @@ def _execbox_preload(preload, path):
             __import__(m)
         except Exception:
             pass
-    global _execbox_run_file, _execbox_report_done, _execbox_np_state
+    global _execbox_run_file, _execbox_report_done
     _execbox_run_file, _execbox_report_done = _execbox_file_runner()
     _execbox_warm_up()  # the first-call set-up of a run's path, done once here
     with open(sys.executable, 'rb') as f:
         f.read(1)
-    _execbox_np_state = _execbox_np_state_ahead()
 
 
 def _execbox_warm_up():
@@ -82,50 +81,56 @@ def _execbox_file_runner():
     return run_file, report_done
 
 
-_execbox_np_state = None
+_execbox_np_reseed = None
 
 
-def _execbox_np_state_ahead():
-    # numpy's global RandomState as each fork sets it, in the form numpy's own seed() leaves
-    # (that of a cold start): key[0] 0x80000000, key[1:624] random, position 623, no cached
-    # gaussian. Written in place into the MT19937 bit generator's C state (624 key words, then the
-    # position) through a view made here, the words from the kernel. No SeedSequence and no
-    # set_state in the fork: seed() copies some 120 of the template's pages into every fork,
-    # set_state some 25 more than the view. The layout is checked here: a key written through the
-    # view must read back from get_state(), with the position and no cached gaussian; else
-    # (another numpy) the fork fills a key array and calls set_state. Whatever fails here leaves
-    # numpy seeded from the kernel (never the probe key) and the forks calling seed().
+def _execbox_np_reseed_ahead():
+    # In a template, once: how each fork reseeds numpy's global RandomState, in the form numpy's
+    # own seed() leaves (that of a cold start): key[0] 0x80000000, key[1:624] random, position
+    # 623, no cached gaussian. The template's state is set to that form here, so a fork writes
+    # only key[1:624], from the kernel, in place into the MT19937 bit generator's C state (624
+    # key words, then the position) through a view made here. No SeedSequence and no set_state
+    # in the fork: seed() copies some 120 of the template's pages into every fork, set_state
+    # some 25 more than the view. The layout is checked here: a key written through the view
+    # must read back from get_state(), with the position and no cached gaussian; else (another
+    # numpy) the fork fills a key array and calls set_state. Whatever fails here leaves numpy
+    # seeded from the kernel (never the probe key) and the forks calling seed().
+    global _execbox_np_reseed
     np_random = sys.modules.get('numpy.random')
     if np_random is None:
-        return None
+        return
     try:
         import ctypes
         import numpy
-        head, pos = (0x80000000).to_bytes(4, sys.byteorder), (623).to_bytes(4, sys.byteorder)
         key = numpy.zeros(624, numpy.uint32)
         key[0] = 0x80000000
         state = ('MT19937', key, 623, 0, 0.0)
         np_random.set_state(state)  # no cached gaussian from here on
-        view = None
         bits = np_random.mtrand._rand._bit_generator
+        view = None
         if type(bits).__name__ == 'MT19937':
             view = memoryview((ctypes.c_ubyte * 2500).from_address(
                 bits.ctypes.state_address)).cast('B')
             probe = numpy.arange(1, 625, dtype=numpy.uint32) * numpy.uint32(2654435761)
             view[:2496] = probe.tobytes()
-            view[2496:] = pos
             s = np_random.get_state()
             if not (s[0] == 'MT19937' and (s[1] == probe).all() and s[2:] == (623, 0, 0.0)):
                 view = None
         key[1:] = numpy.frombuffer(os.urandom(2492), numpy.uint32)  # the template's own
         np_random.set_state(state)
-        return view, head, pos, memoryview(key[1:]).cast('B'), state, bits, np_random
+        if view is not None:
+            def reseed(view=view[4:2496], bits=bits):  # bits: the owner of view's memory
+                view[:] = os.urandom(2492)
+        else:
+            def reseed(words=memoryview(key[1:]).cast('B')):
+                words[:] = os.urandom(2492)
+                np_random.set_state(state)
+        _execbox_np_reseed = reseed
     except Exception:
         try:
             np_random.seed()
         except Exception:
             pass
-        return None
 
 
 def _execbox_reseed():
@@ -136,17 +141,10 @@ def _execbox_reseed():
     np_random = sys.modules.get('numpy.random')
     if np_random is not None:
         try:
-            ahead = _execbox_np_state
-            if ahead is None or ahead[6] is not np_random:
-                np_random.seed()  # the global RandomState, from the kernel's entropy
-            elif ahead[0] is not None:  # this fork's copy of the template's state
-                view = ahead[0]
-                view[4:2496] = os.urandom(2492)
-                view[:4] = ahead[1]
-                view[2496:] = ahead[2]
+            if _execbox_np_reseed is not None:
+                _execbox_np_reseed()  # this fork's copy of the template's state
             else:
-                ahead[3][:] = os.urandom(2492)  # this fork's copy of the key
-                np_random.set_state(ahead[4])
+                np_random.seed()  # the global RandomState, from the kernel's entropy
         except Exception:
             pass
     mp = sys.modules.get('multiprocessing.process')

@@ -13,6 +13,7 @@ def _execbox_template():
     helper, sock, init, bpf, mpl = (int(a) for a in sys.argv[4:9])
     mpl_name, landlock = sys.argv[9], int(sys.argv[10])
     _execbox_preload(preload, path)
+    _execbox_np_reseed_ahead()  # only forks reseed: a warm interpreter's own seed stands
     # PyDLL: the call keeps the GIL, so the helper may run CPython's fork hooks around its forks.
     serve = ctypes.PyDLL('/proc/self/fd/%d' % helper).eb_tpl_serve
     serve.argtypes = [ctypes.c_int] * 4 + [ctypes.c_char_p, ctypes.c_int]
