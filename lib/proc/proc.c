@@ -29,6 +29,60 @@
 
 /* ---- child side (async-signal-safe only: we may have been forked from a threaded host) ---- */
 
+/* The value of the hexadecimal field `name` (e.g. "SigIgn:") in a /proc status text; false when
+ * it is missing or malformed. */
+static bool status_hex(const char *text, const char *name, uint64_t *ret)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; *p; p++) {
+        if ((p == text || p[-1] == '\n') && strncmp(p, name, n) == 0) {
+            p += n;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            uint64_t v = 0;
+            int digits = 0;
+            for (; digits < 16; p++, digits++) {
+                int d = *p >= '0' && *p <= '9'   ? *p - '0'
+                        : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+                                                 : -1;
+                if (d < 0)
+                    break;
+                v = v << 4 | (uint64_t)d;
+            }
+            if (!digits || *p != '\n')
+                return false;
+            *ret = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Sets every signal that is ignored or caught back to its default action (the kernel resets
+ * the caught ones at execve, not the ignored ones, which a program would inherit). The two sets
+ * come from one read of /proc/thread-self/status; where it cannot be read, every signal is set. */
+static void default_signals(void)
+{
+    char text[4096];
+    uint64_t ign = 0, cgt = 0;
+    bool known = false;
+    int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = eb_read_full(fd, text, sizeof(text) - 1);
+        close(fd);
+        if (n > 0) {
+            text[n] = '\0';
+            known = status_hex(text, "SigIgn:", &ign) && status_hex(text, "SigCgt:", &cgt);
+        }
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP && (!known || (s <= 64 && ((ign | cgt) >> (s - 1)) & 1)))
+            sigaction(s, &dfl, NULL);
+}
+
 void eb_guest_exec(const struct eb_guest *g)
 {
     /* Our parent is init; if it dies we must not live on unsupervised. */
@@ -36,12 +90,12 @@ void eb_guest_exec(const struct eb_guest *g)
         eb_child_send_error(g->status_fd, -errno, "set the parent-death signal");
         _exit(127);
     }
+    /* Default actions first, then nothing blocked: no handler of the host's copied into us can
+     * run in between (we may share init's memory, itself a copy of the host's). */
+    default_signals();
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            signal(s, SIG_DFL);
 
     /* Move every fd we need above the low numbers first, so that placing one on 0..3 cannot
      * clobber another that happens to sit there. The copies are close-on-exec. */

@@ -2,8 +2,10 @@
 """The jail's walls against attacks run inside it: each test asserts the specific outcome and
 that the host is unharmed. (Syscall-level attacks are in jail_syscalls.py.)"""
 import glob
+import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -11,8 +13,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import (STARTED, SKIP, SkipTest, Tests, check_pins, run, run_json,  # noqa: E402
-                    split_pins)
+from common import (EXECBOX, STARTED, SKIP, SkipTest, Tests, check_pins, run,  # noqa: E402
+                    run_json, split_pins)
 
 J = ["-b", "jail"]
 # How much slower than a host this machine is (the VM lane sets it: qemu without KVM emulates
@@ -303,6 +305,26 @@ class JailWalls(Tests):
         assert marker not in out and "execbox-" + "serve" not in out, out
         first = out.split("\n")[0].split(" ")
         assert first[0] == "1" and first[1].startswith("b'execbox-init"), out
+
+    def test_signals_start_at_their_defaults(self):
+        """Whatever the host ignores or handles, the program starts with every signal at its
+        default action but those Python itself sets (SIGINT, SIGPIPE, SIGXFSZ): an ignored signal
+        survives exec, and a guest that inherited an ignored SIGTERM or SIGUSR1 would behave
+        unlike the same code run anywhere else."""
+        code = ("import signal\n"
+                "print(sorted(s for s in range(1, 65) if s not in (9, 19, 32, 33)\n"
+                "             and signal.getsignal(s) not in (signal.SIG_DFL, None)))")
+
+        def host_ignores():
+            for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGALRM):
+                signal.signal(sig, signal.SIG_IGN)
+
+        p = subprocess.run([EXECBOX, "run", "-b", "jail", "--json", "-c", code],
+                           capture_output=True, text=True, timeout=120 * SLOWDOWN,
+                           preexec_fn=host_ignores)
+        out = ok(json.loads(p.stdout)).strip()
+        want = sorted(int(s) for s in (signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ))
+        assert out == str(want), out
 
     def test_dangerous_devices_absent(self):
         code = ("import os\nfor p in ['/dev/mem','/dev/kmem','/dev/kmsg','/dev/sda','/dev/vda','/dev/port','/dev/tty']:\n"
