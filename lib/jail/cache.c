@@ -25,7 +25,7 @@
 #include "base/util.h"
 
 #define PROBE_FILE ".probe"           /* + "-<hash of the key>": one file per key */
-#define PROBE_MAGIC "execbox-probe-1" /* bump when the layout or the key changes */
+#define PROBE_MAGIC "execbox-probe-2" /* bump when the layout or the key changes */
 #define KEY_MAX 1024
 
 /* The file: the report first (so that `usable` is at byte 32, which the integration test
@@ -152,20 +152,39 @@ static int probe_key(char *key, size_t n)
         if (k < 0)
             return -errno;
     }
-    /* The privilege probe's answer depends on what we hold: capabilities (all sets but ambient,
-     * which it clears), no_new_privs, a filter already on us, and the hard limits it lowers. */
-    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2];
-    if (syscall(SYS_capget, &h, d) < 0)
-        return -errno;
-    uint64_t bset = 0;
-    for (int c = 0; c < 64; c++) {
-        int r = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
-        if (r < 0)
-            break;
-        if (r > 0)
-            bset |= 1ULL << c;
+    /* The privilege probe's answer depends on what we hold: our ids, capabilities (all sets but
+     * ambient, which it clears), no_new_privs, a filter already on us (one read of
+     * /proc/self/status has them all, where asking one by one took some fifty calls), and the
+     * hard limits it lowers. */
+    char status[4096], creds[512];
+    {
+        _cleanup_close_ int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        ssize_t k = eb_read_full(fd, status, sizeof(status) - 1);
+        if (k <= 0)
+            return k < 0 ? (int)k : -ENODATA;
+        status[k] = '\0';
     }
+    static const char *const fields[] = {
+        "Uid:", "Gid:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "NoNewPrivs:", "Seccomp:"};
+    size_t used = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
+        const char *line = NULL;
+        size_t len = strlen(fields[i]);
+        for (const char *p = status; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "")
+            if (strncmp(p, fields[i], len) == 0) {
+                line = p;
+                break;
+            }
+        size_t l = line ? strcspn(line, "\n") : 0;
+        if (used + l + 2 > sizeof(creds))
+            return -ENAMETOOLONG;
+        memcpy(creds + used, line ? line : "", l);
+        used += l;
+        creds[used++] = ';';
+    }
+    creds[used] = '\0';
     static const int res[] = {RLIMIT_CORE, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU};
     unsigned long long hard[ARRAY_SIZE(res)];
     for (size_t i = 0; i < ARRAY_SIZE(res); i++) {
@@ -174,24 +193,15 @@ static int probe_key(char *key, size_t n)
             return -errno;
         hard[i] = (unsigned long long)rl.rlim_max;
     }
-    uid_t ru, eu, su;
-    gid_t rg, eg, sg;
-    if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
-        return -errno;
     struct stat us;
     if (stat("/proc/self/ns/user", &us) < 0)
         us.st_ino = 0;
     int k = snprintf(key, n,
-                     "%s %s|%s|%s %s %s|%u %u %u %u %u %u|userns %llu|cg %016llx|"
-                     "caps %08x%08x %08x%08x %08x%08x bset %016llx nnp %d seccomp %d|"
+                     "%s %s|%s|%s %s %s|userns %llu|cg %016llx|%s|"
                      "rl %llu %llu %llu %llu|userns sysctls %s %s %s",
-                     PROBE_MAGIC, bid, boot, u.release, u.version, u.machine, (unsigned)ru,
-                     (unsigned)eu, (unsigned)su, (unsigned)rg, (unsigned)eg, (unsigned)sg,
-                     (unsigned long long)us.st_ino, (unsigned long long)cg, d[1].effective,
-                     d[0].effective, d[1].permitted, d[0].permitted, d[1].inheritable,
-                     d[0].inheritable, (unsigned long long)bset,
-                     prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0), prctl(PR_GET_SECCOMP, 0, 0, 0, 0),
-                     hard[0], hard[1], hard[2], hard[3], v[0], v[1], v[2]);
+                     PROBE_MAGIC, bid, boot, u.release, u.version, u.machine,
+                     (unsigned long long)us.st_ino, (unsigned long long)cg, creds, hard[0], hard[1],
+                     hard[2], hard[3], v[0], v[1], v[2]);
     return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : k;
 }
 
