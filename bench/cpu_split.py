@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """bench/cpu_split.py - an additive split of the machine's CPU per run from a `perf record -a -g`
-(read as `perf script -F comm,pid,ip,sym` on standard input), for bench/tpl_cpu.sh.
+(read as `perf script -F comm,pid,ip,sym` on standard input), for bench/tpl_cpu.sh and
+bench/cold_cpu.sh.
 
 Every sample other than idle goes to exactly one row, the first rule below whose kernel entry
 point is anywhere in its call chain (so a page fault taken during a fork's page-table copy is
@@ -15,6 +16,10 @@ Columns, by process name (comm) and pid:
   run's init), serve (its threads), kworker (kernel workers: namespaces and cgroups released).
   --kind bare: parent (bench/forklimit.py's forking loops, and its one import of the preload
   spread over the runs), child (each fork).
+  --kind cold: cli (a cold `execbox run`, its threads included), init (the sandbox's init, and
+  the guest between its clone and its exec), guest (python3), kworker, other (the shell loop
+  that starts each command, perf).
+  --kind bwrap: bwrap (its two processes), guest (python3), kworker, other.
 Usage: perf script -i DATA -F comm,pid,ip,sym | python3 bench/cpu_split.py --kind K --per MS"""
 import argparse
 import collections
@@ -65,7 +70,7 @@ def samples(stream):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kind", choices=("execbox", "bare"), required=True)
+    ap.add_argument("--kind", choices=("execbox", "bare", "cold", "bwrap"), required=True)
     ap.add_argument("--per", type=float, required=True, help="machine busy ms per run")
     a = ap.parse_args()
     rows = {name: set(syms) for name, syms in RULES}
@@ -73,12 +78,17 @@ def main():
     py = collections.Counter(pid for (comm, pid), _ in data if comm == "python3")
     # The interpreters that sample most: the templates (execbox), the forking loops (bare).
     busiest = {pid for pid, n in py.items() if n > len(data) / 50}
-    if a.kind == "execbox":
-        cols = ["template", "guest", "init", "serve", "kworker", "other"]
-    else:
-        cols = ["parent", "child", "other"]
+    cols = {"execbox": ["template", "guest", "init", "serve", "kworker", "other"],
+            "bare": ["parent", "child", "other"],
+            "cold": ["cli", "init", "guest", "kworker", "other"],
+            "bwrap": ["bwrap", "guest", "kworker", "other"]}[a.kind]
 
     def column(comm, pid):
+        if a.kind in ("cold", "bwrap"):
+            named = {"execbox": "cli", "execbox-init": "init", "bwrap": "bwrap", "python3": "guest"}
+            if comm in named and named[comm] in cols:
+                return named[comm]
+            return "kworker" if re.match(r"(kworker|ksoftirqd|rcu)", comm) else "other"
         if comm == "python3":
             if a.kind == "execbox":
                 return "template" if pid in busiest else "guest"
