@@ -32,6 +32,15 @@ int eb_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+const char *eb_status_line(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0)
+            return p;
+    return NULL;
+}
+
 ssize_t eb_read_full(int fd, void *buf, size_t len)
 {
     char *p = buf;

@@ -59,6 +59,10 @@ int eb_write_all(int fd, const void *buf, size_t len);
 /* Reads until len bytes or EOF, retrying on EINTR. Bytes read, or -errno. Async-signal-safe. */
 ssize_t eb_read_full(int fd, void *buf, size_t len);
 
+/* The line of a /proc status text (NUL-terminated) that starts with name (e.g. "SigIgn:"):
+ * a pointer to its first byte, or NULL. Async-signal-safe. */
+const char *eb_status_line(const char *text, const char *name);
+
 /* Reads a whole small file (at most max bytes, else -EFBIG) into a NUL-terminated buffer. */
 int eb_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
 

@@ -167,13 +167,7 @@ static int probe_key(char *key, size_t n)
         "Uid:", "Gid:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "NoNewPrivs:", "Seccomp:"};
     size_t used = 0;
     for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
-        const char *line = NULL;
-        size_t len = strlen(fields[i]);
-        for (const char *p = status; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "")
-            if (strncmp(p, fields[i], len) == 0) {
-                line = p;
-                break;
-            }
+        const char *line = eb_status_line(status, fields[i]);
         size_t l = line ? strcspn(line, "\n") : 0;
         if (used + l + 2 > sizeof(creds))
             return -ENAMETOOLONG;

@@ -33,29 +33,24 @@
  * it is missing or malformed. */
 static bool status_hex(const char *text, const char *name, uint64_t *ret)
 {
-    size_t n = strlen(name);
-    for (const char *p = text; *p; p++) {
-        if ((p == text || p[-1] == '\n') && strncmp(p, name, n) == 0) {
-            p += n;
-            while (*p == ' ' || *p == '\t')
-                p++;
-            uint64_t v = 0;
-            int digits = 0;
-            for (; digits < 16; p++, digits++) {
-                int d = *p >= '0' && *p <= '9'   ? *p - '0'
-                        : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
-                                                 : -1;
-                if (d < 0)
-                    break;
-                v = v << 4 | (uint64_t)d;
-            }
-            if (!digits || *p != '\n')
-                return false;
-            *ret = v;
-            return true;
-        }
+    const char *p = eb_status_line(text, name);
+    if (!p)
+        return false;
+    p += strlen(name);
+    while (*p == ' ' || *p == '\t')
+        p++;
+    uint64_t v = 0;
+    int digits = 0;
+    for (; digits < 16; p++, digits++) {
+        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (d < 0)
+            break;
+        v = v << 4 | (uint64_t)d;
     }
-    return false;
+    if (!digits || *p != '\n')
+        return false;
+    *ret = v;
+    return true;
 }
 
 /* Sets every signal that is ignored or caught back to its default action (the kernel resets
