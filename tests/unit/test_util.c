@@ -30,8 +30,8 @@ static void test_finds_a_field_at_a_line_start(void **state)
 static void test_a_name_inside_a_line_or_missing_is_not_found(void **state)
 {
     (void)state;
-    assert_null(eb_status_line(status, "python3"));  /* a value, not a field */
-    assert_null(eb_status_line(status, "Ign:"));      /* the end of SigIgn's name */
+    assert_null(eb_status_line(status, "python3"));     /* a value, not a field */
+    assert_null(eb_status_line(status, "Ign:"));        /* the end of SigIgn's name */
     assert_null(eb_status_line(status, "NoNewPrivs:")); /* absent */
     assert_null(eb_status_line("", "Name:"));
 }
