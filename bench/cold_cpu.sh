@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Where the machine's CPU goes in a cold `execbox run -b jail -c pass`, beside bubblewrap running the
-# same `python3 -B -c pass` with the same namespaces (bench/jail.sh's command line): RUNS of each,
-# one after the other, under `perf record -a -g`, in ROUNDS alternating rounds; each recording
-# split by bench/cpu_split.py into rows by kernel entry point and columns by process (the CLI,
-# the sandbox's init, the guest python; bwrap's two processes), scaled to the machine's busy ms per
-# run measured around it (/proc/stat, so a row is that ms's share). perf's own overhead is in every
-# figure, about alike for both; bench/jail.sh has the totals without it. Needs perf, bwrap, root.
+# Where the machine's CPU goes in a cold `execbox run -b jail -c pass`, beside bubblewrap running
+# the same `python3 -B -c pass` with the same namespaces (bench_bwrap in bench/lib.sh, also
+# bench/jail.sh's baseline): RUNS of each, one after the other, under `perf record -a -g`, in
+# ROUNDS alternating rounds; each recording split by bench/cpu_split.py into rows by kernel entry
+# point and columns by process (the CLI, the sandbox's init, the guest python; bwrap's two
+# processes), scaled to the machine's busy ms per run measured around it (/proc/stat, so a row is
+# that ms's share). perf's own overhead is in every figure, about alike for both; bench/jail.sh
+# has the totals without it. Needs perf, bwrap, root.
 # Usage: bench/cold_cpu.sh [BUILD_DIR]   Environment: RUNS (default 200), ROUNDS (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,11 +22,7 @@ hz=$(getconf CLK_TCK)
 py=(/usr/bin/python3 -B -c pass)
 declare -A cmd
 cmd[cold]="$build/execbox run -b jail -c pass"
-cmd[bwrap]="/usr/bin/bwrap --unshare-all --die-with-parent --new-session --cap-drop ALL \
---ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
---symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp --tmpfs /workspace \
---chdir /workspace --clearenv --setenv PATH /usr/bin:/bin --setenv HOME /workspace \
---setenv TMPDIR /tmp ${py[*]}"
+cmd[bwrap]="$(printf '%q ' "${bench_bwrap[@]}" "${py[@]}")"
 echo "# machine CPU per cold start, perf record -a -g, $n runs a recording, $rounds rounds, $(nproc) cores,"
 echo "# $(date -u +%FT%TZ), $("$build/execbox" --version 2>/dev/null || true)"
 for r in $(seq "$rounds"); do

@@ -26,7 +26,8 @@ if [ ! -x "$BUILD/execbox" ] || [ ! -x "$BUILD/execbox_floor" ] || [ ! -x "$BUIL
   BUILD=build-release
 fi
 "$BUILD/execbox" check -b jail | sed -n '/tier/p'
-exec python3 - "$BUILD" "${RUNS:-200}" "${MOUNTS:-2000}" <<'PY'
+. bench/lib.sh
+exec python3 - "$BUILD" "${RUNS:-200}" "${MOUNTS:-2000}" "${bench_bwrap[@]}" <<'PY'
 import ctypes, os, re, statistics, subprocess, sys, time
 
 build, runs, n_mounts = os.path.abspath(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -35,13 +36,7 @@ bare = [PY, "-B", "-c", "pass"]
 cmds = {
     "bare": bare,
     "execbox": [f"{build}/execbox", "run", "-b", "jail", "-c", "pass"],
-    "bwrap": ["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-              "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-              "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-              "--symlink", "usr/sbin", "/sbin", "--ro-bind", "/etc", "/etc", "--proc", "/proc",
-              "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/workspace",
-              "--chdir", "/workspace", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
-              "--setenv", "HOME", "/workspace", "--setenv", "TMPDIR", "/tmp"] + bare,
+    "bwrap": sys.argv[4:] + bare,  # bench_bwrap (bench/lib.sh)
     "floor": [f"{build}/execbox_floor"] + bare,
 }
 libc = ctypes.CDLL(None, use_errno=True)

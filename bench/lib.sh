@@ -46,6 +46,16 @@ bench_stop() {
     pid=
 }
 
+# bench_bwrap: bubblewrap's command line for the cold-start baseline (bench/jail.sh,
+# bench/cold_cpu.sh), the program to run appended: the namespaces execbox's jail makes, the host's
+# /usr read-only with the merged-/usr links, /etc read-only, its own /proc, /dev, /tmp and
+# /workspace, the environment cleared but for what a run gets, every capability dropped.
+bench_bwrap=(/usr/bin/bwrap --unshare-all --die-with-parent --new-session --cap-drop ALL
+    --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64
+    --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp
+    --tmpfs /workspace --chdir /workspace --clearenv --setenv PATH /usr/bin:/bin
+    --setenv HOME /workspace --setenv TMPDIR /tmp)
+
 # bench_busy: the machine's busy time so far, in jiffies (user, nice, system, irq, softirq from
 # /proc/stat); the difference over a benchmark, times 1000 / CLK_TCK, is its CPU in ms.
 bench_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
