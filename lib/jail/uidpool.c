@@ -91,10 +91,11 @@ static bool overlaps(unsigned long long a, unsigned long long an, unsigned long 
     return a < b + bn && b < a + an;
 }
 
-/* Refuses when a line of etc_dir/name overlaps r: an id in field id_field (passwd, group), or
- * (subid files: id_field < 0) another owner's range. A missing file has no lines. */
+/* Refuses when a line of etc_dir/name overlaps r: an id in one of the n_fields fields id_fields
+ * (passwd: uid and gid; group: gid), or (subid files: id_fields NULL) another owner's range. One
+ * read of the file for all its fields. A missing file has no lines. */
 static int check_file(const struct eb_uid_range *r, const char *etc_dir, const char *name,
-                      int id_field, struct execbox_error *err)
+                      const int *id_fields, size_t n_fields, struct execbox_error *err)
 {
     char path[512], *text = NULL;
     snprintf(path, sizeof(path), "%s/%s", etc_dir, name);
@@ -109,12 +110,12 @@ static int check_file(const struct eb_uid_range *r, const char *etc_dir, const c
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = '\0';
-        unsigned long long id, n = 1;
+        unsigned long long id = 0, n = 1;
         bool hit = false;
-        if (id_field >= 0)
-            hit = field_num(line, id_field, &id) && overlaps(r->base, r->count, id, 1);
-        else if (strncmp(line, "execbox:", 8) != 0 && field_num(line, 1, &id) &&
-                 field_num(line, 2, &n))
+        for (size_t f = 0; id_fields && f < n_fields && !hit; f++)
+            hit = field_num(line, id_fields[f], &id) && overlaps(r->base, r->count, id, 1);
+        if (!id_fields && strncmp(line, "execbox:", 8) != 0 && field_num(line, 1, &id) &&
+            field_num(line, 2, &n))
             hit = overlaps(r->base, r->count, id, n);
         if (hit) {
             char who[64];
@@ -126,7 +127,7 @@ static int check_file(const struct eb_uid_range *r, const char *etc_dir, const c
                                "set EXECBOX_JAIL_UIDS=BASE:COUNT or an execbox line in "
                                "/etc/subuid to a range no one else uses",
                                r->base, (unsigned)(r->base + r->count - 1), r->source, who, path,
-                               id, id_field < 0 ? ", a subordinate range" : "");
+                               id, id_fields ? "" : ", a subordinate range");
         }
         line = nl ? nl + 1 : NULL;
     }
@@ -145,12 +146,12 @@ int eb_uid_range_check(const struct eb_uid_range *r, const char *etc_dir, struct
     if (r->base == 0 || overlaps(r->base, r->count, 65534, 1))
         return eb_error_set(err, -EINVAL, "the sandbox uid range %u-%llu (%s) holds root or nobody",
                             r->base, end - 1, r->source);
+    static const int passwd_ids[] = {2, 3}, group_ids[] = {2};
     int rr;
-    if ((rr = check_file(r, etc_dir, "passwd", 2, err)) < 0 ||
-        (rr = check_file(r, etc_dir, "passwd", 3, err)) < 0 ||
-        (rr = check_file(r, etc_dir, "group", 2, err)) < 0 ||
-        (rr = check_file(r, etc_dir, "subuid", -1, err)) < 0 ||
-        (rr = check_file(r, etc_dir, "subgid", -1, err)) < 0)
+    if ((rr = check_file(r, etc_dir, "passwd", passwd_ids, ARRAY_SIZE(passwd_ids), err)) < 0 ||
+        (rr = check_file(r, etc_dir, "group", group_ids, ARRAY_SIZE(group_ids), err)) < 0 ||
+        (rr = check_file(r, etc_dir, "subuid", NULL, 0, err)) < 0 ||
+        (rr = check_file(r, etc_dir, "subgid", NULL, 0, err)) < 0)
         return rr;
     return 0;
 }

@@ -62,9 +62,12 @@ static void test_range_checks(void **state)
     assert_int_equal(check(2990, 20, &e), -EINVAL); /* bob's uid */
     assert_non_null(strstr(e.msg, "bob"));
     assert_int_equal(check(3001, 1, &e), -EINVAL); /* bob's primary gid */
+    assert_non_null(strstr(e.msg, "'bob' in"));
+    assert_non_null(strstr(e.msg, "(id 3001)"));
     assert_int_equal(check(4999, 2, &e), -EINVAL); /* group staff */
     assert_non_null(strstr(e.msg, "staff"));
-    assert_int_equal(check(160000, 10, &e), -EINVAL);         /* bob's subordinate range */
+    assert_int_equal(check(160000, 10, &e), -EINVAL); /* bob's subordinate range */
+    assert_non_null(strstr(e.msg, "a subordinate range"));
     assert_int_equal(check(65000, 1000, &e), -EINVAL);        /* nobody */
     assert_int_equal(check(0xffffff00U, 0x200, &e), -EINVAL); /* wraps */
     assert_int_equal(check(7000, 0, &e), -EINVAL);
