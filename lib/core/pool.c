@@ -141,6 +141,7 @@ static void *pool_thread(void *arg)
         unsigned n_expired = 0;
         uint64_t next_wake = now + 1000ULL * 1000 * 1000;
         struct pair *fill = NULL;
+        bool more = false; /* a second fill is due besides `fill` */
         for (size_t i = 0; i < POOL_PAIRS; i++) {
             struct pair *q = &p->pairs[i];
             if (!q->used)
@@ -166,9 +167,13 @@ static void *pool_thread(void *arg)
                 q->gen++;
                 continue;
             }
-            if (wanted && q->n + q->starting < p->size && now >= q->retry_at && !fill &&
-                !fill_yields(p, q, now, &next_wake))
-                fill = q;
+            if (wanted && q->n + q->starting < p->size && now >= q->retry_at &&
+                !fill_yields(p, q, now, &next_wake)) {
+                if (!fill)
+                    fill = q;
+                else
+                    more = true;
+            }
             if (q->retry_at > now && q->retry_at < next_wake)
                 next_wake = q->retry_at;
         }
@@ -183,6 +188,10 @@ static void *pool_thread(void *arg)
             const struct eb_language *lang = fill->lang;
             uint64_t gen = fill->gen;
             fill->starting++;
+            /* One filler is woken at a time (wake_filler); it passes the wake on while there is
+             * more to start, so that fills still run side by side. */
+            if (more || fill->n + fill->starting < p->size)
+                pthread_cond_signal(&p->cv);
             pthread_mutex_unlock(&p->mu);
             struct eb_lease w = {0};
             struct execbox_error err = {0, ""};
@@ -298,6 +307,21 @@ void eb_pool_free(struct eb_pool *p)
     free(p);
 }
 
+/* Wakes one filler if q, as it stands, has a fill to start now. A fill that must give way to
+ * the runs in flight is left to the last run's end (eb_pool_run_end); one that gives way to a
+ * run that just ended, or waits to retry, to the filler's own timed wait, which a wake here
+ * would only recompute. Each wake costs the filler a lock and a scan, and on a machine of few
+ * cores a context switch off the run's own path: a take that leaves half the pool ready (every
+ * take of a steady load) wakes nobody. Called with p->mu held. */
+static void wake_filler(struct eb_pool *p, const struct pair *q)
+{
+    if (!q || q->n + q->starting >= p->size || eb_now_ns() < q->retry_at)
+        return;
+    uint64_t wake = UINT64_MAX;
+    if (!fill_yields(p, q, eb_now_ns(), &wake))
+        pthread_cond_signal(&p->cv);
+}
+
 static struct pair *want(struct eb_pool *p, const struct execbox_policy *pol,
                          const struct eb_language *lang, struct eb_lease *evicted,
                          unsigned *n_evicted)
@@ -307,7 +331,6 @@ static struct pair *want(struct eb_pool *p, const struct execbox_policy *pol,
         q = new_pair(p, pol, lang, evicted, n_evicted);
     if (q)
         q->last_want = eb_now_ns();
-    pthread_cond_broadcast(&p->cv);
     return q;
 }
 
@@ -330,6 +353,7 @@ bool eb_pool_take(struct eb_pool *p, const struct execbox_policy *pol,
     } else {
         p->st.misses++;
     }
+    wake_filler(p, q);
     pthread_mutex_unlock(&p->mu);
     discard_all(p, evicted, n_evicted);
     return got;
@@ -355,6 +379,7 @@ int eb_pool_prewarm(struct eb_pool *p, const struct execbox_policy *pol,
     unsigned n_evicted = 0;
     pthread_mutex_lock(&p->mu);
     struct pair *q = want(p, pol, lang, evicted, &n_evicted);
+    wake_filler(p, q);
     pthread_mutex_unlock(&p->mu);
     discard_all(p, evicted, n_evicted);
     return q ? 0 : eb_error_set(err, -EBUSY, "every pool slot is busy starting sandboxes");
@@ -389,7 +414,7 @@ void eb_pool_run_end(struct eb_pool *p)
     p->last_end = eb_now_ns();
     if (p->running == 0 && p->yielding) {
         p->yielding = false;
-        pthread_cond_broadcast(&p->cv);
+        pthread_cond_signal(&p->cv); /* the filler woken passes it on (pool_thread) */
     }
     pthread_mutex_unlock(&p->mu);
 }

@@ -213,11 +213,14 @@ int runner_submit(struct runner *r, struct runner_job *job)
         r->queued++;
         r->cost += job->cost;
         r->accepted++;
-        pthread_cond_signal(&r->work);
     } else {
         r->rejected++;
     }
     pthread_mutex_unlock(&r->lock);
+    /* After the unlock: a worker woken under the lock would wake only to wait for it. The job
+     * is on the list; a worker that looks before this wake takes it all the same. */
+    if (ret == 0)
+        pthread_cond_signal(&r->work);
     return ret;
 }
 
