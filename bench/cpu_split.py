@@ -26,6 +26,10 @@ import collections
 import re
 import sys
 
+# serve's threads by name (each names itself: pthread_setname_np), and libmicrohttpd's MHD-*.
+SERVE_THREADS = {"execbox-serve", "execbox-front", "execbox-worker", "execbox-fill", "execbox-grave",
+                 "execbox-netns", "execbox-proxy", "execbox-dns", "execbox-watch", "execbox-expiry"}
+
 RULES = [
     ("idle", ("do_idle",)),
     ("network namespace made", ("copy_net_ns",)),
@@ -98,7 +102,7 @@ def main():
                 return "guest"
             if comm.startswith("memfd:execbox"):
                 return "init"
-            if comm.startswith(("execbox-serve", "MHD")):
+            if comm in SERVE_THREADS or comm.startswith("MHD"):
                 return "serve"
             if re.match(r"(kworker|ksoftirqd|rcu)", comm):
                 return "kworker"

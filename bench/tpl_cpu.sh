@@ -50,7 +50,7 @@ rows=(
 comms=(
     "the template and the guest (python3)|^python3$"
     "the guest after its run: its exit|^execbox-done"
-    "serve's threads|^execbox-serve$|^MHD"
+    "serve's threads|^execbox-(serve|front|worker|fill|grave|netns|proxy|dns|watch|expiry)$|^MHD"
     "the run's init (namespaces, mounts)|^memfd:execbox"
     "kernel workers (netns, cgroup release)|^kworker|^ksoftirqd|^rcu"
 )

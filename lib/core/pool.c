@@ -133,6 +133,7 @@ static bool fill_yields(struct eb_pool *p, const struct pair *q, uint64_t now, u
 
 static void *pool_thread(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-fill"); /* in ps, top -H and perf */
     struct eb_pool *p = arg;
     struct eb_lease expired[POOL_PAIRS * POOL_MAX];
     pthread_mutex_lock(&p->mu);

@@ -107,6 +107,7 @@ static bool want_more(const struct eb_netns_pool *p)
 
 static void *filler(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-netns"); /* in ps, top -H and perf */
     struct eb_netns_pool *p = arg;
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {

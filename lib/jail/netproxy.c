@@ -351,6 +351,7 @@ static void expire(struct eb_proxy *p, uint64_t now)
 
 static void *proxy_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-proxy"); /* in ps, top -H and perf */
     struct eb_proxy *p = arg;
     struct epoll_event evs[64];
     uint64_t last_sweep = eb_now_ns();

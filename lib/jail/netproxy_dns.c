@@ -41,6 +41,7 @@ void eb_px_resolver_unref(struct resolver *r)
 
 static void *resolver_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-dns"); /* in ps, top -H and perf */
     struct resolver *r = arg;
     pthread_mutex_lock(&r->lock);
     while (!r->stop) {

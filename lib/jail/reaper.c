@@ -92,6 +92,7 @@ static void grave_bury(struct grave *g)
 
 static void *grave_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-grave"); /* in ps, top -H and perf */
     (void)arg;
     pthread_mutex_lock(&grave_lock);
     for (;;) {

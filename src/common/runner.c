@@ -104,6 +104,7 @@ static bool unlink_job(struct runner *r, struct runner_job *job)
 
 static void *worker_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-worker"); /* in ps, top -H and perf */
     struct runner *r = arg;
     pthread_mutex_lock(&r->lock);
     for (;;) {

@@ -169,6 +169,7 @@ static double expire_locked(struct sess_registry *r)
 
 static void *reg_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-expiry"); /* in ps, top -H and perf */
     struct sess_registry *r = arg;
     pthread_mutex_lock(&r->lock);
     for (;;) {

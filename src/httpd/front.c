@@ -502,6 +502,7 @@ static bool accept_one(struct front *f)
 
 static void *front_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-front"); /* in ps, top -H and perf */
     struct front *f = arg;
     struct epoll_event evs[FRONT_EVENTS];
     uint64_t stop_at = 0;

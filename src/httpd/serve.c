@@ -477,6 +477,7 @@ static int set_up(struct serve_opts *o, struct srv_config *cfg, char *shown, siz
  * thread; this one takes it synchronously). A file that no longer parses changes nothing. */
 static void *reload_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-reload"); /* in ps, top -H and perf */
     struct tenants *t = arg;
     sigset_t hup;
     sigemptyset(&hup);

@@ -29,6 +29,7 @@ static void watch_collect(struct runner_job *rj, bool running, void *ctx)
 /* Polls the sockets of queued and running jobs for a hang-up; cancels the run. */
 void *srv_watchdog_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "execbox-watch"); /* in ps, top -H and perf */
     struct srv *s = arg;
     struct watch_set w = {.cap = s->cfg.queue + s->cfg.workers};
     w.jobs = calloc(w.cap, sizeof(*w.jobs));
