@@ -19,6 +19,14 @@ bench_cleanup() { # (under set -e: a server already gone must not stop the remov
     rm -rf "$work"
 }
 
+# bench_libpath BIN: the library search path that runs BIN with the libexecbox of its own build
+# folder (BIN's folder's lib/) first. A build folder's programs find the library through a RUNPATH
+# naming the folder they were built in: a copy of a build (a baseline kept before a change) would
+# otherwise run the new build's library. Use: LD_LIBRARY_PATH=$(bench_libpath "$bin") "$bin" ...
+bench_libpath() {
+    echo "$(cd "$(dirname "$1")" && pwd)/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
 # bench_serve LOG BIN ARGS...: starts `BIN serve --listen 127.0.0.1:0 ARGS...` in the background,
 # its JSON log in LOG; sets pid, addr (host:port) and port once it listens, or exits with the
 # log when it does not within 20 s.
@@ -26,7 +34,7 @@ bench_serve() {
     local log=$1 bin=$2
     shift 2
     : >"$log"
-    "$bin" serve --listen 127.0.0.1:0 "$@" 2>"$log" &
+    LD_LIBRARY_PATH=$(bench_libpath "$bin") "$bin" serve --listen 127.0.0.1:0 "$@" 2>"$log" &
     pid=$!
     addr=
     for _ in $(seq 200); do
