@@ -131,6 +131,13 @@ static bool fill_yields(struct eb_pool *p, const struct pair *q, uint64_t now, u
     return true;
 }
 
+/* Whether q has a fill to start now: a sandbox short, not waiting to retry, not giving way to
+ * runs (fill_yields, which may lower *wake). Called with p->mu held. */
+static bool fill_due(struct eb_pool *p, const struct pair *q, uint64_t now, uint64_t *wake)
+{
+    return q->n + q->starting < p->size && now >= q->retry_at && !fill_yields(p, q, now, wake);
+}
+
 static void *pool_thread(void *arg)
 {
     pthread_setname_np(pthread_self(), "execbox-fill"); /* in ps, top -H and perf */
@@ -168,8 +175,7 @@ static void *pool_thread(void *arg)
                 q->gen++;
                 continue;
             }
-            if (wanted && q->n + q->starting < p->size && now >= q->retry_at &&
-                !fill_yields(p, q, now, &next_wake)) {
+            if (wanted && fill_due(p, q, now, &next_wake)) {
                 if (!fill)
                     fill = q;
                 else
@@ -191,7 +197,7 @@ static void *pool_thread(void *arg)
             fill->starting++;
             /* One filler is woken at a time (wake_filler); it passes the wake on while there is
              * more to start, so that fills still run side by side. */
-            if (more || fill->n + fill->starting < p->size)
+            if (more || fill_due(p, fill, now, &next_wake))
                 pthread_cond_signal(&p->cv);
             pthread_mutex_unlock(&p->mu);
             struct eb_lease w = {0};
@@ -316,10 +322,8 @@ void eb_pool_free(struct eb_pool *p)
  * take of a steady load) wakes nobody. Called with p->mu held. */
 static void wake_filler(struct eb_pool *p, const struct pair *q)
 {
-    if (!q || q->n + q->starting >= p->size || eb_now_ns() < q->retry_at)
-        return;
     uint64_t wake = UINT64_MAX;
-    if (!fill_yields(p, q, eb_now_ns(), &wake))
+    if (q && fill_due(p, q, eb_now_ns(), &wake))
         pthread_cond_signal(&p->cv);
 }
 
